@@ -1,0 +1,223 @@
+"""Multi-head self-attention with swappable score functions and normalizations.
+
+Vaswani et al. 2017, "Attention Is All You Need" (scaled dot-product, multi-head);
+Bahdanau et al. 2015 (additive score); Nadaraya 1964 / Watson 1964 (Gaussian kernel
+regression as attention). Q = W^q I, K = W^k I, V = W^v I, A = score(Q, K),
+A' = normalize(A), O = A' V; heads concatenated and projected.
+
+Two paths compute the same thing:
+- the fast path: ``torch.nn.functional.scaled_dot_product_attention`` for every
+  softmax-normalized dot-family score (scaled_dot, dot, and gaussian, whose
+  -|q-k|^2/2 equals q.k - |k|^2/2 up to a per-query constant that softmax ignores),
+  and a blocked local path for truncated attention whose memory grows with
+  N x window instead of N^2;
+- the reference path: the plain matrix formulation above, used for the other
+  combinations and whenever attention weights are captured for plotting.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+Score = Literal["scaled_dot", "dot", "additive", "gaussian"]
+Normalize = Literal["softmax", "relu", "sigmoid"]
+SCORES = ("scaled_dot", "dot", "additive", "gaussian")
+NORMALIZES = ("softmax", "relu", "sigmoid")
+
+
+def band_mask(n: int, window: int, device: torch.device | None = None) -> Tensor:
+    """(N, N) bool, True where |i - j| <= window."""
+    idx = torch.arange(n, device=device)
+    return (idx[:, None] - idx[None, :]).abs() <= window
+
+
+def local_attention(q: Tensor, k: Tensor, v: Tensor, key_mask: Tensor, window: int,
+                    scale: float, key_bias: Tensor | None = None, dropout_p: float = 0.0) -> Tensor:
+    """Softmax attention where query i sees keys j with |i - j| <= window, in blocks.
+
+    The sequence is cut into blocks of ``window`` positions; each block's queries attend to
+    the keys of their own and the two neighbouring blocks (3 x window keys) with a small band
+    mask, so memory grows with N x window rather than N^2.
+
+    Shapes:
+        q, k, v:  (B, H, N, Dh)
+        key_mask: (B, N) bool, True for real keys
+        key_bias: optional (B, H, N) additive per-key score term
+        returns:  (B, H, N, Dh)
+    """
+    B, H, N, Dh = q.shape
+    W = max(window, 1)
+    nb = math.ceil(N / W)
+    pad_end = nb * W - N
+
+    def blocks_of_keys(t: Tensor) -> Tensor:
+        # pad W on the left, W (+ the remainder) on the right, then take 3W-wide windows
+        t = F.pad(t, (0, 0, W, W + pad_end))  # (B, H, (nb+2)W, Dh)
+        return t.unfold(2, 3 * W, W).transpose(-1, -2)  # (B, H, nb, 3W, Dh)
+
+    qb = F.pad(q, (0, 0, 0, pad_end)).reshape(B, H, nb, W, Dh)  # (B, H, nb, W, Dh)
+    kb, vb = blocks_of_keys(k), blocks_of_keys(v)
+    km = F.pad(key_mask, (W, W + pad_end), value=False).unfold(1, 3 * W, W)  # (B, nb, 3W)
+    i = torch.arange(W, device=q.device)
+    j = torch.arange(3 * W, device=q.device)
+    band = (i[:, None] - (j[None, :] - W)).abs() <= window  # (W, 3W)
+    allowed = band & km[:, :, None, :]  # (B, nb, W, 3W)
+    # every query keeps its own position, so no row is fully masked (fused kernels give NaN)
+    allowed = allowed | (j[None, :] == i[:, None] + W)
+    allowed = allowed[:, None]  # (B, 1, nb, W, 3W)
+    if key_bias is not None:
+        kbias = F.pad(key_bias, (W, W + pad_end)).unfold(2, 3 * W, W)  # (B, H, nb, 3W)
+        attn_mask = kbias[:, :, :, None, :].masked_fill(~allowed, float("-inf"))  # (B, H, nb, W, 3W)
+    else:
+        attn_mask = allowed
+    # fold the blocks into the head dimension: the kernel takes (B, H', L, Dh)
+    attn_mask = attn_mask.expand(B, H, nb, W, 3 * W).reshape(B, H * nb, W, 3 * W)
+    out = F.scaled_dot_product_attention(
+        qb.reshape(B, H * nb, W, Dh), kb.reshape(B, H * nb, 3 * W, Dh),
+        vb.reshape(B, H * nb, 3 * W, Dh), attn_mask=attn_mask, dropout_p=dropout_p, scale=scale,
+    )  # (B, H*nb, W, Dh)
+    return out.reshape(B, H, nb * W, Dh)[:, :, :N]
+
+
+class MultiHeadSelfAttention(nn.Module):
+    """Multi-head self-attention over a padded set.
+
+    Args:
+        d_model: vector width D.
+        heads: number of heads H (D must be divisible by H).
+        score: ``scaled_dot`` (q.k/sqrt(Dh)), ``dot`` (q.k), ``additive``
+            (w_v^T tanh(W_q q + W_k k)), ``gaussian`` (-|q-k|^2/2: softmax gives
+            Nadaraya-Watson's Gaussian-kernel weights).
+        normalize: ``softmax``, ``relu`` or ``sigmoid`` over the allowed keys.
+        window: if set, vector i attends only to j with |i - j| <= window (truncated
+            attention for long sequences).
+        dropout: dropout on the attention weights.
+
+    Shapes:
+        x: (B, N, D), mask: (B, N) bool, bias: (B, N, N) bool allowed-pairs or
+        (B, N, N) / (B, H, N, N) float additive bias -> (B, N, D)
+    """
+
+    def __init__(self, d_model: int, heads: int = 4, score: Score = "scaled_dot",
+                 normalize: Normalize = "softmax", window: int | None = None,
+                 dropout: float = 0.0, additive_dim: int | None = None) -> None:
+        super().__init__()
+        if d_model % heads:
+            raise ValueError(f"d_model={d_model} must be divisible by heads={heads}")
+        if score not in SCORES:
+            raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+        if normalize not in NORMALIZES:
+            raise ValueError(f"normalize must be one of {NORMALIZES}, got {normalize!r}")
+        if window is not None and window < 0:
+            raise ValueError(f"window must be >= 0, got {window}")
+        self.d_model, self.heads, self.head_dim = d_model, heads, d_model // heads
+        self.score, self.normalize, self.window, self.dropout = score, normalize, window, dropout
+        self.in_proj = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        if score == "additive":
+            a = additive_dim or self.head_dim
+            self.add_wq = nn.Parameter(torch.randn(heads, self.head_dim, a) / math.sqrt(self.head_dim))
+            self.add_wk = nn.Parameter(torch.randn(heads, self.head_dim, a) / math.sqrt(self.head_dim))
+            self.add_wv = nn.Parameter(torch.randn(heads, a) / math.sqrt(a))
+        # capture: when True, the reference path runs and keeps the weights (B, H, N, N)
+        self.capture = False
+        self.last_weights: Tensor | None = None
+        # "auto" uses the blocked local path for long windowed inputs; tests force either
+        self.local_impl: Literal["auto", "blocked", "dense"] = "auto"
+
+    # -- pieces shared by both paths -------------------------------------------------
+    def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        B, N, D = x.shape
+        qkv = self.in_proj(x).reshape(B, N, 3, self.heads, self.head_dim)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, N, Dh)
+        return q, k, v
+
+    def _masks(self, mask: Tensor, bias: Tensor | None) -> tuple[Tensor, Tensor | None]:
+        """allowed (B, 1, N|1, N) bool and an optional float bias (B, 1|H, N, N)."""
+        B, N = mask.shape
+        allowed = mask[:, None, None, :]  # (B, 1, 1, N)
+        restricted = False
+        if self.window is not None:
+            allowed = allowed & band_mask(N, self.window, mask.device)
+            restricted = True
+        fbias = None
+        if bias is not None:
+            if bias.dtype == torch.bool:
+                allowed = allowed & bias[:, None]
+                restricted = True
+            else:
+                fbias = bias[:, None] if bias.dim() == 3 else bias
+        if restricted:
+            # a vector always sees itself: no row is fully masked (NaN in fused kernels)
+            allowed = allowed | torch.eye(N, dtype=torch.bool, device=mask.device)
+        return allowed, fbias
+
+    def _scores(self, q: Tensor, k: Tensor) -> Tensor:
+        """(B, H, N, N) raw scores, the plain matrix formulation."""
+        if self.score == "scaled_dot":
+            return q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
+        if self.score == "dot":
+            return q @ k.transpose(-1, -2)
+        if self.score == "gaussian":
+            return -torch.cdist(q, k).pow(2) / 2
+        # additive: w_v^T tanh(W_q q_i + W_k k_j), per head
+        qa = torch.einsum("bhnd,hda->bhna", q, self.add_wq)
+        ka = torch.einsum("bhnd,hda->bhna", k, self.add_wk)
+        return torch.einsum("bhija,ha->bhij", torch.tanh(qa[:, :, :, None] + ka[:, :, None]), self.add_wv)
+
+    def _normalize(self, scores: Tensor, allowed: Tensor) -> Tensor:
+        if self.normalize == "softmax":
+            return scores.masked_fill(~allowed, float("-inf")).softmax(dim=-1)
+        act = torch.relu(scores) if self.normalize == "relu" else torch.sigmoid(scores)
+        return act * allowed  # disallowed pairs get exactly zero weight
+
+    def reference(self, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor,
+                  fbias: Tensor | None) -> tuple[Tensor, Tensor]:
+        """O = normalize(score(Q, K) + bias) V; returns (out (B,H,N,Dh), weights (B,H,N,N))."""
+        scores = self._scores(q, k)
+        if fbias is not None:
+            scores = scores + fbias
+        weights = self._normalize(scores, allowed)
+        drop = F.dropout(weights, self.dropout, self.training)
+        return drop @ v, weights
+
+    def _fast(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, bias: Tensor | None) -> Tensor:
+        B, H, N, _ = q.shape
+        scale = 1 / math.sqrt(self.head_dim) if self.score == "scaled_dot" else 1.0
+        key_bias = -k.pow(2).sum(-1) / 2 if self.score == "gaussian" else None  # (B, H, N)
+        p = self.dropout if self.training else 0.0
+        use_local = (
+            self.window is not None and bias is None
+            and (self.local_impl == "blocked" or (self.local_impl == "auto" and N > 4 * max(self.window, 1)))
+        )
+        if use_local:
+            return local_attention(q, k, v, mask, self.window, scale, key_bias, p)
+        allowed, fbias = self._masks(mask, bias)
+        if fbias is None and key_bias is None:
+            attn_mask = allowed
+        else:
+            attn_mask = torch.zeros((), dtype=q.dtype, device=q.device)
+            if fbias is not None:
+                attn_mask = attn_mask + fbias
+            if key_bias is not None:
+                attn_mask = attn_mask + key_bias[:, :, None, :]
+            attn_mask = attn_mask.masked_fill(~allowed, float("-inf"))
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p, scale=scale)
+
+    def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None) -> Tensor:
+        B, N, D = x.shape
+        q, k, v = self._qkv(x)  # (B, H, N, Dh)
+        if self.normalize == "softmax" and self.score != "additive" and not self.capture:
+            out = self._fast(q, k, v, mask, bias)
+        else:
+            allowed, fbias = self._masks(mask, bias)
+            out, weights = self.reference(q, k, v, allowed, fbias)
+            if self.capture:
+                self.last_weights = weights.detach()
+        out = out.transpose(1, 2).reshape(B, N, D)  # (B, N, D)
+        return self.out_proj(out)

@@ -1,0 +1,89 @@
+"""The shared self-attention trunk: a stack of pre-norm blocks, VectorSet -> VectorSet."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import replace
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from backbone.attention import MultiHeadSelfAttention, Normalize, Score
+from backbone.block import Block
+from backbone.vectorset import VectorSet
+
+
+class Backbone(nn.Module):
+    """``depth`` pre-norm self-attention blocks shared by every task.
+
+    Args:
+        d_model: vector width D (encoders project to it).
+        depth: number of blocks.
+        heads: attention heads per block.
+        mlp_ratio: MLP hidden width / D.
+        dropout: dropout in blocks and on attention weights.
+        score, normalize, window: see ``MultiHeadSelfAttention``.
+        cls_token: prepend a learned CLS vector (for ``SequenceHead(pooling="cls")``);
+            the mask and any pairwise bias grow with it (CLS sees and is seen by all).
+
+    Shapes:
+        VectorSet x (B, N, D) -> VectorSet x (B, N, D), or (B, N+1, D) with ``cls_token``.
+        Padded positions of the output are zero.
+    """
+
+    def __init__(self, d_model: int = 64, depth: int = 2, heads: int = 4, mlp_ratio: float = 4.0,
+                 dropout: float = 0.0, score: Score = "scaled_dot", normalize: Normalize = "softmax",
+                 window: int | None = None, cls_token: bool = False) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.blocks = nn.ModuleList(
+            Block(MultiHeadSelfAttention(d_model, heads, score, normalize, window, dropout), mlp_ratio, dropout)
+            for _ in range(depth)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.cls = nn.Parameter(torch.randn(1, 1, d_model) * 0.02) if cls_token else None
+
+    def _prepend_cls(self, vs: VectorSet) -> VectorSet:
+        B = vs.x.shape[0]
+        x = torch.cat([self.cls.expand(B, 1, -1).to(vs.x.dtype), vs.x], dim=1)
+        mask = F.pad(vs.mask, (1, 0), value=True)
+        bias = vs.bias
+        if bias is not None:
+            # CLS row/column: allowed everywhere (bool) or no bias (float)
+            pad = (1, 0, 1, 0)
+            bias = F.pad(bias, pad, value=True) if bias.dtype == torch.bool else F.pad(bias, pad, value=0.0)
+        pos = F.pad(vs.pos, (0, 0, 1, 0)) if vs.pos is not None else None
+        return VectorSet(x=x, mask=mask, pos=pos, bias=bias, cls=True)
+
+    def forward(self, vs: VectorSet) -> VectorSet:
+        if vs.x.shape[-1] != self.d_model:
+            raise ValueError(f"Backbone expects vectors of width d_model={self.d_model}, got {vs.x.shape[-1]}")
+        if self.cls is not None and not vs.cls:
+            vs = self._prepend_cls(vs)
+        x = vs.x
+        for block in self.blocks:
+            x = block(x, vs.mask, vs.bias)
+        x = self.norm(x) * vs.mask[..., None]
+        return replace(vs, x=x)
+
+    @contextmanager
+    def capture_attention(self, layer: int = -1):
+        """Keep the attention weights of one block while inside the context.
+
+        >>> with backbone.capture_attention(layer=-1) as get:
+        ...     backbone(vs)
+        >>> weights = get()  # (B, H, N, N)
+        """
+        attn = self.blocks[layer].attn
+        attn.capture = True
+        try:
+            yield lambda: attn.last_weights
+        finally:
+            attn.capture = False
+            attn.last_weights = None
+
+    def attention_weights(self, vs: VectorSet, layer: int = -1) -> Tensor:
+        with self.capture_attention(layer) as get:
+            self(vs)
+            return get()

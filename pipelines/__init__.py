@@ -1,0 +1,7 @@
+"""Lightning pipelines: TaskModule, DataModules, the CLI, plots."""
+
+from pipelines.datamodule import VecsetDataModule
+from pipelines.synthetic import SyntheticSetDataModule
+from pipelines.task import TaskModule
+
+__all__ = ["SyntheticSetDataModule", "TaskModule", "VecsetDataModule"]

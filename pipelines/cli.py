@@ -1,0 +1,127 @@
+"""The ``vecset`` command: LightningCLI with vecset's run directories and results.
+
+``vecset fit --config configs/debug.yaml`` trains, keeps checkpoints (best and last),
+TensorBoard and CSV logs and the config in ``runs/<config name>/version_<n>/``, then tests
+the best checkpoint and writes ``results.json`` there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
+from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
+
+from pipelines.task import TaskModule
+
+RUNS_DIR = "runs"
+
+
+def config_name(argv: list[str]) -> str:
+    """Stem of the last ``--config``/``-c`` file on the command line ('default' if none)."""
+    name = "default"
+    for i, a in enumerate(argv):
+        if a in ("--config", "-c") and i + 1 < len(argv):
+            name = Path(argv[i + 1]).stem
+        elif a.startswith("--config="):
+            name = Path(a.split("=", 1)[1]).stem
+    return name
+
+
+def next_version(root: Path) -> int:
+    taken = [int(m.group(1)) for p in root.glob("version_*") if (m := re.fullmatch(r"version_(\d+)", p.name))]
+    return max(taken, default=-1) + 1
+
+
+class PredictionWriter(BasePredictionWriter):
+    """Writes ``vecset predict`` output through the DataModule (CSV by default)."""
+
+    def __init__(self) -> None:
+        super().__init__(write_interval="epoch")
+
+    def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices) -> None:
+        dm = trainer.datamodule
+        rows = []
+        for out in predictions:
+            preds = {k: v for k, v in out.items() if k != "ids"}
+            rows += dm.prediction_rows(out["ids"], preds)
+        path = dm.write_predictions(rows, Path(trainer.log_dir))
+        if trainer.is_global_zero:
+            print(f"predictions: {path}")
+
+
+class VecsetCLI(LightningCLI):
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.add_argument("--plots", type=bool, default=True, help="write plots into the run directory after fit")
+
+    def before_fit(self) -> None:
+        self._t0 = time.time()
+
+    def after_fit(self) -> None:
+        trainer, model, dm = self.trainer, self.model, self.datamodule
+        ckpt_cb = trainer.checkpoint_callback
+        best = ckpt_cb.best_model_path if ckpt_cb is not None and ckpt_cb.best_model_path else None
+        wall = time.time() - self._t0
+        test = trainer.test(model, datamodule=dm, ckpt_path=best or None, verbose=True)
+        if not trainer.is_global_zero:
+            return
+        run_dir = Path(trainer.log_dir)
+        results = {
+            "config": str(run_dir / "config.yaml"),
+            "checkpoint": best,
+            "last_checkpoint": ckpt_cb.last_model_path if ckpt_cb is not None else None,
+            "monitor": ckpt_cb.monitor if ckpt_cb is not None else None,
+            "best_val": float(ckpt_cb.best_model_score) if ckpt_cb is not None and ckpt_cb.best_model_score is not None else None,
+            "test": {k: float(v) for k, v in (test[0] if test else {}).items()},
+            "epochs": trainer.current_epoch,
+            "global_steps": trainer.global_step,
+            "wall_seconds": round(wall, 2),
+        }
+        if self.config[self.subcommand].get("plots", True):
+            from pipelines.plots import write_plots
+            results["plots"] = [str(p) for p in write_plots(trainer, model, dm, run_dir)]
+        path = run_dir / "results.json"
+        path.write_text(json.dumps(results, indent=2))
+        print(f"results: {path}")
+
+
+def run_cli(args: list[str] | None = None) -> VecsetCLI:
+    argv = sys.argv[1:] if args is None else args
+    name = config_name(argv)
+    # one version for every process of a run (DDP children inherit the environment)
+    if "VECSET_RUN_VERSION" not in os.environ:
+        os.environ["VECSET_RUN_VERSION"] = str(next_version(Path(RUNS_DIR) / name))
+    version = int(os.environ["VECSET_RUN_VERSION"])
+    loggers = [
+        {"class_path": "pytorch_lightning.loggers.TensorBoardLogger",
+         "init_args": {"save_dir": RUNS_DIR, "name": name, "version": version, "default_hp_metric": False}},
+        {"class_path": "pytorch_lightning.loggers.CSVLogger",
+         "init_args": {"save_dir": RUNS_DIR, "name": name, "version": version}},
+    ]
+    try:
+        return VecsetCLI(
+            TaskModule,
+            subclass_mode_model=True,
+            subclass_mode_data=True,
+            trainer_defaults={"logger": loggers, "callbacks": [RichProgressBar(), PredictionWriter()]},
+            save_config_kwargs={"overwrite": True},
+            seed_everything_default=0,
+            args=args,
+        )
+    finally:
+        if args is not None:
+            os.environ.pop("VECSET_RUN_VERSION", None)
+
+
+def main() -> None:
+    """Console entry point ``vecset``."""
+    run_cli()
+
+
+if __name__ == "__main__":
+    main()

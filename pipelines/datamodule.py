@@ -1,0 +1,60 @@
+"""Base DataModule: what every vecset dataset tells the task and the prediction writer."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytorch_lightning as pl
+
+
+class VecsetDataModule(pl.LightningDataModule):
+    """Adds to LightningDataModule:
+
+    - ``class_names``: label names (classification/labeling) or None;
+    - ``num_classes``: checked against the head before training;
+    - ``train_targets()``: regression targets of the training split (for the scaler);
+    - ``write_predictions(rows, path)``: turn the head's predictions into a file.
+    """
+
+    class_names: list[str] | None = None
+
+    @property
+    def num_classes(self) -> int | None:
+        return len(self.class_names) if self.class_names is not None else None
+
+    def train_targets(self):
+        return None
+
+    def describe(self, sample_id: int) -> str:
+        """What a prediction row calls its input (an index, a file path, a SMILES...)."""
+        return str(sample_id)
+
+    def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
+        rows = []
+        names = self.class_names
+        for i, sid in enumerate(ids):
+            row = {"input": self.describe(sid)}
+            if "label" in preds:
+                lab = preds["label"][i]
+                if isinstance(lab, list):  # one label per vector
+                    row["prediction"] = " ".join(names[j] if names else str(j) for j in lab)
+                    row["probability"] = " ".join(f"{p:.3f}" for p in preds["prob"][i])
+                else:
+                    row["prediction"] = names[lab] if names else lab
+                    row["probability"] = round(preds["prob"][i], 6)
+            else:
+                vals = preds["value"][i]
+                for t, v in enumerate(vals):
+                    row[self.target_names[t] if getattr(self, "target_names", None) else f"value_{t}"] = v
+            rows.append(row)
+        return rows
+
+    def write_predictions(self, rows: list[dict], out_dir: Path) -> Path:
+        path = Path(out_dir) / "predictions.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["input"])
+            w.writeheader()
+            w.writerows(rows)
+        return path

@@ -1,0 +1,47 @@
+"""Plots written into the run directory after fit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def plot_curves(metrics_csv: Path, out: Path) -> Path | None:
+    """Training loss and validation metrics per epoch, from the CSV logger's metrics.csv."""
+    if not Path(metrics_csv).exists():
+        return None
+    df = pd.read_csv(metrics_csv)
+    if "epoch" not in df:
+        return None
+    per_epoch = df.groupby("epoch").last()
+    cols = [c for c in per_epoch.columns if c.startswith(("train_loss_epoch", "val_")) and per_epoch[c].notna().any()]
+    if not cols:
+        return None
+    fig, axes = plt.subplots(1, len(cols), figsize=(4 * len(cols), 3.2), squeeze=False)
+    for ax, c in zip(axes[0], cols):
+        s = per_epoch[c].dropna()
+        ax.plot(s.index, s.values, marker="o", ms=3)
+        ax.set_title(c)
+        ax.set_xlabel("epoch")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
+
+
+def write_plots(trainer, model, datamodule, run_dir: Path) -> list[Path]:
+    """Learning curves, plus whatever the DataModule draws (``datamodule.plots``)."""
+    run_dir = Path(run_dir)
+    paths = []
+    csv = next((Path(lg.log_dir) / "metrics.csv" for lg in trainer.loggers if type(lg).__name__ == "CSVLogger"), None)
+    if csv is not None and (p := plot_curves(csv, run_dir / "curves.png")):
+        paths.append(p)
+    if hasattr(datamodule, "plots"):
+        paths += list(datamodule.plots(model, run_dir))
+    return paths
