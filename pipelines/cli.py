@@ -17,6 +17,8 @@ from pathlib import Path
 from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 
+from pipelines.callbacks import NonFiniteGuard, ResumeState
+from pipelines.checkpoint import AtomicCheckpointIO, CheckpointGuard, run_version
 from pipelines.task import TaskModule
 
 RUNS_DIR = "runs"
@@ -95,7 +97,8 @@ def run_cli(args: list[str] | None = None) -> VecsetCLI:
     name = config_name(argv)
     # one version for every process of a run (DDP children inherit the environment)
     if "VECSET_RUN_VERSION" not in os.environ:
-        os.environ["VECSET_RUN_VERSION"] = str(next_version(Path(RUNS_DIR) / name))
+        # --ckpt_path last continues the newest run directory (its checkpoints are there)
+        os.environ["VECSET_RUN_VERSION"] = str(run_version(argv, Path(RUNS_DIR) / name))
     version = int(os.environ["VECSET_RUN_VERSION"])
     loggers = [
         {"class_path": "pytorch_lightning.loggers.TensorBoardLogger",
@@ -108,7 +111,9 @@ def run_cli(args: list[str] | None = None) -> VecsetCLI:
             TaskModule,
             subclass_mode_model=True,
             subclass_mode_data=True,
-            trainer_defaults={"logger": loggers, "callbacks": [RichProgressBar(), PredictionWriter()]},
+            trainer_defaults={"logger": loggers, "plugins": [AtomicCheckpointIO()],
+                              "callbacks": [RichProgressBar(), PredictionWriter(), NonFiniteGuard(), ResumeState(),
+                                            CheckpointGuard()]},
             save_config_kwargs={"overwrite": True},
             seed_everything_default=0,
             args=args,

@@ -8,6 +8,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from pipelines.collate import pad_sets
 from pipelines.datamodule import VecsetDataModule
+from pipelines.samplers import ResumableSampler, eval_sampler
 
 
 class AboveMeanSets(Dataset):
@@ -59,11 +60,17 @@ class SyntheticSetDataModule(VecsetDataModule):
             if split not in self.sets:
                 self.sets[split] = AboveMeanSets(n, self.min_len, self.max_len, self.seed + k)
 
-    def _loader(self, split: str, shuffle: bool = False) -> DataLoader:
-        return DataLoader(self.sets[split], batch_size=self.batch_size, shuffle=shuffle, collate_fn=pad_sets)
+    def _loader(self, split: str) -> DataLoader:
+        # a disjoint share per process under DDP, so no sample counts twice in the metrics
+        sampler, batch_size = eval_sampler(self.sets[split], self.batch_size)
+        return DataLoader(self.sets[split], batch_size=batch_size, sampler=sampler, collate_fn=pad_sets,
+                          generator=torch.Generator().manual_seed(self.seed))
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)
+        # order = f(seed, epoch), resumable mid-epoch; its own generator keeps the global RNG
+        # (dropout) independent of how often loaders are (re)built
+        return DataLoader(self.sets["train"], batch_size=self.batch_size, sampler=ResumableSampler(self.sets["train"]),
+                          collate_fn=pad_sets, generator=torch.Generator().manual_seed(self.seed))
 
     def val_dataloader(self) -> DataLoader:
         return self._loader("val")

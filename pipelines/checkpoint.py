@@ -1,0 +1,189 @@
+"""Checkpoints that survive a crash: atomic writes, a per-step checkpoint, resuming the
+run directory, and a clear message when a checkpoint does not fit the config.
+
+Why a CheckpointIO of our own: Lightning 2.6 (``lightning_fabric.utilities.cloud_io._atomic_save``)
+writes through an fsspec transaction, i.e. to ``tempfile.mkstemp()`` in the *system* temp
+directory, then ``shutil.move`` to the target. That is an atomic rename only when the temp
+directory and the run directory are on the same filesystem; when they are not (``/tmp`` on
+tmpfs, runs on NFS/Lustre: the usual cluster layout) ``shutil.move`` copies, and a kill during
+the copy leaves a truncated ``last.ckpt``. It also never fsyncs. ``AtomicCheckpointIO`` writes
+the temp file next to the target, fsyncs it, ``os.replace``-s it (atomic on POSIX) and fsyncs
+the directory, so ``last.ckpt`` is always either the old or the new complete file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytorch_lightning as pl
+import torch
+from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
+from lightning_fabric.utilities.cloud_io import _is_local_file_protocol
+from pytorch_lightning.callbacks import Callback
+
+log = logging.getLogger(__name__)
+
+
+class AtomicCheckpointIO(TorchCheckpointIO):
+    """``TorchCheckpointIO`` whose local writes are atomic: temp file in the same directory,
+    fsync, ``os.replace``, fsync of the directory. Remote paths (s3://, ...) keep Lightning's
+    own writer (object stores publish an object only once it is complete)."""
+
+    def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options: Any | None = None) -> None:
+        if storage_options is not None or not _is_local_file_protocol(path):
+            return super().save_checkpoint(checkpoint, path, storage_options)
+        atomic_torch_save(checkpoint, Path(path))
+
+
+def atomic_torch_save(obj: Any, path: Path) -> None:
+    """``torch.save`` to ``path`` so that a crash at any moment leaves either the previous
+    file or the complete new one. The temp name is fixed per target (``.<name>.tmp``), so an
+    interrupted write leaves at most one stale temp file, replaced by the next save."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        torch.save(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)  # make the rename itself durable
+    finally:
+        os.close(dir_fd)
+
+
+class StepCheckpoint(Callback):
+    """Saves ``last-step.ckpt`` every ``every_n_train_steps`` optimizer steps, so a crash
+    mid-epoch costs at most that many steps. It goes into the ModelCheckpoint's directory;
+    ``--ckpt_path last`` picks the newest of ``last.ckpt`` (end of epoch) and
+    ``last-step.ckpt`` (Lightning matches ``last*`` names there and takes the newest).
+
+    Add it in a config under ``trainer.callbacks`` (see configs/debug.yaml)::
+
+        - class_path: pipelines.StepCheckpoint
+          init_args: {every_n_train_steps: 100}
+    """
+
+    def __init__(self, every_n_train_steps: int = 100, filename: str = "last-step") -> None:
+        if every_n_train_steps < 1:
+            raise ValueError(f"StepCheckpoint.every_n_train_steps must be >= 1, got {every_n_train_steps}")
+        if not filename.startswith("last"):
+            raise ValueError(f"StepCheckpoint.filename must start with 'last' so that --ckpt_path last finds it, got {filename!r}")
+        self.every_n_train_steps, self.filename = every_n_train_steps, filename
+        self._last_saved_step = -1
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module, outputs, batch, batch_idx: int) -> None:
+        step = trainer.global_step
+        if step == 0 or step % self.every_n_train_steps or step == self._last_saved_step:
+            return  # (several batches share a step under gradient accumulation)
+        ckpt_cb = trainer.checkpoint_callback
+        if ckpt_cb is None or ckpt_cb.dirpath is None:
+            raise RuntimeError("StepCheckpoint needs a ModelCheckpoint callback to know the checkpoint directory")
+        self._last_saved_step = step
+        trainer.save_checkpoint(os.path.join(ckpt_cb.dirpath, self.filename + ".ckpt"))
+
+
+# -- resuming the run directory ---------------------------------------------------------
+def wants_last_checkpoint(argv: list[str]) -> bool:
+    """True when the command line asks to resume from ``--ckpt_path last``."""
+    for i, a in enumerate(argv):
+        if a == "--ckpt_path" and i + 1 < len(argv) and argv[i + 1] == "last":
+            return True
+        if a == "--ckpt_path=last":
+            return True
+    return False
+
+
+def run_version(argv: list[str], root: Path) -> int:
+    """The ``version_<n>`` directory a run writes into: a new one, except that
+    ``--ckpt_path last`` continues the newest existing one (its checkpoints are there)."""
+    taken = [int(m.group(1)) for p in Path(root).glob("version_*") if (m := re.fullmatch(r"version_(\d+)", p.name))]
+    if wants_last_checkpoint(argv) and taken:
+        log.info("--ckpt_path last: continuing %s/version_%d", root, max(taken))
+        return max(taken)
+    return max(taken, default=-1) + 1
+
+
+# -- does a checkpoint fit the config? ----------------------------------------------------
+def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(d, dict):
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            if not str(k).startswith("_"):  # _instantiator, _class_path: bookkeeping
+                out.update(_flatten(v, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: d}
+
+
+# may differ on purpose (fine-tuning with another learning rate)
+_TRAINING_ONLY = {"lr", "weight_decay", "warmup"}
+
+
+def checkpoint_mismatch(checkpoint: dict, model: torch.nn.Module) -> list[str]:
+    """What differs between a loaded checkpoint and ``model``: the hyperparameters the CLI
+    stores (encoder/backbone/head class, then their arguments; a component whose class
+    differs is reported once), then parameter names and shapes. Empty when they match."""
+    saved = _flatten(checkpoint.get("hyper_parameters") or {})
+    current = _flatten(dict(getattr(model, "hparams", {}) or {}))
+    diffs: list[str] = []
+    other_class = set()
+    for key in sorted(k for k in set(saved) | set(current) if k.endswith("class_path")):
+        a, b = saved.get(key, "<absent>"), current.get(key, "<absent>")
+        if a != b:
+            diffs.append(f"model.{key}: checkpoint has {a!r}, the config has {b!r}")
+            other_class.add(key[: -len("class_path")])
+    if saved and current:  # both built from a config: compare the arguments too
+        for key in sorted(set(saved) | set(current)):
+            if key in _TRAINING_ONLY or key.endswith("class_path") or any(key.startswith(p) for p in other_class):
+                continue
+            a, b = saved.get(key, "<absent>"), current.get(key, "<absent>")
+            if a != b:
+                diffs.append(f"model.{key}: checkpoint has {a!r}, the config has {b!r}")
+    have = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    want = {k: tuple(v.shape) for k, v in (checkpoint.get("state_dict") or {}).items()}
+    missing, unexpected = sorted(set(have) - set(want)), sorted(set(want) - set(have))
+    shape = [f"{k} {want[k]} in the checkpoint, {have[k]} in the model" for k in sorted(set(have) & set(want))
+             if have[k] != want[k]]
+    if shape:
+        diffs.append("parameter shapes differ: " + "; ".join(shape[:6]) + (" ..." if len(shape) > 6 else ""))
+    if missing:
+        diffs.append(f"{len(missing)} model parameters are not in the checkpoint: " + ", ".join(missing[:6])
+                     + (" ..." if len(missing) > 6 else ""))
+    if unexpected:
+        diffs.append(f"{len(unexpected)} checkpoint parameters are not in the model: " + ", ".join(unexpected[:6])
+                     + (" ..." if len(unexpected) > 6 else ""))
+    return diffs
+
+
+class CheckpointMismatchError(ValueError):
+    """A checkpoint that does not fit the configured model."""
+
+
+def check_checkpoint(path: str | os.PathLike, model: torch.nn.Module) -> None:
+    """Raise ``CheckpointMismatchError`` naming every difference between the checkpoint at
+    ``path`` and ``model``. Loads with ``weights_only=True`` (no code from the file runs) and
+    ``mmap=True`` (cheap: tensors are mapped, not read)."""
+    ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    diffs = checkpoint_mismatch(ckpt, model)
+    if diffs:
+        raise CheckpointMismatchError(
+            f"checkpoint {path} does not match this config:\n  - " + "\n  - ".join(diffs)
+            + "\nUse the config the checkpoint was trained with (its run directory has config.yaml)."
+        )
+
+
+class CheckpointGuard(Callback):
+    """Before ``fit/validate/test/predict --ckpt_path X`` restores X (Lightning calls
+    ``setup`` first), check that X fits the configured model and fail with what differs,
+    instead of a state-dict traceback."""
+
+    def setup(self, trainer: pl.Trainer, pl_module, stage: str) -> None:
+        path = trainer.ckpt_path
+        if path and _is_local_file_protocol(path) and os.path.isfile(path):
+            check_checkpoint(path, pl_module)

@@ -1,0 +1,21 @@
+"""Helpers the subprocess tests load through a config's ``trainer.callbacks``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pytorch_lightning.callbacks import Callback
+
+
+class PauseAtStep(Callback):
+    """At the start of global step ``step``, write ``marker`` and hang, so that the test can
+    SIGKILL the process at a known point (mid-epoch, after a checkpoint was written)."""
+
+    def __init__(self, step: int, marker: str) -> None:
+        self.step, self.marker = step, marker
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx: int) -> None:
+        if trainer.global_step == self.step:
+            Path(self.marker).write_text(f"{trainer.current_epoch} {batch_idx}")
+            time.sleep(600)
