@@ -18,7 +18,7 @@ from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 
 from pipelines.callbacks import NonFiniteGuard, ResumeState
-from pipelines.checkpoint import AtomicCheckpointIO, CheckpointGuard, run_version
+from pipelines.checkpoint import CheckpointGuard, run_version
 from pipelines.task import TaskModule
 
 RUNS_DIR = "runs"
@@ -70,9 +70,9 @@ class VecsetCLI(LightningCLI):
         best = ckpt_cb.best_model_path if ckpt_cb is not None and ckpt_cb.best_model_path else None
         wall = time.time() - self._t0
         test = trainer.test(model, datamodule=dm, ckpt_path=best or None, verbose=True)
+        run_dir = Path(trainer.log_dir)  # a broadcast under DDP: every process must call it
         if not trainer.is_global_zero:
             return
-        run_dir = Path(trainer.log_dir)
         results = {
             "config": str(run_dir / "config.yaml"),
             "checkpoint": best,
@@ -111,7 +111,7 @@ def run_cli(args: list[str] | None = None) -> VecsetCLI:
             TaskModule,
             subclass_mode_model=True,
             subclass_mode_data=True,
-            trainer_defaults={"logger": loggers, "plugins": [AtomicCheckpointIO()],
+            trainer_defaults={"logger": loggers, "plugins": [{"class_path": "pipelines.checkpoint.AtomicCheckpointIO"}],
                               "callbacks": [RichProgressBar(), PredictionWriter(), NonFiniteGuard(), ResumeState(),
                                             CheckpointGuard()]},
             save_config_kwargs={"overwrite": True},

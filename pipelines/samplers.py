@@ -67,8 +67,8 @@ class ResumableSampler(DistributedSampler):
 
 def even_eval_batch_size(shard_sizes: list[int], batch_size: int) -> int | None:
     """The largest batch size <= ``batch_size`` that gives every shard the same number of
-    batches, or None if there is none."""
-    for b in range(batch_size, 0, -1):
+    batches; else the smallest one up to ``2 * batch_size``; else None."""
+    for b in [*range(batch_size, 0, -1), *range(batch_size + 1, 2 * batch_size + 1)]:
         if len({math.ceil(n / b) for n in shard_sizes}) == 1:
             return b
     return None
