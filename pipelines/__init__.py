@@ -1,11 +1,11 @@
 """Lightning pipelines: TaskModule, DataModules, the CLI, plots."""
 
 from pipelines.callbacks import NonFiniteGuard, ResumeState
-from pipelines.checkpoint import AtomicCheckpointIO, CheckpointGuard, StepCheckpoint
+from pipelines.checkpoint import AtomicCheckpointIO, StepCheckpoint
 from pipelines.datamodule import VecsetDataModule
 from pipelines.samplers import ResumableSampler
 from pipelines.synthetic import SyntheticSetDataModule
 from pipelines.task import TaskModule
 
-__all__ = ["AtomicCheckpointIO", "CheckpointGuard", "NonFiniteGuard", "ResumableSampler", "ResumeState",
+__all__ = ["AtomicCheckpointIO", "NonFiniteGuard", "ResumableSampler", "ResumeState",
            "StepCheckpoint", "SyntheticSetDataModule", "TaskModule", "VecsetDataModule"]

@@ -121,43 +121,43 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: d}
 
 
-# may differ on purpose (fine-tuning with another learning rate)
-_TRAINING_ONLY = {"lr", "weight_decay", "warmup"}
+# may differ on purpose (another learning rate to fine-tune); taken from the checkpoint
+TRAINING_ONLY = {"lr", "weight_decay", "warmup"}
 
 
-def checkpoint_mismatch(checkpoint: dict, model: torch.nn.Module) -> list[str]:
-    """What differs between a loaded checkpoint and ``model``: the hyperparameters the CLI
-    stores (encoder/backbone/head class, then their arguments; a component whose class
-    differs is reported once), then parameter names and shapes. Empty when they match."""
-    saved = _flatten(checkpoint.get("hyper_parameters") or {})
-    current = _flatten(dict(getattr(model, "hparams", {}) or {}))
-    diffs: list[str] = []
-    other_class = set()
-    for key in sorted(k for k in set(saved) | set(current) if k.endswith("class_path")):
-        a, b = saved.get(key, "<absent>"), current.get(key, "<absent>")
-        if a != b:
-            diffs.append(f"model.{key}: checkpoint has {a!r}, the config has {b!r}")
-            other_class.add(key[: -len("class_path")])
-    if saved and current:  # both built from a config: compare the arguments too
-        for key in sorted(set(saved) | set(current)):
-            if key in _TRAINING_ONLY or key.endswith("class_path") or any(key.startswith(p) for p in other_class):
-                continue
-            a, b = saved.get(key, "<absent>"), current.get(key, "<absent>")
-            if a != b:
-                diffs.append(f"model.{key}: checkpoint has {a!r}, the config has {b!r}")
+def hparams_mismatch(saved: dict, current: dict) -> list[str]:
+    """Differences between the model config stored in a checkpoint and the current one: a
+    component whose class differs is reported once (its arguments are not compared), then
+    arguments present in both with different values. Arguments present on one side only
+    (an argument added to a class later, with a default) are not differences."""
+    a, b = _flatten(saved), _flatten(current)
+    diffs, other_class = [], []
+    for key in sorted(k for k in set(a) & set(b) if k.endswith("class_path")):
+        if a[key] != b[key]:
+            diffs.append(f"model.{key}: checkpoint has {a[key]!r}, the config has {b[key]!r}")
+            other_class.append(key[: -len("class_path")])
+    for key in sorted(set(a) & set(b)):
+        if key in TRAINING_ONLY or key.endswith("class_path") or any(key.startswith(p) for p in other_class):
+            continue
+        if a[key] != b[key]:
+            diffs.append(f"model.{key}: checkpoint has {a[key]!r}, the config has {b[key]!r}")
+    return diffs
+
+
+def state_mismatch(state_dict: dict, model: torch.nn.Module) -> list[str]:
+    """Parameter names and shapes that differ between a checkpoint's state_dict and ``model``."""
     have = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    want = {k: tuple(v.shape) for k, v in (checkpoint.get("state_dict") or {}).items()}
+    want = {k: tuple(v.shape) for k, v in state_dict.items()}
     missing, unexpected = sorted(set(have) - set(want)), sorted(set(want) - set(have))
     shape = [f"{k} {want[k]} in the checkpoint, {have[k]} in the model" for k in sorted(set(have) & set(want))
              if have[k] != want[k]]
+    diffs = []
     if shape:
         diffs.append("parameter shapes differ: " + "; ".join(shape[:6]) + (" ..." if len(shape) > 6 else ""))
-    if missing:
-        diffs.append(f"{len(missing)} model parameters are not in the checkpoint: " + ", ".join(missing[:6])
-                     + (" ..." if len(missing) > 6 else ""))
-    if unexpected:
-        diffs.append(f"{len(unexpected)} checkpoint parameters are not in the model: " + ", ".join(unexpected[:6])
-                     + (" ..." if len(unexpected) > 6 else ""))
+    for what, keys in (("model parameters are not in the checkpoint", missing),
+                       ("checkpoint parameters are not in the model", unexpected)):
+        if keys:
+            diffs.append(f"{len(keys)} {what}: " + ", ".join(keys[:6]) + (" ..." if len(keys) > 6 else ""))
     return diffs
 
 
@@ -165,25 +165,55 @@ class CheckpointMismatchError(ValueError):
     """A checkpoint that does not fit the configured model."""
 
 
+def mismatch_error(path, diffs: list[str]) -> CheckpointMismatchError:
+    return CheckpointMismatchError(
+        f"checkpoint {path} does not match this config:\n  - " + "\n  - ".join(diffs)
+        + "\nUse the config the checkpoint was trained with (config.yaml in its run directory).")
+
+
 def check_checkpoint(path: str | os.PathLike, model: torch.nn.Module) -> None:
     """Raise ``CheckpointMismatchError`` naming every difference between the checkpoint at
-    ``path`` and ``model``. Loads with ``weights_only=True`` (no code from the file runs) and
-    ``mmap=True`` (cheap: tensors are mapped, not read)."""
+    ``path`` and ``model`` (config, then parameters). Loads with ``weights_only=True`` (no
+    code from the file runs) and ``mmap=True`` (tensors are mapped, not read)."""
     ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    diffs = checkpoint_mismatch(ckpt, model)
+    diffs = hparams_mismatch(ckpt.get("hyper_parameters") or {}, dict(getattr(model, "hparams", {}) or {}))
+    diffs += state_mismatch(ckpt.get("state_dict") or {}, model)
     if diffs:
-        raise CheckpointMismatchError(
-            f"checkpoint {path} does not match this config:\n  - " + "\n  - ".join(diffs)
-            + "\nUse the config the checkpoint was trained with (its run directory has config.yaml)."
-        )
+        raise mismatch_error(path, diffs)
 
 
-class CheckpointGuard(Callback):
-    """Before ``fit/validate/test/predict --ckpt_path X`` restores X (Lightning calls
-    ``setup`` first), check that X fits the configured model and fail with what differs,
-    instead of a state-dict traceback."""
+class CheckpointConfigCheck:
+    """LightningCLI mixin. With ``--ckpt_path FILE`` LightningCLI (2.6, ``_parse_ckpt_path``)
+    replaces the model section of the user's config with the hyperparameters stored in the
+    checkpoint, so an edited encoder or head would be silently ignored; with ``--ckpt_path
+    last`` it builds the config's model and fails inside ``load_state_dict``. Both now fail
+    first, listing what differs between the checkpoint and the config."""
 
-    def setup(self, trainer: pl.Trainer, pl_module, stage: str) -> None:
-        path = trainer.ckpt_path
-        if path and _is_local_file_protocol(path) and os.path.isfile(path):
-            check_checkpoint(path, pl_module)
+    def _parse_ckpt_path(self) -> None:
+        sub = self.config.get("subcommand")
+        if sub:
+            path = self.config[sub].get("ckpt_path")
+            if path == "last":
+                path = self._newest_last_checkpoint(self.config[sub])
+            if path and _is_local_file_protocol(path) and os.path.isfile(path):
+                ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+                model = self.config[sub].get("model")
+                current = model.as_dict() if hasattr(model, "as_dict") else dict(model or {})
+                diffs = hparams_mismatch(ckpt.get("hyper_parameters") or {}, current.get("init_args", current))
+                if diffs:
+                    raise mismatch_error(path, diffs)
+        super()._parse_ckpt_path()
+
+    @staticmethod
+    def _newest_last_checkpoint(cfg) -> str | None:
+        """Where ``--ckpt_path last`` will look: ``<save_dir>/<name>/version_<v>/checkpoints``
+        of the configured logger; Lightning takes the newest ``last*.ckpt`` there."""
+        loggers = cfg.get("trainer", {}).get("logger")
+        for lg in loggers if isinstance(loggers, list) else [loggers]:
+            args = getattr(lg, "init_args", None) or {}
+            if all(args.get(k) is not None for k in ("save_dir", "name", "version")):
+                found = list((Path(args["save_dir"]) / args["name"] / f"version_{args['version']}" / "checkpoints")
+                             .glob("last*.ckpt"))
+                if found:
+                    return str(max(found, key=lambda p: p.stat().st_mtime))
+        return None

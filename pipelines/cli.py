@@ -18,7 +18,7 @@ from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 
 from pipelines.callbacks import NonFiniteGuard, ResumeState
-from pipelines.checkpoint import CheckpointGuard, run_version
+from pipelines.checkpoint import CheckpointConfigCheck, run_version
 from pipelines.task import TaskModule
 
 RUNS_DIR = "runs"
@@ -57,7 +57,7 @@ class PredictionWriter(BasePredictionWriter):
             print(f"predictions: {path}")
 
 
-class VecsetCLI(LightningCLI):
+class VecsetCLI(CheckpointConfigCheck, LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--plots", type=bool, default=True, help="write plots into the run directory after fit")
 
@@ -112,8 +112,7 @@ def run_cli(args: list[str] | None = None) -> VecsetCLI:
             subclass_mode_model=True,
             subclass_mode_data=True,
             trainer_defaults={"logger": loggers, "plugins": [{"class_path": "pipelines.checkpoint.AtomicCheckpointIO"}],
-                              "callbacks": [RichProgressBar(), PredictionWriter(), NonFiniteGuard(), ResumeState(),
-                                            CheckpointGuard()]},
+                              "callbacks": [RichProgressBar(), PredictionWriter(), NonFiniteGuard(), ResumeState()]},
             save_config_kwargs={"overwrite": True},
             seed_everything_default=0,
             args=args,

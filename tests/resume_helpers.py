@@ -6,6 +6,9 @@ import time
 from pathlib import Path
 
 from pytorch_lightning.callbacks import Callback
+from torch import nn
+
+from backbone.vectorset import VectorSet
 
 
 class PauseAtStep(Callback):
@@ -19,3 +22,15 @@ class PauseAtStep(Callback):
         if trainer.global_step == self.step:
             Path(self.marker).write_text(f"{trainer.current_epoch} {batch_idx}")
             time.sleep(600)
+
+
+
+class OtherEncoder(nn.Module):
+    """Stands for 'another encoder' in the checkpoint-mismatch test."""
+
+    def __init__(self, in_dim: int, d_model: int) -> None:
+        super().__init__()
+        self.mlp = nn.Sequential(nn.Linear(in_dim, d_model), nn.GELU())
+
+    def forward(self, batch: dict) -> VectorSet:
+        return VectorSet(x=self.mlp(batch["x"]), mask=batch["mask"])
