@@ -9,6 +9,7 @@ from pytorch_lightning.callbacks import Callback
 from torch import nn
 
 from backbone.vectorset import VectorSet
+from pipelines.synthetic import SyntheticSetDataModule
 
 
 class PauseAtStep(Callback):
@@ -34,3 +35,15 @@ class OtherEncoder(nn.Module):
 
     def forward(self, batch: dict) -> VectorSet:
         return VectorSet(x=self.mlp(batch["x"]), mask=batch["mask"])
+
+
+class PoisonedSets(SyntheticSetDataModule):
+    """The synthetic sets with ``value`` (NaN, inf) written into sample ``poison_id``."""
+
+    def __init__(self, poison_id: int, value: float) -> None:
+        super().__init__(n_train=64, n_val=16, n_test=16, batch_size=16)
+        self.poison_id, self.value = poison_id, value
+
+    def setup(self, stage: str | None = None) -> None:
+        super().setup(stage)
+        self.sets["train"].items[self.poison_id]["x"][0, 0] = self.value
