@@ -46,9 +46,10 @@ class NonFiniteGuard(Callback):
         self._batch: dict | None = None
         self._batch_idx = -1
 
-    def _check_batch(self, trainer: pl.Trainer, batch: Any, batch_idx: int, stage: str) -> None:
+    @staticmethod
+    def _batch_problem(trainer: pl.Trainer, batch: Any, batch_idx: int, stage: str) -> str | None:
         if not isinstance(batch, dict):
-            return
+            return None
         ids = batch.get("ids")
         for key, value in batch.items():
             if not (isinstance(value, Tensor) and value.is_floating_point()) or value.numel() == 0:
@@ -57,10 +58,23 @@ class NonFiniteGuard(Callback):
             if rows.any():
                 bad_ids = ids[rows.to(ids.device)].tolist() if isinstance(ids, Tensor) and len(ids) == len(rows) else "?"
                 kinds = sorted({"nan" if torch.isnan(value).any() else "", "inf" if torch.isinf(value).any() else ""} - {""})
-                raise NonFiniteError(
-                    f"{'/'.join(kinds)} in batch[{key!r}] of {stage} batch {batch_idx} (epoch {trainer.current_epoch}, "
-                    f"global step {trainer.global_step}); sample ids: {bad_ids}. Fix or drop these samples."
-                )
+                return (f"{'/'.join(kinds)} in batch[{key!r}] of {stage} batch {batch_idx} (epoch {trainer.current_epoch}, "
+                        f"global step {trainer.global_step}); sample ids: {bad_ids}. Fix or drop these samples.")
+        return None
+
+    @staticmethod
+    def _stop(trainer: pl.Trainer, problem: str | None, collective: bool) -> None:
+        """Raise on every process if any found a problem (training steps are collective under
+        DDP: one process stopping alone would leave the others waiting)."""
+        if collective and trainer.world_size > 1:
+            if trainer.strategy.reduce_boolean_decision(problem is not None, all=False) and problem is None:
+                raise NonFiniteError("another process found a non-finite value; its error names the batch and samples")
+        if problem is not None:
+            raise NonFiniteError(problem)
+
+    def _check_batch(self, trainer: pl.Trainer, batch: Any, batch_idx: int, stage: str) -> None:
+        # evaluation batches are checked locally: their number may differ between processes
+        self._stop(trainer, self._batch_problem(trainer, batch, batch_idx, stage), collective=stage == "train")
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx: int) -> None:
         self._batch, self._batch_idx = batch, batch_idx
@@ -76,16 +90,17 @@ class NonFiniteGuard(Callback):
             self._check_batch(trainer, batch, batch_idx, "test")
 
     def on_before_backward(self, trainer, pl_module, loss: Tensor) -> None:
-        if not self.check_loss or torch.isfinite(loss).all():
+        if not self.check_loss:
             return
-        batch = self._batch if isinstance(self._batch, dict) else {}
-        ids = batch.get("ids")
-        ids = ids.tolist() if isinstance(ids, Tensor) else "?"
-        raise NonFiniteError(
-            f"training loss is {loss.item()} at train batch {self._batch_idx} (epoch {trainer.current_epoch}, "
-            f"global step {trainer.global_step}); the inputs were finite, sample ids in this batch: {ids}. "
-            "Likely causes: learning rate too high, targets out of range, an empty set."
-        )
+        problem = None
+        if not torch.isfinite(loss).all():
+            batch = self._batch if isinstance(self._batch, dict) else {}
+            ids = batch.get("ids")
+            ids = ids.tolist() if isinstance(ids, Tensor) else "?"
+            problem = (f"training loss is {loss.item()} at train batch {self._batch_idx} (epoch {trainer.current_epoch}, "
+                       f"global step {trainer.global_step}); the inputs were finite, sample ids in this batch: {ids}. "
+                       "Likely causes: learning rate too high, targets out of range, an empty set.")
+        self._stop(trainer, problem, collective=True)
 
 
 # -- exact resume -------------------------------------------------------------------------

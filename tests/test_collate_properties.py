@@ -101,7 +101,7 @@ def test_guard_names_exactly_the_bad_samples(ns, row, col, seed):
     guard = NonFiniteGuard()
 
     class T:  # the two trainer fields the message uses
-        current_epoch, global_step = 0, 0
+        current_epoch, global_step, world_size = 0, 0, 1
 
     with pytest.raises(NonFiniteError, match=rf"sample ids: \[{100 + i}\]"):
         guard.on_train_batch_start(T(), None, b, 3)
