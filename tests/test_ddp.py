@@ -33,6 +33,13 @@ def run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     return r
 
 
+def start(cwd: Path, *args: str) -> subprocess.Popen:
+    # output to a file: an unread pipe would fill up and block the child
+    log = open(cwd / "output.log", "w")
+    return subprocess.Popen([sys.executable, "-m", "pipelines.cli", *args], cwd=cwd, env=env(), stdout=log,
+                            stderr=subprocess.STDOUT)
+
+
 def config(tmp: Path, batch_size: int) -> Path:
     cfg = yaml.safe_load((ROOT / "configs/debug.yaml").read_text())
     cfg["trainer"].update(max_epochs=2, enable_model_summary=False)
@@ -52,9 +59,10 @@ def test_ddp_two_processes_match_one(tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     one.mkdir(), two.mkdir()
     # the same 64 sets per optimizer step: one process with batches of 64, two with 32 each
-    run(one, "fit", "--config", str(config(one, 64)), "--plots=false")
+    single = start(one, "fit", "--config", str(config(one, 64)), "--plots=false")  # runs alongside
     r = run(two, "fit", "--config", str(config(two, 32)), "--plots=false", "--trainer.strategy=ddp",
             "--trainer.devices=2", "--trainer.accelerator=cpu")
+    assert single.wait(timeout=300) == 0, (one / "output.log").read_text()[-4000:]
     assert "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2" in r.stdout + r.stderr
     res1, res2 = results(one), results(two)
     assert res1["global_steps"] == res2["global_steps"] == 2 * 4

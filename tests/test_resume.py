@@ -53,7 +53,8 @@ def write_config(tmp: Path, name: str, pause_at: int | None = None) -> Path:
 def fit(cfg: Path, cwd: Path, *extra: str, wait: bool = True):
     cmd = [sys.executable, "-m", "pipelines.cli", "fit", "--config", str(cfg), "--plots=false", *extra]
     if not wait:
-        return subprocess.Popen(cmd, cwd=cwd, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # output to a file: an unread pipe would fill up and block the child
+        return subprocess.Popen(cmd, cwd=cwd, env=env(), stdout=subprocess.DEVNULL, stderr=open(cwd / "stderr.log", "w"))
     r = subprocess.run(cmd, cwd=cwd, env=env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     return r
@@ -66,14 +67,15 @@ def weights(path: Path) -> dict:
 def test_sigkill_mid_epoch_then_resume_matches_uninterrupted(tmp_path):
     ref_dir, crash_dir = tmp_path / "ref", tmp_path / "crash"
     ref_dir.mkdir(), crash_dir.mkdir()
-    fit(write_config(ref_dir, "job"), ref_dir)
+    # the uninterrupted reference runs alongside the run that will be killed
+    ref = fit(write_config(ref_dir, "job"), ref_dir, wait=False)
 
     # pause at step 11 = epoch 1, batch 3: last-step.ckpt was written at step 9 (epoch 1, batch 1)
     cfg = write_config(crash_dir, "job", pause_at=11)
     proc = fit(cfg, crash_dir, wait=False)
     deadline = time.time() + 240
     while not (crash_dir / "paused").exists():
-        assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
+        assert proc.poll() is None, (crash_dir / "stderr.log").read_text()[-3000:]
         assert time.time() < deadline, "the run never reached the pause step"
         time.sleep(0.2)
     proc.send_signal(signal.SIGKILL)
@@ -84,6 +86,8 @@ def test_sigkill_mid_epoch_then_resume_matches_uninterrupted(tmp_path):
     assert step_ckpt["global_step"] == 9 and step_ckpt["epoch"] == 1  # mid-epoch
     assert step_ckpt["vecset_resume"]["batches_done"] == 1
     assert not (crash_dir / "runs/job/version_0/results.json").exists()
+
+    assert ref.wait(timeout=240) == 0, (ref_dir / "stderr.log").read_text()[-3000:]
 
     # resume with the same config minus the pause: continues version_0 from last-step.ckpt
     r = fit(write_config(crash_dir, "job"), crash_dir, "--ckpt_path", "last")
@@ -118,8 +122,8 @@ import sys, torch
 from pipelines.checkpoint import AtomicCheckpointIO
 io, path = AtomicCheckpointIO(), sys.argv[1]
 for i in range(1000):
-    # 32 MB per checkpoint, every value = i: a partial file cannot pass for a whole one
-    io.save_checkpoint({"i": i, "w": torch.full((8_000_000,), float(i))}, path)
+    # 8 MB per checkpoint, every value = i: a partial file cannot pass for a whole one
+    io.save_checkpoint({"i": i, "w": torch.full((2_000_000,), float(i))}, path)
     print(i, flush=True)
 """
 
@@ -128,15 +132,21 @@ def test_sigkill_during_checkpoint_write_never_leaves_a_truncated_file(tmp_path)
     """Kill a process that keeps overwriting last.ckpt at several moments: what is left at the
     path always loads (weights_only=True) and is complete."""
     target = tmp_path / "last.ckpt"
+    e = env()
+    if os.path.isdir("/dev/shm") and os.stat("/dev/shm").st_dev != os.stat(tmp_path).st_dev:
+        # the system temp dir on another filesystem: where Lightning's own writer (fsspec
+        # transaction: mkstemp, then shutil.move = copy) left 4 truncated files in 12 kills
+        e["TMPDIR"] = "/dev/shm"
     for delay in (0.05, 0.3, 0.7):
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], env=env(), stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], env=e, stdout=subprocess.PIPE, text=True)
         assert proc.stdout.readline().strip() == "0"  # the first one was written
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         ckpt = torch.load(target, map_location="cpu", weights_only=True)
-        assert ckpt["w"].shape == (8_000_000,)
+        assert ckpt["w"].shape == (2_000_000,)
         assert bool((ckpt["w"] == ckpt["i"]).all())
+    assert [p.name for p in tmp_path.iterdir()] in (["last.ckpt"], ["last.ckpt", ".last.ckpt.tmp"])  # at most one temp
 
 
 def test_atomic_save_keeps_the_old_file_when_the_write_fails(tmp_path):
