@@ -18,9 +18,15 @@ def pad_sets(items: list[dict], pad_label: int = -100) -> dict:
     if not items:
         raise ValueError("cannot collate an empty batch")
     for it in items:
-        if it["x"].dim() != 2 or it["x"].shape[0] == 0:
+        if it["x"].dim() != 2:
+            raise ValueError(f"sample id={it.get('id')} must be an (n, F) tensor of vectors, got shape "
+                             f"{tuple(it['x'].shape)}")
+        if it["x"].shape[0] == 0:
             raise ValueError(f"sample id={it.get('id')} is an empty set (shape {tuple(it['x'].shape)}); "
                              "every set needs at least one vector")
+        if it["x"].shape[1] != items[0]["x"].shape[1]:
+            raise ValueError(f"sample id={it.get('id')} has vectors of width {it['x'].shape[1]}, sample "
+                             f"id={items[0].get('id')} of width {items[0]['x'].shape[1]}; a batch needs one width")
     B = len(items)
     N = max(it["x"].shape[0] for it in items)
     F = items[0]["x"].shape[1]
