@@ -31,7 +31,7 @@ def test_pad_sets_keeps_every_vector_and_marks_padding(ns, width, seed):
     assert b["x"].shape == (B, N, width) and b["mask"].shape == (B, N) and b["mask"].dtype == torch.bool
     assert b["mask"].sum(1).tolist() == ns
     assert b["ids"].tolist() == [100 + i for i in range(B)]
-    for i, (it, n) in enumerate(zip(items, ns)):
+    for i, (it, n) in enumerate(zip(items, ns, strict=True)):
         assert torch.equal(b["x"][i, :n], it["x"])  # real vectors unchanged, in order
         assert bool((b["x"][i, n:] == 0).all())
         assert bool(b["mask"][i, :n].all()) and not bool(b["mask"][i, n:].any())  # True = real, a prefix

@@ -8,13 +8,13 @@ import math
 import pytest
 import pytorch_lightning as pl
 import torch
+from resume_helpers import PoisonedSets
 
 from backbone import Backbone
 from encoders import VectorEncoder
 from heads import LabelingHead
 from pipelines import NonFiniteGuard, SyntheticSetDataModule, TaskModule
 from pipelines.callbacks import NonFiniteError
-from resume_helpers import PoisonedSets
 
 
 def model() -> TaskModule:
