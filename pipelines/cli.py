@@ -59,6 +59,13 @@ class VecsetCLI(LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--plots", type=bool, default=True, help="write plots into the run directory after fit")
 
+    def _instantiate_trainer(self, config: dict, callbacks: list):
+        # vecset's defaults: a rich progress bar unless turned off, and the prediction writer
+        callbacks = list(callbacks) + [PredictionWriter()]
+        if config.get("enable_progress_bar", True) is not False:
+            callbacks.append(RichProgressBar())
+        return super()._instantiate_trainer(config, callbacks)
+
     def before_fit(self) -> None:
         self._t0 = time.time()
 
@@ -108,7 +115,7 @@ def run_cli(args: list[str] | None = None) -> VecsetCLI:
             TaskModule,
             subclass_mode_model=True,
             subclass_mode_data=True,
-            trainer_defaults={"logger": loggers, "callbacks": [RichProgressBar(), PredictionWriter()]},
+            trainer_defaults={"logger": loggers},
             save_config_kwargs={"overwrite": True},
             seed_everything_default=0,
             args=args,
