@@ -61,6 +61,8 @@ class VecsetCLI(LightningCLI):
 
     def _instantiate_trainer(self, config: dict, callbacks: list):
         # vecset's defaults: a rich progress bar unless turned off, and the prediction writer
+        if config.get("logger") in (None, True):
+            config["logger"] = default_loggers()
         callbacks = list(callbacks) + [PredictionWriter()]
         if config.get("enable_progress_bar", True) is not False:
             callbacks.append(RichProgressBar())
@@ -97,25 +99,28 @@ class VecsetCLI(LightningCLI):
         print(f"results: {path}")
 
 
+def default_loggers() -> list:
+    """TensorBoard and CSV logs in runs/<config name>/version_<n>/ (one n for both)."""
+    from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
+
+    name = os.environ.get("VECSET_RUN_NAME", "default")
+    version = int(os.environ["VECSET_RUN_VERSION"])
+    return [TensorBoardLogger(RUNS_DIR, name=name, version=version, default_hp_metric=False),
+            CSVLogger(RUNS_DIR, name=name, version=version)]
+
+
 def run_cli(args: list[str] | None = None) -> VecsetCLI:
     argv = sys.argv[1:] if args is None else args
     name = config_name(argv)
-    # one version for every process of a run (DDP children inherit the environment)
+    # one run directory for every process of a run (DDP children inherit the environment)
     if "VECSET_RUN_VERSION" not in os.environ:
+        os.environ["VECSET_RUN_NAME"] = name
         os.environ["VECSET_RUN_VERSION"] = str(next_version(Path(RUNS_DIR) / name))
-    version = int(os.environ["VECSET_RUN_VERSION"])
-    loggers = [
-        {"class_path": "pytorch_lightning.loggers.TensorBoardLogger",
-         "init_args": {"save_dir": RUNS_DIR, "name": name, "version": version, "default_hp_metric": False}},
-        {"class_path": "pytorch_lightning.loggers.CSVLogger",
-         "init_args": {"save_dir": RUNS_DIR, "name": name, "version": version}},
-    ]
     try:
         return VecsetCLI(
             TaskModule,
             subclass_mode_model=True,
             subclass_mode_data=True,
-            trainer_defaults={"logger": loggers},
             save_config_kwargs={"overwrite": True},
             seed_everything_default=0,
             args=args,
@@ -123,6 +128,7 @@ def run_cli(args: list[str] | None = None) -> VecsetCLI:
     finally:
         if args is not None:
             os.environ.pop("VECSET_RUN_VERSION", None)
+            os.environ.pop("VECSET_RUN_NAME", None)
 
 
 def main() -> None:

@@ -56,7 +56,7 @@ def test_predict_writes_predictions(fitted, tmp_path, monkeypatch, capsys):
     run_cli(["predict", "--config", DEBUG, "--ckpt_path", str(ckpt), "--trainer.enable_progress_bar=false"])
     out = capsys.readouterr().out
     path = tmp_path / "runs" / "debug" / "version_0" / "predictions.csv"
-    assert f"predictions: runs/debug/version_0/predictions.csv" in out
+    assert "predictions: runs/debug/version_0/predictions.csv" in out
     rows = list(csv.DictReader(open(path)))
     assert len(rows) == 200  # the test split
     labels = rows[0]["prediction"].split()
