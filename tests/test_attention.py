@@ -160,3 +160,28 @@ def test_bad_arguments_are_named():
         MultiHeadSelfAttention(8, score="cosine")
     with pytest.raises(ValueError, match="normalize must be one of"):
         MultiHeadSelfAttention(8, normalize="tanh")
+
+
+@pytest.mark.parametrize("score", ["scaled_dot", "dot", "gaussian"])
+def test_unpadded_fast_path_equals_forced_reference(score):
+    torch.manual_seed(6)
+    attn = MultiHeadSelfAttention(16, heads=4, score=score).eval()
+    x = torch.randn(2, 11, 16)
+    mask = torch.ones(2, 11, dtype=torch.bool)  # no padding: the mask-free kernel runs
+    fast = attn(x, mask)
+    attn.path = "reference"
+    torch.testing.assert_close(attn(x, mask), fast, atol=1e-5, rtol=1e-4)
+
+
+def test_oversized_pairwise_tensors_fail_before_allocating(monkeypatch):
+    import backbone.attention as A
+
+    monkeypatch.setattr(A, "available_memory", lambda device: 10 * 2**20)  # pretend 10 MiB free
+    attn = MultiHeadSelfAttention(8, heads=2, window=4)
+    attn.capture = True
+    x = torch.randn(1, 2000, 8)
+    with pytest.raises(MemoryError, match=r"reference attention path needs about 0.1 GiB .* 1 x 2 x 2000 x 2000"):
+        attn(x, torch.ones(1, 2000, dtype=torch.bool))
+    attn.capture = False
+    attn.local_impl = "blocked"  # the blocked path needs no N x N tensor
+    assert attn(x, torch.ones(1, 2000, dtype=torch.bool)).shape == (1, 2000, 8)
