@@ -82,9 +82,12 @@ def local_attention(q: Tensor, k: Tensor, v: Tensor, key_mask: Tensor, window: i
     def blocks_of_keys(t: Tensor) -> Tensor:
         # pad W on the left, W (+ the remainder) on the right, then take 3W-wide windows
         t = F.pad(t, (0, 0, W, W + pad_end))  # (B, H, (nb+2)W, Dh)
-        return t.unfold(2, 3 * W, W).transpose(-1, -2)  # (B, H, nb, 3W, Dh)
+        t = t.unfold(2, 3 * W, W).permute(0, 2, 1, 4, 3)  # (B, nb, H, 3W, Dh)
+        return t.reshape(B * nb, H, 3 * W, Dh)
 
-    qb = F.pad(q, (0, 0, 0, pad_end)).reshape(B, H, nb, W, Dh)  # (B, H, nb, W, Dh)
+    # blocks go into the batch dimension and heads stay in theirs, so one mask per block
+    # broadcasts over the heads: (B*nb, H, W, Dh) queries against (B*nb, H, 3W, Dh) keys
+    qb = F.pad(q, (0, 0, 0, pad_end)).reshape(B, H, nb, W, Dh).transpose(1, 2).reshape(B * nb, H, W, Dh)
     kb, vb = blocks_of_keys(k), blocks_of_keys(v)
     km = F.pad(key_mask, (W, W + pad_end), value=False).unfold(1, 3 * W, W)  # (B, nb, 3W)
     i = torch.arange(W, device=q.device)
@@ -92,19 +95,16 @@ def local_attention(q: Tensor, k: Tensor, v: Tensor, key_mask: Tensor, window: i
     band = (i[:, None] - (j[None, :] - W)).abs() <= window  # (W, 3W)
     allowed = band & km[:, :, None, :]  # (B, nb, W, 3W)
     # every query keeps its own position, so no row is fully masked (fused kernels give NaN)
-    allowed = allowed | (j[None, :] == i[:, None] + W)
-    allowed = allowed[:, None]  # (B, 1, nb, W, 3W)
+    allowed = (allowed | (j[None, :] == i[:, None] + W)).reshape(B * nb, 1, W, 3 * W)
     if key_bias is not None:
         kbias = F.pad(key_bias, (W, W + pad_end)).unfold(2, 3 * W, W)  # (B, H, nb, 3W)
-        attn_mask = kbias[:, :, :, None, :].masked_fill(~allowed, float("-inf"))  # (B, H, nb, W, 3W)
+        kbias = kbias.transpose(1, 2).reshape(B * nb, H, 1, 3 * W)
+        attn_mask = kbias.masked_fill(~allowed, float("-inf"))  # (B*nb, H, W, 3W)
     else:
         attn_mask = allowed
-    # fold the blocks into the head dimension: the kernel takes (B, H', L, Dh)
-    attn_mask = attn_mask.expand(B, H, nb, W, 3 * W).reshape(B, H * nb, W, 3 * W)
-    out = F.scaled_dot_product_attention(
-        qb.reshape(B, H * nb, W, Dh), kb.reshape(B, H * nb, 3 * W, Dh),
-        vb.reshape(B, H * nb, 3 * W, Dh), attn_mask=attn_mask, dropout_p=dropout_p, scale=scale,
-    )  # (B, H*nb, W, Dh)
+    out = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=attn_mask, dropout_p=dropout_p,
+                                         scale=scale)  # (B*nb, H, W, Dh)
+    out = out.reshape(B, nb, H, W, Dh).transpose(1, 2)  # (B, H, nb, W, Dh)
     return out.reshape(B, H, nb * W, Dh)[:, :, :N]
 
 
