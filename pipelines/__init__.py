@@ -1,7 +1,10 @@
 """Lightning pipelines: TaskModule, DataModules, the CLI, plots."""
 
 from pipelines.datamodule import VecsetDataModule
+from pipelines.multitask import MultiTaskDataModule, MultiTaskModule
 from pipelines.synthetic import SyntheticSetDataModule
 from pipelines.task import TaskModule
 
-__all__ = ["SyntheticSetDataModule", "TaskModule", "VecsetDataModule"]
+__all__ = [
+    "MultiTaskDataModule", "MultiTaskModule", "SyntheticSetDataModule", "TaskModule", "VecsetDataModule",
+]

@@ -14,10 +14,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytorch_lightning as pl
 from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
-
-from pipelines.task import TaskModule
 
 RUNS_DIR = "runs"
 
@@ -80,13 +79,15 @@ class VecsetCLI(LightningCLI):
         if not trainer.is_global_zero:
             return
         run_dir = Path(trainer.log_dir)
+        absolute = lambda p: str(Path(p).resolve()) if p else None  # noqa: E731
         results = {
-            "config": str(run_dir / "config.yaml"),
-            "checkpoint": best,
-            "last_checkpoint": ckpt_cb.last_model_path if ckpt_cb is not None else None,
+            "config": absolute(run_dir / "config.yaml"),
+            "checkpoint": absolute(best),
+            "last_checkpoint": absolute(ckpt_cb.last_model_path) if ckpt_cb is not None else None,
             "monitor": ckpt_cb.monitor if ckpt_cb is not None else None,
             "best_val": float(ckpt_cb.best_model_score) if ckpt_cb is not None and ckpt_cb.best_model_score is not None else None,
-            "test": {k: float(v) for k, v in (test[0] if test else {}).items()},
+            # one dict per test dataloader (several in multi-task runs): merged
+            "test": {k: float(v) for d in test for k, v in d.items()},
             "epochs": trainer.current_epoch,
             "global_steps": trainer.global_step,
             "wall_seconds": round(wall, 2),
@@ -118,7 +119,7 @@ def run_cli(args: list[str] | None = None) -> VecsetCLI:
         os.environ["VECSET_RUN_VERSION"] = str(next_version(Path(RUNS_DIR) / name))
     try:
         return VecsetCLI(
-            TaskModule,
+            pl.LightningModule,  # TaskModule, MultiTaskModule, or a user's own, by class_path
             subclass_mode_model=True,
             subclass_mode_data=True,
             save_config_kwargs={"overwrite": True},
