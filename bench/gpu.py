@@ -69,7 +69,7 @@ def main() -> None:
             x = torch.randn(B, n, D, device="cuda")
             vs = VectorSet(x=x, mask=torch.ones(B, n, dtype=torch.bool, device="cuda"))
 
-            def step():
+            def step(bb=bb, fwd=fwd, vs=vs):
                 bb.zero_grad(set_to_none=True)
                 with torch.autocast("cuda", dtype=torch.bfloat16):
                     out = fwd(vs).x
