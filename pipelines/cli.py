@@ -110,7 +110,7 @@ def default_loggers() -> list:
             CSVLogger(RUNS_DIR, name=name, version=version)]
 
 
-def run_cli(args: list[str] | None = None) -> VecsetCLI:
+def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
     argv = sys.argv[1:] if args is None else args
     name = config_name(argv)
     # one run directory for every process of a run (DDP children inherit the environment)
@@ -125,6 +125,7 @@ def run_cli(args: list[str] | None = None) -> VecsetCLI:
             save_config_kwargs={"overwrite": True},
             seed_everything_default=0,
             args=args,
+            run=run,
         )
     finally:
         if args is not None:
