@@ -206,14 +206,21 @@ class CheckpointConfigCheck:
 
     @staticmethod
     def _newest_last_checkpoint(cfg) -> str | None:
-        """Where ``--ckpt_path last`` will look: ``<save_dir>/<name>/version_<v>/checkpoints``
-        of the configured logger; Lightning takes the newest ``last*.ckpt`` there."""
-        loggers = cfg.get("trainer", {}).get("logger")
-        for lg in loggers if isinstance(loggers, list) else [loggers]:
-            args = getattr(lg, "init_args", None) or {}
-            if all(args.get(k) is not None for k in ("save_dir", "name", "version")):
-                found = list((Path(args["save_dir"]) / args["name"] / f"version_{args['version']}" / "checkpoints")
-                             .glob("last*.ckpt"))
-                if found:
-                    return str(max(found, key=lambda p: p.stat().st_mtime))
-        return None
+        """Where ``--ckpt_path last`` will look: the run directory's ``checkpoints/`` (the
+        CLI's VECSET_RUN_NAME/VECSET_RUN_VERSION under runs/); Lightning takes the newest
+        ``last*.ckpt`` there."""
+        name, version = os.environ.get("VECSET_RUN_NAME"), os.environ.get("VECSET_RUN_VERSION")
+        if name is None or version is None:
+            return None
+        found = list((Path("runs") / name / f"version_{version}" / "checkpoints").glob("last*.ckpt"))
+        return str(max(found, key=lambda p: p.stat().st_mtime)) if found else None
+
+
+def with_atomic_checkpoint_io(plugins) -> list:
+    """The trainer's plugins plus ``AtomicCheckpointIO``, unless one is a CheckpointIO already."""
+    from lightning_fabric.plugins.io.checkpoint_io import CheckpointIO
+
+    plugins = [] if plugins is None else list(plugins) if isinstance(plugins, (list, tuple)) else [plugins]
+    if not any(isinstance(p, CheckpointIO) for p in plugins):
+        plugins.append(AtomicCheckpointIO())
+    return plugins
