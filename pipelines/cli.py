@@ -99,6 +99,11 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         if self.config[self.subcommand].get("plots", True):
             from pipelines.plots import write_plots
             results["plots"] = [str(p) for p in write_plots(trainer, model, dm, run_dir)]
+        from pipelines.multitask import MultiTaskModule, task_table
+
+        if isinstance(model, MultiTaskModule):
+            results["per_task"], text = task_table(results["test"], model.tasks)
+            print(text)
         path = run_dir / "results.json"
         path.write_text(json.dumps(results, indent=2))
         print(f"results: {path}")

@@ -6,6 +6,9 @@ its modality to the shared d_model; every task's loss moves the same backbone we
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import ModelCheckpoint
@@ -172,3 +175,33 @@ def shared_backbone_grads(model: MultiTaskModule, batches: dict[str, dict]) -> d
         norms[task] = float(torch.stack(grads).norm()) if grads else 0.0
     model.zero_grad(set_to_none=True)
     return norms
+
+
+REFERENCE = Path(__file__).resolve().parents[1] / "bench" / "results" / "multitask.json"
+
+
+def task_table(test: dict[str, float], tasks: list[str], reference: Path = REFERENCE) -> tuple[list[dict], str]:
+    """Per task: its test metric, and the single-task value measured by bench/multitask.py
+    (same number of optimizer steps) where that file exists."""
+    ref = {}
+    if reference.exists():
+        data = json.loads(reference.read_text())
+        ref = {(r["task"], r["metric"]): r for r in data.get("rows", [])}
+    rows = []
+    for t in tasks:
+        for key, value in sorted(test.items()):
+            if not key.startswith(f"{t}/test_") or key.endswith("_loss"):
+                continue
+            metric = key.split("/", 1)[1]
+            r = ref.get((t, metric))
+            rows.append({"task": t, "metric": metric, "value": value,
+                         "single_task": None if r is None else r["single_task"],
+                         "single_task_multitask": None if r is None else r["multitask"]})
+    lines = [f"{'task':10s} {'metric':10s} {'this run':>10s} {'single-task':>12s}"]
+    for r in rows:
+        single = "" if r["single_task"] is None else f"{r['single_task']:.4f}"
+        lines.append(f"{r['task']:10s} {r['metric']:10s} {r['value']:10.4f} {single:>12s}")
+    if ref:
+        lines.append(f"single-task: measured at the same number of optimizer steps by "
+                     f"`python bench/multitask.py` ({reference.name}, {data.get('steps')} steps)")
+    return rows, "\n".join(lines)

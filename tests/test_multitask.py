@@ -88,3 +88,18 @@ def test_finetune_from_multitask_backbone(multitask_run):
                    LabelingHead(32, 2), backbone_ckpt=ckpt)
     with pytest.raises(ValueError, match="freeze_backbone=True needs backbone_ckpt"):
         TaskModule(VectorEncoder(2, 32), Backbone(32), LabelingHead(32, 2), freeze_backbone=True)
+
+
+def test_task_table_quotes_single_task_reference(tmp_path):
+    from pipelines.multitask import task_table
+
+    ref = tmp_path / "multitask.json"
+    ref.write_text(json.dumps({"steps": 400, "rows": [
+        {"task": "above", "metric": "test_acc", "multitask": 0.9, "single_task": 0.95}]}))
+    rows, text = task_table({"above/test_acc": 0.91, "above/test_loss": 0.3, "mean/test_rmse": 0.2},
+                            ["above", "mean"], ref)
+    assert rows == [
+        {"task": "above", "metric": "test_acc", "value": 0.91, "single_task": 0.95, "single_task_multitask": 0.9},
+        {"task": "mean", "metric": "test_rmse", "value": 0.2, "single_task": None, "single_task_multitask": None},
+    ]
+    assert "0.9500" in text and "400 steps" in text
