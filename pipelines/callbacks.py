@@ -50,6 +50,11 @@ class NonFiniteGuard(Callback):
     def _batch_problem(trainer: pl.Trainer, batch: Any, batch_idx: int, stage: str) -> str | None:
         if not isinstance(batch, dict):
             return None
+        if batch and all(isinstance(v, dict) for v in batch.values()):  # multi-task: {task: batch}
+            for task, sub in batch.items():
+                if problem := NonFiniteGuard._batch_problem(trainer, sub, batch_idx, f"{stage} ({task})"):
+                    return problem
+            return None
         ids = batch.get("ids")
         for key, value in batch.items():
             if not (isinstance(value, Tensor) and value.is_floating_point()) or value.numel() == 0:
