@@ -5,3 +5,9 @@ from pipelines.synthetic import SyntheticSetDataModule
 from pipelines.task import TaskModule
 
 __all__ = ["SyntheticSetDataModule", "TaskModule", "VecsetDataModule"]
+from pipelines.molecules import MoleculeDataModule  # noqa: E402
+
+__all__ += ["MoleculeDataModule"]
+from pipelines.graphs import GraphNodeDataModule  # noqa: E402
+
+__all__ += ["GraphNodeDataModule"]
