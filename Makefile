@@ -28,3 +28,8 @@ lint: $(STAMP)
 
 clean:
 	rm -rf runs lightning_logs
+
+# molecules (issue 5): FreeSolv 5 splits + solubility, random forest vs our model (about 25 min on 2 cores)
+.PHONY: bench-molecules
+bench-molecules: $(STAMP)
+	$(PY) bench/molecule_baselines.py

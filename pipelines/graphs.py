@@ -124,5 +124,5 @@ class GraphNodeDataModule(VecsetDataModule):
         """One row per node: its predicted class, probability and split."""
         split_of = {n: k for k, v in self.split_nodes.items() for n in v}
         return [{"node": n, "split": split_of[n], "prediction": self.class_names[lab], "probability": round(p, 6)}
-                for labels, probs in zip(preds["label"], preds["prob"])
-                for n, lab, p in zip(self.nodes, labels, probs)]
+                for labels, probs in zip(preds["label"], preds["prob"], strict=True)
+                for n, lab, p in zip(self.nodes, labels, probs, strict=True)]

@@ -152,7 +152,7 @@ class MoleculeDataModule(VecsetDataModule):
             smi = df[self.smiles_column].iat[row].strip()
             y = targets.iloc[row].to_numpy(dtype=np.float64)
             if not np.isfinite(y).all():
-                bad = [f"{c}={df[c].iat[row]!r}" for c, v in zip(self.target_names, y) if not np.isfinite(v)]
+                bad = [f"{c}={df[c].iat[row]!r}" for c, v in zip(self.target_names, y, strict=True) if not np.isfinite(v)]
                 skipped.append({"line": line_of(row), "smiles": smi,
                                 "reason": f"missing or non-numeric target ({', '.join(bad)})"})
                 continue
@@ -214,8 +214,20 @@ class MoleculeDataModule(VecsetDataModule):
             for k, v in self.splits.items():
                 if not v:
                     raise ValueError(f"{self.csv_path}: the {k} split is empty ({len(self.items)} usable rows)")
+        self._check_head()
         if stage == "predict" and self.predict_csv is not None and self.predict_items is None:
             self._load_predict()
+
+    def _check_head(self) -> None:
+        """Descriptors on in the data but not in the head (or the reverse) is a config error,
+        not features silently ignored."""
+        module = getattr(self.trainer, "lightning_module", None) if self.trainer is not None else None
+        want = getattr(getattr(module, "head", None), "extra_features", None)
+        if want is not None and want != self.descriptor_dim:
+            raise ValueError(
+                f"MoleculeDataModule(descriptors={self.descriptors}) gives {self.descriptor_dim} molecule features "
+                f"but the head has extra_features={want}; set model.head.init_args.extra_features: "
+                f"{self.descriptor_dim} or data.init_args.descriptors: {not self.descriptors}")
 
     def _load_predict(self) -> None:
         df = self._read(self.predict_csv, [self.smiles_column])
@@ -281,7 +293,7 @@ class MoleculeDataModule(VecsetDataModule):
         rows = []
         for i, sid in enumerate(ids):
             row = {"line": line_of(sid), "smiles": by_id[sid]["smiles"]}
-            row.update({name: float(v) for name, v in zip(self.target_names, preds["value"][i])})
+            row.update({name: float(v) for name, v in zip(self.target_names, preds["value"][i], strict=True)})
             rows.append(row)
         return rows
 
@@ -309,7 +321,7 @@ class MoleculeDataModule(VecsetDataModule):
         return torch.cat(preds).numpy(), torch.cat(trues).numpy(), self.splits["test"]
 
     def plots(self, model, run_dir: Path) -> list[Path]:
-        from pipelines.plots_molecules import plot_pooling_attention, plot_parity
+        from pipelines.plots_molecules import plot_parity, plot_pooling_attention
 
         pred, true, items = self.test_predictions(model)
         paths = [plot_parity(pred, true, self.target_names, Path(run_dir) / "parity.png")]

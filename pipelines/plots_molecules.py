@@ -47,20 +47,22 @@ def pooling_weights(model, items: list[dict], collate) -> list[np.ndarray]:
 
 
 def plot_pooling_attention(model, items: list[dict], collate, out: Path, size: int = 300) -> Path:
-    """A grid of molecules, atoms coloured by pooling attention (pale = 0, red = the largest weight; labels stay readable)."""
+    """A grid of molecules, atoms coloured by pooling attention relative to uniform
+    (weight x number of atoms: white = 1, the mean-pooling weight; red above, blue below,
+    saturated at 0 and 2)."""
     from PIL import Image
     from rdkit import Chem
     from rdkit.Chem.Draw import rdMolDraw2D
 
     weights = pooling_weights(model, items, collate)
-    cmap = plt.get_cmap("Reds")
+    cmap = plt.get_cmap("coolwarm")
     tiles = []
-    for it, w in zip(items, weights):
+    for it, w in zip(items, weights, strict=True):
         mol = Chem.MolFromSmiles(it["smiles"])
-        scaled = w / w.max() if w.max() > 0 else w
-        colours = {i: tuple(float(c) for c in cmap(0.05 + 0.65 * s)[:3]) for i, s in enumerate(scaled)}
+        rel = w * len(w)  # 1 = what mean pooling would give
+        colours = {i: tuple(float(c) for c in cmap(float(np.clip(r / 2, 0, 1)))[:3]) for i, r in enumerate(rel)}
         drawer = rdMolDraw2D.MolDraw2DCairo(size, size)
-        legend = f"{it['smiles'][:40]}  max w={w.max():.2f}"
+        legend = f"{it['smiles'][:40]}  w x n: {rel.min():.3f}-{rel.max():.3f}"
         drawer.DrawMolecule(mol, highlightAtoms=list(colours), highlightAtomColors=colours,
                             highlightBonds=[], legend=legend)
         drawer.FinishDrawing()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import os
 from pathlib import Path
 
 import networkx as nx
@@ -20,7 +19,6 @@ from encoders.graph import (
     NodeFeaturizer,
     graph_tensors,
     laplacian_pe,
-    mol_to_graph,
     pad_graphs,
     parse_smiles,
     smiles_to_graph,
@@ -270,6 +268,12 @@ def test_descriptor_features_standardized_on_train(tmp_path):
     assert feats[:, torch.as_tensor(varying)].mean(0).abs().max() < 0.25  # ~0 up to clipping
     batch = next(iter(dm.train_dataloader()))
     assert batch["features"].shape == (32, 217)
+    # descriptors on in the data but not in the head: a clear error, not ignored features
+    from types import SimpleNamespace
+
+    dm.trainer = SimpleNamespace(lightning_module=SimpleNamespace(head=SimpleNamespace(extra_features=0)))
+    with pytest.raises(ValueError, match="gives 217 molecule features but the head has extra_features=0"):
+        dm.setup("fit")
 
 
 # -- end to end: fit, plots, predict with bad rows, karate -------------------------------
