@@ -1,10 +1,13 @@
 """Lightning pipelines: TaskModule, DataModules, the CLI, plots."""
 
 from pipelines.datamodule import VecsetDataModule
+from pipelines.graphs import GraphNodeDataModule  # noqa: E402
+from pipelines.molecules import MoleculeDataModule  # noqa: E402
 from pipelines.multitask import MultiTaskDataModule, MultiTaskModule
 from pipelines.synthetic import SyntheticSetDataModule
 from pipelines.task import TaskModule
 
 __all__ = [
-    "MultiTaskDataModule", "MultiTaskModule", "SyntheticSetDataModule", "TaskModule", "VecsetDataModule",
+    "GraphNodeDataModule", "MoleculeDataModule", "MultiTaskDataModule", "MultiTaskModule",
+    "SyntheticSetDataModule", "TaskModule", "VecsetDataModule",
 ]
