@@ -35,3 +35,7 @@ BENCH_CPU := bench/attention.py bench/long_speech.py bench/training.py
 bench: $(STAMP)
 	for b in $(BENCH_CPU); do $(PY) $$b || exit 1; done
 	$(PY) bench/report.py
+# molecules (issue 5): FreeSolv 5 splits + solubility, random forest vs our model (about 25 min on 2 cores)
+.PHONY: bench-molecules
+bench-molecules: $(STAMP)
+	$(PY) bench/molecule_baselines.py

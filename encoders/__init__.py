@@ -3,3 +3,6 @@
 from encoders.vector import VectorEncoder
 
 __all__ = ["VectorEncoder"]
+from encoders.graph import GraphEncoder, NodeFeaturizer, smiles_to_graph  # noqa: E402
+
+__all__ += ["GraphEncoder", "NodeFeaturizer", "smiles_to_graph"]

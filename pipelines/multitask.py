@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.core.mixins.hparams_mixin import _given_hyperparameters
 from pytorch_lightning.utilities import CombinedLoader
 from torch import Tensor, nn
 from torchmetrics import MeanMetric
 
 from pipelines.datamodule import VecsetDataModule
-from pipelines.task import adamw_warmup_cosine, prepare_head
+from pipelines.task import adamw_warmup_cosine, best_and_last_checkpoint, prepare_head
 
 
 class MultiTaskDataModule(VecsetDataModule):
@@ -161,8 +160,7 @@ class MultiTaskModule(pl.LightningModule):
         return adamw_warmup_cosine(self, self.hparams.lr, self.hparams.weight_decay, self.hparams.warmup)
 
     def configure_callbacks(self):
-        return [ModelCheckpoint(monitor="val_loss", mode="min", save_last=True, auto_insert_metric_name=False,
-                                filename="best-epoch{epoch:03d}-val_loss{val_loss:.4f}")]
+        return best_and_last_checkpoint(self, "val_loss", "min")
 
 
 def shared_backbone_grads(model: MultiTaskModule, batches: dict[str, dict]) -> dict[str, float]:

@@ -64,6 +64,16 @@ def load_backbone(backbone: nn.Module, ckpt_path: str, freeze: bool) -> None:
             p.requires_grad_(False)
 
 
+def best_and_last_checkpoint(module: pl.LightningModule, monitor: str, mode: str) -> list:
+    """Keep the best checkpoint by the task's validation metric, and the last one; nothing
+    when the trainer was built with ``enable_checkpointing=False``."""
+    trainer = getattr(module, "_trainer", None)
+    if trainer is not None and not trainer.checkpoint_callbacks:
+        return []
+    return [ModelCheckpoint(monitor=monitor, mode=mode, save_last=True, auto_insert_metric_name=False,
+                            filename="best-epoch{epoch:03d}-" + monitor + "{" + monitor + ":.4f}")]
+
+
 class TaskModule(pl.LightningModule):
     """One task: ``encoder`` (raw batch -> VectorSet), ``backbone`` (VectorSet -> VectorSet),
     ``head`` (VectorSet -> outputs, loss, metrics).
@@ -140,6 +150,4 @@ class TaskModule(pl.LightningModule):
         return adamw_warmup_cosine(self, self.hparams.lr, self.hparams.weight_decay, self.hparams.warmup)
 
     def configure_callbacks(self):
-        monitor, mode = self.head.monitor
-        return [ModelCheckpoint(monitor=monitor, mode=mode, save_last=True, auto_insert_metric_name=False,
-                                filename="best-epoch{epoch:03d}-" + monitor + "{" + monitor + ":.4f}")]
+        return best_and_last_checkpoint(self, *self.head.monitor)

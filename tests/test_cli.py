@@ -77,3 +77,18 @@ def test_warmup_cosine_schedule():
     assert warmup_cosine(9, 100, 10) == pytest.approx(1.0)
     assert warmup_cosine(55, 100, 10) == pytest.approx(0.5)
     assert warmup_cosine(100, 100, 10) == pytest.approx(0.0)
+
+
+def test_no_checkpoints_when_checkpointing_is_off(tmp_path, monkeypatch):
+    import pytorch_lightning as pl
+
+    from backbone import Backbone
+    from encoders import VectorEncoder
+    from heads import LabelingHead
+    from pipelines import SyntheticSetDataModule
+
+    monkeypatch.chdir(tmp_path)
+    model = TaskModule(VectorEncoder(2, 16), Backbone(16, 1, 2), LabelingHead(16, 2))
+    trainer = pl.Trainer(max_steps=2, enable_checkpointing=False, logger=False, enable_progress_bar=False)
+    trainer.fit(model, SyntheticSetDataModule(n_train=64, n_val=32, n_test=32))
+    assert trainer.checkpoint_callbacks == [] and list(tmp_path.iterdir()) == []

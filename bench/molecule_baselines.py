@@ -1,0 +1,167 @@
+"""Molecule property baselines on the same splits: a random forest on RDKit 2-D descriptors
+(``RandomForestRegressor(500, random_state=0)``, Breiman 2001) vs our graph transformer.
+
+FreeSolv: the five random 80/10/10 splits ``numpy.random.default_rng(s).permutation(642)``,
+s = 0..4. Solubility: the published split, 10% of its training part validating.
+Our model trains through ``vecset fit --config configs/<dataset>.yaml`` (one process per
+split; its ``results.json`` gives the test RMSE of the best-validation checkpoint and the
+training seconds). Prints a table, writes ``bench/results/molecule_baselines.json``.
+
+    OMP_WAIT_POLICY=PASSIVE python bench/molecule_baselines.py                # everything
+    python bench/molecule_baselines.py --datasets freesolv --splits 0 1 --skip-model
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pipelines.molecules import MoleculeDataModule, rmse  # noqa: E402
+
+DATASETS = {
+    "freesolv": {"config": "configs/freesolv.yaml", "csv": "data/molecules/freesolv.csv", "target": "expt",
+                 "split": "random", "splits": [0, 1, 2, 3, 4]},
+    "solubility": {"config": "configs/solubility.yaml", "csv": "data/molecules/solubility.csv", "target": "logS",
+                   "split": "column", "splits": [0]},
+}
+
+
+def random_forest(name: str, split_seed: int) -> dict:
+    from sklearn.ensemble import RandomForestRegressor
+
+    spec = DATASETS[name]
+    dm = MoleculeDataModule(str(ROOT / spec["csv"]), target_columns=[spec["target"]], split=spec["split"],
+                            split_seed=split_seed, descriptors=True)
+    dm.setup("fit")
+
+    def xy(items):
+        x = np.stack([it["raw_desc"] for it in items])
+        # float32 range (sklearn casts); NaN is handled by the forest's missing-value support
+        x = np.clip(x, -1e30, 1e30)
+        return x, np.array([float(it["y"][0]) for it in items])
+
+    x_tr, y_tr = xy(dm.splits["train"])
+    x_te, y_te = xy(dm.splits["test"])
+    rf = RandomForestRegressor(500, random_state=0, n_jobs=1)
+    t0 = time.time()
+    rf.fit(x_tr, y_tr)
+    secs = time.time() - t0
+    return {"test_rmse": rmse(rf.predict(x_te), y_te), "train_seconds": round(secs, 1),
+            "n_train": len(y_tr), "n_test": len(y_te)}
+
+
+def our_model(name: str, split_seed: int, extra: list[str], log_dir: Path, member: int | None = None) -> dict:
+    spec = DATASETS[name]
+    run_name = f"bench_{name}_s{split_seed}" + (f"_m{member}" if member is not None else "")
+    cfg = ROOT / spec["config"]
+    # a copy named per split gives each run its own runs/<name>/ folder
+    tmp = ROOT / "runs" / "bench_configs" / f"{run_name}.yaml"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_text(cfg.read_text())
+    cmd = [sys.executable, "-m", "pipelines.cli", "fit", "--config", str(tmp),
+           "--data.init_args.split_seed", str(split_seed), *extra]
+    if member is not None:  # ensemble members differ only in their initialization/shuffling seed
+        cmd += ["--seed_everything", str(member)]
+    log = log_dir / f"{run_name}.log"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("VECSET_RUN_VERSION", None)
+    t0 = time.time()
+    with open(log, "w") as f:
+        subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT, check=True)
+    total = time.time() - t0
+    runs = sorted((ROOT / "runs" / run_name).glob("version_*"), key=lambda p: int(p.name.split("_")[1]))
+    res = json.loads((runs[-1] / "results.json").read_text())
+    return {"test_rmse": res["test"]["test_rmse"], "train_seconds": res["wall_seconds"],
+            "process_seconds": round(total, 1), "epochs": res["epochs"], "best_val_rmse": res["best_val"],
+            "run_dir": str(runs[-1].relative_to(ROOT))}
+
+
+def ensemble(name: str, split_seed: int, extra: list[str], log_dir: Path, members: int) -> dict:
+    """``members`` runs with seeds 0..members-1; the test prediction is their mean (in units)."""
+    import torch
+
+    from pipelines.task import TaskModule
+
+    spec = DATASETS[name]
+    runs = [our_model(name, split_seed, extra, log_dir, member=m) for m in range(members)]
+    dm = MoleculeDataModule(str(ROOT / spec["csv"]), target_columns=[spec["target"]], split=spec["split"],
+                            split_seed=split_seed, descriptors=True)
+    dm.setup("test")
+    preds = []
+    for r in runs:
+        res = json.loads((ROOT / r["run_dir"] / "results.json").read_text())
+        model = TaskModule.load_from_checkpoint(ROOT / res["checkpoint"], map_location="cpu")
+        with torch.no_grad():
+            pred, true, _ = dm.test_predictions(model)
+        # the members' own RMSE, recomputed here, must equal what Lightning logged
+        assert abs(rmse(pred, true) - r["test_rmse"]) < 1e-3, (rmse(pred, true), r["test_rmse"])
+        preds.append(pred)
+    return {"test_rmse": rmse(np.mean(preds, 0), true), "train_seconds": round(sum(r["train_seconds"] for r in runs), 1),
+            "member_test_rmse": [r["test_rmse"] for r in runs], "members": runs}
+
+
+def summary(vals: list[float]) -> dict:
+    a = np.array(vals)
+    return {"mean": float(a.mean()), "std": float(a.std(ddof=1)) if len(a) > 1 else 0.0}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
+    ap.add_argument("--splits", nargs="+", type=int, default=None, help="FreeSolv split seeds (default 0..4)")
+    ap.add_argument("--skip-model", action="store_true", help="only the random forest")
+    ap.add_argument("--skip-rf", action="store_true", help="only our model")
+    ap.add_argument("--members", type=int, default=1, help="ensemble size of our model (1: one run)")
+    ap.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="extra vecset fit arguments")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "molecule_baselines.json"))
+    args = ap.parse_args()
+
+    out_path = Path(args.out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    log_dir = ROOT / "runs" / "bench_logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    results: dict = {"command": " ".join(sys.argv), "note": "2 shared CPU cores; timings measured while other jobs ran",
+                     "datasets": {}}
+    for name in args.datasets:
+        splits = args.splits if (args.splits is not None and name == "freesolv") else DATASETS[name]["splits"]
+        rows = []
+        for s in splits:
+            row = {"split": s}
+            if not args.skip_rf:
+                row["random_forest"] = random_forest(name, s)
+            if not args.skip_model:
+                row["ours"] = (our_model(name, s, args.extra, log_dir) if args.members == 1
+                               else ensemble(name, s, args.extra, log_dir, args.members))
+            rows.append(row)
+            print(name, json.dumps(row), flush=True)
+        agg = {m: {"test_rmse": summary([r[m]["test_rmse"] for r in rows]),
+                   "train_seconds": summary([r[m]["train_seconds"] for r in rows])}
+               for m in ("random_forest", "ours") if m in rows[0]}
+        results["datasets"][name] = {"splits": rows, "summary": agg}
+        out_path.write_text(json.dumps(results, indent=2))
+
+    print(f"\n{'dataset':<11} {'split':>5} {'RF rmse':>8} {'RF s':>6} {'ours rmse':>9} {'ours s':>7}")
+    for name, d in results["datasets"].items():
+        for r in d["splits"]:
+            rf, us = r.get("random_forest", {}), r.get("ours", {})
+            print(f"{name:<11} {r['split']:>5} {rf.get('test_rmse', float('nan')):>8.3f} "
+                  f"{rf.get('train_seconds', float('nan')):>6.1f} {us.get('test_rmse', float('nan')):>9.3f} "
+                  f"{us.get('train_seconds', float('nan')):>7.1f}")
+        for m, a in d["summary"].items():
+            print(f"{name:<11} {m:>14}: test RMSE {a['test_rmse']['mean']:.3f} +- {a['test_rmse']['std']:.3f}, "
+                  f"train {a['train_seconds']['mean']:.0f} +- {a['train_seconds']['std']:.0f} s")
+    print(f"results: {out_path}")
+
+
+if __name__ == "__main__":
+    main()
