@@ -1,6 +1,7 @@
 """Lightning pipelines: TaskModule, DataModules, the CLI, plots."""
 
 from pipelines.datamodule import VecsetDataModule
+from pipelines.g2p import CMUDictDataModule
 from pipelines.graphs import GraphNodeDataModule  # noqa: E402
 from pipelines.molecules import MoleculeDataModule  # noqa: E402
 from pipelines.multitask import MultiTaskDataModule, MultiTaskModule
@@ -10,4 +11,5 @@ from pipelines.task import TaskModule
 __all__ = [
     "GraphNodeDataModule", "MoleculeDataModule", "MultiTaskDataModule", "MultiTaskModule",
     "SyntheticSetDataModule", "TaskModule", "VecsetDataModule",
+    "CMUDictDataModule",
 ]
