@@ -41,7 +41,8 @@ class TextEncoder(nn.Module):
             (``unk``; see ``unknown_count``) or raises a ValueError (``error``).
         min_count: training tokens seen fewer times become ``<unk>``.
         lowercase: lowercase the text before tokenizing.
-        field: the batch key holding the strings (``batch[field]``: a list of B str).
+        field: the batch key holding the strings (``batch[field]``: a list of B str, or of B
+            token lists when the data is already tokenized, e.g. CoNLL-U word forms).
 
     Shapes:
         batch[field]: B strings -> VectorSet x (B, N, D), mask (B, N) with N the longest
@@ -74,7 +75,10 @@ class TextEncoder(nn.Module):
     def vocab_built(self) -> bool:  # type: ignore[override]
         return self.vocab is not None
 
-    def tokens_of(self, text: str) -> list[str]:
+    def tokens_of(self, text: str | list[str]) -> list[str]:
+        """A string is tokenized by ``level``; a list is taken as already tokenized."""
+        if isinstance(text, list):
+            return [t.lower() for t in text] if self.lowercase else list(text)
         return tokenize(text.lower() if self.lowercase else text, self.level)
 
     def build_vocab(self, texts: list[str]) -> Vocabulary:

@@ -1,5 +1,6 @@
 """Lightning pipelines: TaskModule, DataModules, the CLI, plots."""
 
+from pipelines.conllu_data import CoNLLUDataModule
 from pipelines.datamodule import VecsetDataModule
 from pipelines.g2p import CMUDictDataModule
 from pipelines.graphs import GraphNodeDataModule  # noqa: E402
@@ -11,5 +12,5 @@ from pipelines.task import TaskModule
 __all__ = [
     "GraphNodeDataModule", "MoleculeDataModule", "MultiTaskDataModule", "MultiTaskModule",
     "SyntheticSetDataModule", "TaskModule", "VecsetDataModule",
-    "CMUDictDataModule",
+    "CMUDictDataModule", "CoNLLUDataModule",
 ]
