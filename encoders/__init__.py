@@ -7,6 +7,7 @@ from encoders.graph import GraphEncoder, NodeFeaturizer, smiles_to_graph  # noqa
 
 __all__ += ["GraphEncoder", "NodeFeaturizer", "smiles_to_graph"]
 
+from encoders.points import PointEncoder  # noqa: E402
 from encoders.text import TextEncoder  # noqa: E402
 
-__all__ += ["TextEncoder"]
+__all__ += ["PointEncoder", "TextEncoder"]

@@ -43,8 +43,8 @@ def read_conllu(path: str | Path, tags: list[str] = UPOS) -> tuple[list[dict], d
             tokenlist = conllu.parse("\n".join(block) + "\n\n")[0]
         except Exception as e:  # conllu's ParseException: name the sentence's place
             raise ValueError(f"{path}:{start}: sentence could not be parsed: {e}") from e
-        forms, labels, lines = [], [], [ln for ln in block if not ln.startswith("#")]
-        for tok, ln in zip(tokenlist, lines, strict=True):
+        forms, labels = [], []
+        for tok in tokenlist:
             if not isinstance(tok["id"], int):
                 skipped["multiword_tokens" if isinstance(tok["id"], tuple) and tok["id"][1] == "-" else "empty_nodes"] += 1
                 continue

@@ -7,8 +7,8 @@ import math
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import ModelCheckpoint
-from pytorch_lightning.utilities import rank_zero_info
 from pytorch_lightning.core.mixins.hparams_mixin import _given_hyperparameters
+from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor, nn
 
 
