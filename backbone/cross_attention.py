@@ -44,7 +44,8 @@ class MultiHeadCrossAttention(MultiHeadSelfAttention):
         kv = F.linear(memory, w[D:], b[D:])  # (B, N, 2D)
         k, v = self._split(kv[..., :D]), self._split(kv[..., D:])  # (B, H, N, Dh)
         allowed = memory_mask[:, None, None, :]  # (B, 1, 1, N)
-        if self.normalize == "softmax" and self.score != "additive" and not self.capture:
+        fast = self.normalize == "softmax" and self.score != "additive"
+        if fast and not self.capture and self.path == "auto":
             scale = 1 / self.head_dim ** 0.5 if self.score == "scaled_dot" else 1.0
             attn_mask = allowed
             if self.score == "gaussian":  # -|q-k|^2/2 = q.k - |k|^2/2 + const(q)
