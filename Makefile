@@ -39,3 +39,11 @@ bench: $(STAMP)
 .PHONY: bench-molecules
 bench-molecules: $(STAMP)
 	$(PY) bench/molecule_baselines.py
+
+# text / seq2seq (issue 6): G2P jobs (about 30 minutes each on 2 CPU cores)
+.PHONY: g2p g2p-bahdanau
+g2p: $(STAMP)
+	$(VENV)/bin/vecset fit --config configs/g2p.yaml
+
+g2p-bahdanau: $(STAMP)
+	$(VENV)/bin/vecset fit --config configs/g2p_bahdanau.yaml

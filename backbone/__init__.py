@@ -3,10 +3,14 @@
 from backbone.attention import MultiHeadSelfAttention, local_attention
 from backbone.backbone import Backbone
 from backbone.block import Block
+from backbone.cross_attention import MultiHeadCrossAttention
+from backbone.masked_softmax import lengths_to_mask, masked_softmax
 from backbone.positional import Learned1D, Learned2D, NoPositional, Sinusoidal1D, Sinusoidal2D
 from backbone.vectorset import VectorSet
+from backbone.vocab import Vocabulary, tokenize
 
 __all__ = [
     "Backbone", "Block", "Learned1D", "Learned2D", "MultiHeadSelfAttention", "NoPositional",
     "Sinusoidal1D", "Sinusoidal2D", "VectorSet", "local_attention",
+    "MultiHeadCrossAttention", "Vocabulary", "lengths_to_mask", "masked_softmax", "tokenize",
 ]

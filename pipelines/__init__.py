@@ -2,8 +2,11 @@
 
 from pipelines.callbacks import NonFiniteGuard, ResumeState
 from pipelines.checkpoint import AtomicCheckpointIO, StepCheckpoint
+from pipelines.conllu_data import CoNLLUDataModule
 from pipelines.datamodule import VecsetDataModule
+from pipelines.g2p import CMUDictDataModule
 from pipelines.graphs import GraphNodeDataModule  # noqa: E402
+from pipelines.kernel_regression import KernelRegressionDataModule
 from pipelines.molecules import MoleculeDataModule  # noqa: E402
 from pipelines.multitask import MultiTaskDataModule, MultiTaskModule
 from pipelines.samplers import ResumableSampler
@@ -11,7 +14,8 @@ from pipelines.synthetic import SyntheticSetDataModule
 from pipelines.task import TaskModule
 
 __all__ = [
-    "AtomicCheckpointIO", "NonFiniteGuard", "ResumableSampler", "ResumeState", "StepCheckpoint",
-    "GraphNodeDataModule", "MoleculeDataModule", "MultiTaskDataModule", "MultiTaskModule",
-    "SyntheticSetDataModule", "TaskModule", "VecsetDataModule",
+    "AtomicCheckpointIO", "CMUDictDataModule", "CoNLLUDataModule", "GraphNodeDataModule",
+    "KernelRegressionDataModule", "MoleculeDataModule", "MultiTaskDataModule", "MultiTaskModule",
+    "NonFiniteGuard", "ResumableSampler", "ResumeState", "StepCheckpoint", "SyntheticSetDataModule",
+    "TaskModule", "VecsetDataModule",
 ]

@@ -45,3 +45,21 @@ def write_plots(trainer, model, datamodule, run_dir: Path) -> list[Path]:
     if hasattr(datamodule, "plots"):
         paths += list(datamodule.plots(model, run_dir))
     return paths
+
+
+def plot_alignment(weights, inputs: list[str], outputs: list[str], out: Path, title: str = "") -> Path:
+    """Attention heatmap: rows = output tokens, columns = input tokens (weights (T, N))."""
+    w = weights.detach().cpu().numpy() if hasattr(weights, "detach") else weights
+    fig, ax = plt.subplots(figsize=(0.5 * max(len(inputs), 4) + 1.5, 0.4 * max(len(outputs), 4) + 1.2))
+    im = ax.imshow(w, cmap="viridis", aspect="auto", vmin=0)
+    ax.set_xticks(range(len(inputs)), inputs)
+    ax.set_yticks(range(len(outputs)), outputs)
+    ax.set_xlabel("input")
+    ax.set_ylabel("output")
+    if title:
+        ax.set_title(title, fontsize=9)
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return Path(out)

@@ -8,6 +8,7 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.core.mixins.hparams_mixin import _given_hyperparameters
+from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor, nn
 
 
@@ -112,7 +113,23 @@ class TaskModule(pl.LightningModule):
 
     def forward(self, batch: dict) -> Tensor:
         vs = self.backbone(self.encoder(batch))
+        if getattr(self.head, "needs_batch", False):  # e.g. seq2seq: teacher forcing reads the targets
+            return self.head(vs, batch.get("features"), batch=batch)
         return self.head(vs, batch.get("features"))
+
+    def setup(self, stage: str) -> None:
+        """Modules with a vocabulary (``build_vocab``, ``vocab_field``) build it from the
+        DataModule's training data at the start of fit; otherwise it comes from a checkpoint."""
+        dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
+        if stage != "fit" or dm is None:
+            return
+        for name, module in (("encoder", self.encoder), ("head", self.head)):
+            if hasattr(module, "build_vocab") and not module.vocab_built:
+                if not hasattr(dm, "train_texts"):
+                    raise ValueError(f"the {name} builds a vocabulary from the training data but "
+                                     f"{type(dm).__name__} has no train_texts(field)")
+                vocab = module.build_vocab(dm.train_texts(module.vocab_field))
+                rank_zero_info(f"{name} vocabulary: {len(vocab)} tokens from the training {module.vocab_field!r}")
 
     # -- checks before training -------------------------------------------------------
     def on_fit_start(self) -> None:
@@ -128,7 +145,7 @@ class TaskModule(pl.LightningModule):
         self.log(f"{stage}_loss", loss, on_step=stage == "train", on_epoch=True, prog_bar=stage != "test",
                  batch_size=bs, sync_dist=stage != "train")
         metrics = getattr(self, f"{stage}_metrics")
-        metrics.update(*self.head.metric_inputs(out.detach(), batch))
+        metrics.update(*self.head.metric_inputs(out.detach() if isinstance(out, Tensor) else out, batch))
         self.log_dict(metrics, on_step=False, on_epoch=True, prog_bar=stage == "val", batch_size=bs)
         return loss
 
