@@ -280,3 +280,29 @@ def test_cli_fit_and_predict_digits(tmp_path, monkeypatch):
     assert len(rows) == 360 and list(rows[0]) == ["input", "prediction", "probability"]
     assert rows[0]["input"].startswith("load_digits[") and rows[0]["prediction"] in [str(d) for d in range(10)]
     assert 0.1 <= float(rows[0]["probability"]) <= 1.0
+
+
+def test_cli_image_folder_config(tmp_path, monkeypatch):
+    from pipelines.cli import run_cli
+
+    data = _folder(tmp_path / "imgs", classes=("cat", "dog", "emu"), n=10, mode="L")
+    monkeypatch.chdir(tmp_path)
+    run_cli(["fit", "--config", str(ROOT / "configs" / "image_folder.yaml"), "--data.init_args.root", str(data),
+             "--data.init_args.convert", "true", "--model.init_args.head.init_args.num_outputs", "3",
+             "--trainer.max_epochs", "1", "--trainer.limit_train_batches", "1", "--trainer.accelerator", "cpu",
+             "--trainer.enable_model_summary", "false", "--model.init_args.backbone.init_args.depth", "1"])
+    res = json.loads((tmp_path / "runs" / "image_folder" / "version_0" / "results.json").read_text())
+    assert res["global_steps"] == 1 and 0.0 <= res["test"]["test_acc"] <= 1.0
+    # the head must match the number of class folders
+    with pytest.raises(ValueError, match=r"the head predicts 2 classes but the data has 3"):
+        run_cli(["fit", "--config", str(ROOT / "configs" / "image_folder.yaml"), "--data.init_args.root", str(data),
+                 "--data.init_args.convert", "true", "--trainer.max_epochs", "1", "--trainer.accelerator", "cpu"])
+
+
+def test_cli_cifar10_config_without_data(tmp_path, monkeypatch):
+    from pipelines.cli import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"CIFAR-10 not found: looked for .*missing/cifar-10-batches-py"):
+        run_cli(["fit", "--config", str(ROOT / "configs" / "cifar10.yaml"), "--data.init_args.root", "missing",
+                 "--trainer.accelerator", "cpu"])
