@@ -28,3 +28,14 @@ lint: $(STAMP)
 
 clean:
 	rm -rf runs lightning_logs
+
+# image classification (issue 3): the digits jobs and their baselines
+.PHONY: digits digits-pixel bench-digits
+digits: $(STAMP)
+	$(VENV)/bin/vecset fit --config configs/digits.yaml
+
+digits-pixel: $(STAMP)
+	$(VENV)/bin/vecset fit --config configs/digits_pixel.yaml
+
+bench-digits: $(STAMP)
+	$(PY) bench/digits_baselines.py
