@@ -96,7 +96,7 @@ def main() -> None:
 
     rows = sklearn_rows()
     if not args.sklearn_only:
-        for (name, cfg), given in zip(CONFIGS.items(), args.runs or [None, None]):
+        for (name, cfg), given in zip(CONFIGS.items(), args.runs or [None, None], strict=True):
             if given:
                 rows.append(vecset_row(name, Path(given), None))
             else:

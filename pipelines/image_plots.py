@@ -9,8 +9,8 @@ grid, upsampled to the image and overlaid on it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import matplotlib
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import torch
@@ -167,9 +167,6 @@ class DigitsDataModule(ImageDataModule):
             tf = self.affine if split == "train" and self.augment else None
             self.sets[split] = TensorImages(images[t], labels[t], t, tf)
 
-    def train_targets(self):
-        return None
-
     def describe(self, sample_id: int) -> str:
         return f"load_digits[{sample_id}]"
 
@@ -289,13 +286,14 @@ class ImageFolderDataModule(ImageDataModule):
         self.val_fraction, self.test_fraction, self.split_seed = val_fraction, test_fraction, split_seed
         self.skip_non_images = skip_non_images
         self.paths: list[Path] = []
+        self._sizes: dict[tuple[int, int], Path] = {}
         self.class_names = None
 
     # -- checks -------------------------------------------------------------------------
     def _check_files(self, paths: list[Path]) -> None:
         from PIL import Image, UnidentifiedImageError
 
-        sizes: dict[tuple[int, int], Path] = {}
+        sizes = self._sizes  # across all splits: one batch may not mix sizes
         for p in paths:
             try:
                 with Image.open(p) as im:
