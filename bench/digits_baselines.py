@@ -6,7 +6,7 @@ pixel and patch models trained from their configs (``vecset fit``). Prints one t
 (test accuracy, train seconds) and writes ``bench/results/digits_baselines.json``.
 
     python bench/digits_baselines.py                  # trains both vecset models (~2 x 10 min)
-    python bench/digits_baselines.py --runs runs/digits/version_3 runs/digits_pixel/version_2
+    python bench/digits_baselines.py --runs runs/digits/version_3 runs/digits_pixel/version_2 [--cpu 410 579]
                                                       # reuse finished runs (their results.json)
     python bench/digits_baselines.py --sklearn-only
 
@@ -90,15 +90,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", nargs=2, metavar=("PATCH_RUN", "PIXEL_RUN"),
                     help="finished run directories (patch, pixel) to read instead of training")
+    ap.add_argument("--cpu", nargs=2, type=float, metavar=("PATCH_CPU", "PIXEL_CPU"),
+                    help="with --runs: CPU seconds measured for those runs (e.g. /usr/bin/time -v)")
     ap.add_argument("--sklearn-only", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "digits_baselines.json"))
     args = ap.parse_args()
 
     rows = sklearn_rows()
     if not args.sklearn_only:
-        for (name, cfg), given in zip(CONFIGS.items(), args.runs or [None, None], strict=True):
+        cpus = args.cpu or [None, None]
+        for (name, cfg), given, cpu in zip(CONFIGS.items(), args.runs or [None, None], cpus, strict=True):
             if given:
-                rows.append(vecset_row(name, Path(given), None))
+                rows.append(vecset_row(name, Path(given), cpu))
             else:
                 run_dir, cpu = train(cfg)
                 rows.append(vecset_row(name, run_dir, cpu))
