@@ -47,3 +47,13 @@ g2p: $(STAMP)
 
 g2p-bahdanau: $(STAMP)
 	$(VENV)/bin/vecset fit --config configs/g2p_bahdanau.yaml
+# image classification (issue 3): the digits jobs and their baselines
+.PHONY: digits digits-pixel bench-digits
+digits: $(STAMP)
+	$(VENV)/bin/vecset fit --config configs/digits.yaml
+
+digits-pixel: $(STAMP)
+	$(VENV)/bin/vecset fit --config configs/digits_pixel.yaml
+
+bench-digits: $(STAMP)
+	$(PY) bench/digits_baselines.py

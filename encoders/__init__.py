@@ -1,13 +1,12 @@
 """Encoders: one file per modality, each returning a VectorSet."""
 
-from encoders.vector import VectorEncoder
-
-__all__ = ["VectorEncoder"]
 from encoders.graph import GraphEncoder, NodeFeaturizer, smiles_to_graph  # noqa: E402
-
-__all__ += ["GraphEncoder", "NodeFeaturizer", "smiles_to_graph"]
-
+from encoders.image import PatchEncoder, PixelEncoder
 from encoders.points import PointEncoder  # noqa: E402
 from encoders.text import TextEncoder  # noqa: E402
+from encoders.vector import VectorEncoder
 
-__all__ += ["PointEncoder", "TextEncoder"]
+__all__ = [
+    "GraphEncoder", "NodeFeaturizer", "PatchEncoder", "PixelEncoder", "PointEncoder", "TextEncoder",
+    "VectorEncoder", "smiles_to_graph",
+]
