@@ -163,13 +163,13 @@ class MultiHeadSelfAttention(nn.Module):
         q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, N, Dh)
         return q, k, v
 
-    def _masks(self, mask: Tensor, bias: Tensor | None) -> tuple[Tensor, Tensor | None]:
+    def _masks(self, mask: Tensor, bias: Tensor | None, window: int | None) -> tuple[Tensor, Tensor | None]:
         """allowed (B, 1, N|1, N) bool and an optional float bias (B, 1|H, N, N)."""
         B, N = mask.shape
         allowed = mask[:, None, None, :]  # (B, 1, 1, N)
         restricted = False
-        if self.window is not None:
-            allowed = allowed & band_mask(N, self.window, mask.device)
+        if window is not None:
+            allowed = allowed & band_mask(N, window, mask.device)
             restricted = True
         fbias = None
         if bias is not None:
@@ -215,26 +215,27 @@ class MultiHeadSelfAttention(nn.Module):
         drop = F.dropout(weights, self.dropout, self.training)
         return drop @ v, weights
 
-    def _fast(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, bias: Tensor | None) -> Tensor:
+    def _fast(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, bias: Tensor | None,
+              window: int | None) -> Tensor:
         B, H, N, _ = q.shape
         scale = 1 / math.sqrt(self.head_dim) if self.score == "scaled_dot" else 1.0
         key_bias = -k.pow(2).sum(-1) / 2 if self.score == "gaussian" else None  # (B, H, N)
         p = self.dropout if self.training else 0.0
         use_local = (
-            self.window is not None and bias is None
-            and (self.local_impl == "blocked" or (self.local_impl == "auto" and N > 4 * max(self.window, 1)))
+            window is not None and bias is None
+            and (self.local_impl == "blocked" or (self.local_impl == "auto" and N > 4 * max(window, 1)))
         )
         if use_local:
-            return local_attention(q, k, v, mask, self.window, scale, key_bias, p)
-        if self.window is None and bias is None and key_bias is None and bool(mask.all()):
+            return local_attention(q, k, v, mask, window, scale, key_bias, p)
+        if window is None and bias is None and key_bias is None and bool(mask.all()):
             # no padding and no structure: no mask at all lets SDPA pick its fastest kernel
             return F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=scale)
-        if self.window is not None or bias is not None:
+        if window is not None or bias is not None:
             # a bool (B, N, N) mask, or a float (B, H, N, N) one when a bias enters it
             float_mask = key_bias is not None or (bias is not None and bias.is_floating_point())
             check_pairwise_memory((B, H if float_mask else 1, N, N), 1, q.element_size() if float_mask else 1,
                                   q.device, "dense masked attention")
-        allowed, fbias = self._masks(mask, bias)
+        allowed, fbias = self._masks(mask, bias, window)
         if fbias is None and key_bias is None:
             attn_mask = allowed
         else:
@@ -246,14 +247,16 @@ class MultiHeadSelfAttention(nn.Module):
             attn_mask = attn_mask.masked_fill(~allowed, float("-inf"))
         return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p, scale=scale)
 
-    def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None, window: int | None = None) -> Tensor:
+        """``window`` (from the VectorSet: the encoder's choice) overrides the module's own."""
         B, N, D = x.shape
+        window = self.window if window is None else window
         q, k, v = self._qkv(x)  # (B, H, N, Dh)
         fast = self.normalize == "softmax" and self.score != "additive"
         if fast and not self.capture and self.path == "auto":
-            out = self._fast(q, k, v, mask, bias)
+            out = self._fast(q, k, v, mask, bias, window)
         else:
-            allowed, fbias = self._masks(mask, bias)
+            allowed, fbias = self._masks(mask, bias, window)
             out, weights = self.reference(q, k, v, allowed, fbias)
             if self.capture:
                 self.last_weights = weights.detach()

@@ -23,7 +23,9 @@ class Backbone(nn.Module):
         heads: attention heads per block.
         mlp_ratio: MLP hidden width / D.
         dropout: dropout in blocks and on attention weights.
-        score, normalize, window: see ``MultiHeadSelfAttention``.
+        score, normalize, window: see ``MultiHeadSelfAttention``. A VectorSet whose encoder
+            set ``window`` uses that one instead (in a multi-task backbone, speech can use
+            truncated attention while images and molecules attend to all vectors).
         cls_token: prepend a learned CLS vector (for ``SequenceHead(pooling="cls")``);
             the mask and any pairwise bias grow with it (CLS sees and is seen by all).
 
@@ -54,7 +56,7 @@ class Backbone(nn.Module):
             pad = (1, 0, 1, 0)
             bias = F.pad(bias, pad, value=True) if bias.dtype == torch.bool else F.pad(bias, pad, value=0.0)
         pos = F.pad(vs.pos, (0, 0, 1, 0)) if vs.pos is not None else None
-        return VectorSet(x=x, mask=mask, pos=pos, bias=bias, cls=True)
+        return VectorSet(x=x, mask=mask, pos=pos, bias=bias, cls=True, window=vs.window)
 
     def forward(self, vs: VectorSet) -> VectorSet:
         if vs.x.shape[-1] != self.d_model:
@@ -63,7 +65,7 @@ class Backbone(nn.Module):
             vs = self._prepend_cls(vs)
         x = vs.x
         for block in self.blocks:
-            x = block(x, vs.mask, vs.bias)
+            x = block(x, vs.mask, vs.bias, vs.window)
         x = self.norm(x) * vs.mask[..., None]
         return replace(vs, x=x)
 

@@ -21,6 +21,6 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(d, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, d))
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None) -> Tensor:
-        x = x + self.drop(self.attn(self.norm1(x), mask, bias))
+    def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None, window: int | None = None) -> Tensor:
+        x = x + self.drop(self.attn(self.norm1(x), mask, bias, window))
         return x + self.drop(self.mlp(self.norm2(x)))

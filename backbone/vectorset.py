@@ -25,6 +25,8 @@ class VectorSet:
               (B, N, N) bool  -- allowed pairs (graph attention: a node sees its neighbours), or
               (B, N, N) / (B, H, N, N) float -- an additive score bias (e.g. per distance)
         cls:  True when index 0 of every set is a prepended CLS vector
+        window: optional truncated attention chosen by the encoder: vector i attends only to
+              j with |i - j| <= window (overrides the backbone's own ``window``)
     """
 
     x: Tensor
@@ -32,6 +34,7 @@ class VectorSet:
     pos: Tensor | None = None
     bias: Tensor | None = None
     cls: bool = False
+    window: int | None = None
 
     def __post_init__(self) -> None:
         if self.x.dim() != 3:
@@ -46,6 +49,8 @@ class VectorSet:
             )
         if self.mask.dtype != torch.bool:
             raise ValueError(f"VectorSet.mask must be bool, got dtype {self.mask.dtype}")
+        if self.window is not None and self.window < 0:
+            raise ValueError(f"VectorSet.window must be >= 0 or None, got {self.window}")
         if self.pos is not None and self.pos.shape[:2] != (B, N):
             raise ValueError(
                 f"VectorSet.pos must start with (B, N) = {(B, N)}, got {tuple(self.pos.shape)}"

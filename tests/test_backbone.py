@@ -108,3 +108,17 @@ def test_vectorset_validation_names_the_field():
 def test_backbone_rejects_wrong_width():
     with pytest.raises(ValueError, match="d_model=16, got 8"):
         make_backbone()(VectorSet.from_list([torch.randn(3, 8)]))
+
+
+def test_vectorset_window_overrides_backbone_window():
+    """An encoder's window (speech) applies in a backbone shared with full-attention tasks."""
+    torch.manual_seed(0)
+    full = Backbone(d_model=D, depth=2, heads=4, mlp_ratio=2.0).eval()
+    torch.manual_seed(0)
+    windowed = Backbone(d_model=D, depth=2, heads=4, mlp_ratio=2.0, window=2).eval()
+    vs = VectorSet.from_list([torch.randn(30, D), torch.randn(21, D)])
+    via_set = full(VectorSet(x=vs.x, mask=vs.mask, window=2)).x
+    torch.testing.assert_close(via_set, windowed(vs).x)
+    assert not torch.allclose(via_set, full(vs).x)
+    with pytest.raises(ValueError, match="window must be >= 0"):
+        VectorSet(x=vs.x, mask=vs.mask, window=-1)
