@@ -355,8 +355,18 @@ def main(argv: list[str] | None = None) -> None:
                     help="apt-get install the Festival packages when missing (needs root)")
     ap.add_argument("--force", action="store_true", help="write into a non-empty --out")
     a = ap.parse_args(argv)
-    if a.out.exists() and any(a.out.iterdir()) and not a.force:
-        raise SystemExit(f"{a.out} is not empty; pass --force to overwrite or choose another --out")
+    if a.out.exists() and any(a.out.iterdir()):
+        if not a.force:
+            raise SystemExit(f"{a.out} is not empty; pass --force to overwrite or choose another --out")
+        if not (a.out / "corpus.json").exists():
+            raise SystemExit(f"{a.out} holds no corpus.json: not a corpus this script wrote; not overwriting it")
+        # remove only what an earlier run wrote, so no stale utterance survives
+        import re
+        for p in a.out.iterdir():
+            if p.is_dir() and re.fullmatch(r"s\d\d(kal|ked|slt)", p.name):
+                shutil.rmtree(p)
+            elif p.name in ("train.lst", "dev.lst", "test.lst", "speakers.tsv", "corpus.json"):
+                p.unlink()
     info = generate(a.out, a.utterances, a.speakers, a.seed, a.jobs, a.format, a.install)
     print(f"wrote {a.utterances} utterances ({info['hours']} h, mean {info['mean_seconds']} s) from "
           f"{a.speakers} speakers to {a.out} in {info['synthesis_seconds']} s of synthesis; "
