@@ -43,21 +43,25 @@ def plot_segments(dm, outputs, out: Path) -> Path:
     """For each (id, predicted, true): log-mel frames, then true and predicted segments."""
     names = dm.class_names
     items = {it["id"]: it for it in dm.sets["test"].items}
-    fig, axes = plt.subplots(3 * len(outputs), 1, figsize=(14, 3.2 * len(outputs)),
-                             gridspec_kw={"height_ratios": [4, 0.6, 0.6] * len(outputs)}, squeeze=False)
+    fig, axes = plt.subplots(4 * len(outputs), 1, figsize=(14, 2.8 * len(outputs)),
+                             gridspec_kw={"height_ratios": [4, 0.7, 0.7, 0.9] * len(outputs), "hspace": 0.05},
+                             squeeze=False)
     axes = axes[:, 0]
     for k, (sid, pred, true) in enumerate(outputs):
         feats = items[sid]["x"].numpy()  # (T, F) log-mel energies
-        a0, a1, a2 = axes[3 * k: 3 * k + 3]
+        a0, a1, a2, gap = axes[4 * k: 4 * k + 4]
+        gap.axis("off")
         a0.imshow(feats.T, origin="lower", aspect="auto", cmap="magma", interpolation="nearest")
         acc = float((pred == true)[true >= 0].mean()) if (true >= 0).any() else float("nan")
         a0.set_title(f"{dm.describe(sid)}  (frame accuracy {acc:.3f})", fontsize=9)
         a0.set_ylabel("mel bin")
         a0.set_xticks([])
+        a0.set_xlim(-0.5, len(true) - 0.5)
         _segment_row(a1, true, names, "true")
+        a1.set_xticks([])
         _segment_row(a2, pred, names, "predicted", truth=true)
-        a2.set_xlabel("frame (10 ms)")
-    fig.tight_layout()
+        a2.set_xlabel("frame (10 ms); red text: a segment with wrong frames", fontsize=8)
+    fig.subplots_adjust(left=0.06, right=0.99, top=0.97, bottom=0.03)
     fig.savefig(out, dpi=90)
     plt.close(fig)
     return out

@@ -288,3 +288,34 @@ def test_predict_paths_need_no_phn(tmp_path):
     dm.setup("predict")
     item = dm.sets["predict"][0]
     assert "y" not in item and item["x"].shape[1] == 40
+
+
+# --- the CLI end to end: fit (with reports and plots), then predict on an audio file -------------
+def test_cli_fit_and_predict(tmp_path, monkeypatch):
+    import json
+
+    from pipelines.cli import run_cli
+
+    repo = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(tmp_path)
+    cfg = str(repo / "configs" / "speech_frames_debug.yaml")
+    run_cli(["fit", "--config", cfg, "--data.root", str(SAMPLE)])
+    run_dir = tmp_path / "runs" / "speech_frames_debug" / "version_0"
+    results = json.loads((run_dir / "results.json").read_text())
+    assert 0.0 <= results["test"]["test_acc"] <= 1.0
+    report = json.loads((run_dir / "test_per_phone.json").read_text())
+    # the per-phone report scores the same frames as the test metric (best checkpoint = last: 1 epoch)
+    assert abs(report["frame_accuracy"] - results["test"]["test_acc"]) < 1e-3
+    assert sum(r["frames"] for r in report["per_phone"]) == report["frames"] > 0
+    for name in ("speech_segments.png", "attention.png", "test_per_phone.csv"):
+        assert (run_dir / name).stat().st_size > 0
+    # global normalization statistics were fitted and saved with the model
+    ckpt = torch.load(results["checkpoint"], map_location="cpu", weights_only=False)
+    assert bool(ckpt["state_dict"]["encoder.stats_fitted"])
+    wav = tmp_path / "one.flac"
+    shutil.copy(next(SAMPLE.glob("s10ked/*.flac")), wav)
+    run_cli(["predict", "--config", cfg, "--data.root", str(SAMPLE), "--ckpt_path", results["checkpoint"],
+             "--data.predict_paths", f"[{wav}]"])
+    phn = tmp_path / "runs" / "speech_frames_debug" / "version_1" / "predictions" / f"{tmp_path.name}_one.phn"
+    segs = read_phn(phn, sf.info(str(wav)).frames, PH)  # contiguous, covers the file, valid phones
+    assert segs[0].start == 0 and segs[-1].end == sf.info(str(wav)).frames
