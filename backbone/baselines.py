@@ -106,7 +106,7 @@ class BiLSTM(nn.Module):
         lengths = vs.mask.sum(1)  # (B,)
         m = vs.mask[..., None].to(vs.x.dtype)
         h = vs.x * m
-        for i, (f, b) in enumerate(zip(self.fwd, self.bwd)):
+        for i, (f, b) in enumerate(zip(self.fwd, self.bwd, strict=False)):
             if i:
                 h = self.drop(h)
             hf, _ = f(h)  # (B, N, H): causal, so trailing padding never reaches real frames

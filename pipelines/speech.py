@@ -233,13 +233,16 @@ class SpeechFramesDataModule(VecsetDataModule):
         out_dir = Path(out_dir)
         pred_dir = out_dir / "predictions"
         pred_dir.mkdir(parents=True, exist_ok=True)
-        index = []
+        index, used = [], set()
         for r in rows:
             sid, audio = r["id"], Path(r["input"])
             name = f"{audio.parent.name}_{audio.stem}" if audio.parent.name else audio.stem
+            if name in used:  # same folder and file name under different parents: keep both
+                name = f"{name}_{sid}"
+            used.add(name)
             with open(pred_dir / f"{name}.frames", "w") as f:
                 f.write("# frame centre_sample label probability\n")
-                for t, (lab, p) in enumerate(zip(r["labels"], r["prob"])):
+                for t, (lab, p) in enumerate(zip(r["labels"], r["prob"], strict=False)):
                     f.write(f"{t} {t * FRAME_SHIFT + FRAME_LENGTH // 2} {lab} {p:.4f}\n")
             segs = frames_to_segments(r["labels"], self.n_samples[sid])
             (pred_dir / f"{name}.phn").write_text("".join(f"{s.start} {s.end} {s.phone}\n" for s in segs))

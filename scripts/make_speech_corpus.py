@@ -255,7 +255,7 @@ def postprocess(key: str, spk: Speaker, text: str, tmp: Path, out: Path, fmt: st
     ends = [min(n, int(round(t * SR / factor))) for t, _ in segs]
     ends[-1] = n  # the wave runs a few ms past (or short of) the last segment end
     phn, start, dropped = [], 0, 0
-    for e, ph in zip(ends, phones):
+    for e, ph in zip(ends, phones, strict=False):
         if e <= start:  # rounds to zero samples (or was clipped at the file end)
             dropped += 1
             continue
@@ -310,7 +310,7 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
         with ThreadPoolExecutor(max_workers=jobs) as ex:
             list(ex.map(run_festival, batches, tmps))
         synth_s = time.time() - t0
-        rows = [postprocess(k, s, t, tmp, out, fmt) for batch, tmp in zip(batches, tmps) for k, s, t in batch]
+        rows = [postprocess(k, s, t, tmp, out, fmt) for batch, tmp in zip(batches, tmps, strict=False) for k, s, t in batch]
     for split in ("train", "dev", "test"):
         names = {s.name for s in spk if s.split == split}
         lst = sorted(r["utt"] for r in rows if r["utt"].split("/")[0] in names)
