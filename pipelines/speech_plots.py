@@ -43,8 +43,8 @@ def plot_segments(dm, outputs, out: Path) -> Path:
     """For each (id, predicted, true): log-mel frames, then true and predicted segments."""
     names = dm.class_names
     items = {it["id"]: it for it in dm.sets["test"].items}
-    fig, axes = plt.subplots(4 * len(outputs), 1, figsize=(14, 2.8 * len(outputs)),
-                             gridspec_kw={"height_ratios": [4, 0.7, 0.7, 0.9] * len(outputs), "hspace": 0.05},
+    fig, axes = plt.subplots(4 * len(outputs), 1, figsize=(14, 3.0 * len(outputs)),
+                             gridspec_kw={"height_ratios": [4, 0.7, 0.7, 1.4] * len(outputs), "hspace": 0.05},
                              squeeze=False)
     axes = axes[:, 0]
     for k, (sid, pred, true) in enumerate(outputs):
