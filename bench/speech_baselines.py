@@ -85,15 +85,23 @@ def main() -> None:
                     pp = rescore(res["checkpoint"], a.root, a.max_utterances, rd)
                 r["test_frame_accuracy_silences_merged"] = pp["frame_accuracy_silences_merged"]
                 r["test_frames"] = pp["frames"]
+    if a.only and Path(a.out).exists():
+        # a partial rerun (one config, or a variant given by overrides) joins the saved table
+        saved = json.loads(Path(a.out).read_text())
+        if (saved["corpus"], saved["epochs"]) == (a.root, a.epochs):
+            rows = saved["results"]
     for name, cfg in ({} if a.rescore else CONFIGS).items():
         if a.only and cfg not in a.only:
             continue
+        if a.extra:
+            name += " " + " ".join(a.extra)
         print(f"training {name} ({cfg}) ...", flush=True)
         rows[name] = run(cfg, a.root, a.epochs, a.max_utterances, a.extra)
     print(f"\nspeech frame labeling on {a.root} (speaker-disjoint test split), {a.epochs} epochs each")
-    print(f"{'model':30s} {'test frame acc':>14s} {'sil merged':>10s} {'best val acc':>12s} {'train s':>8s}")
+    w = max([30, *(len(n) for n in rows)])
+    print(f"{'model':{w}s} {'test frame acc':>14s} {'sil merged':>10s} {'best val acc':>12s} {'train s':>8s}")
     for name, r in rows.items():
-        print(f"{name:30s} {r['test_frame_accuracy']:14.4f} {r['test_frame_accuracy_silences_merged']:10.4f} "
+        print(f"{name:{w}s} {r['test_frame_accuracy']:14.4f} {r['test_frame_accuracy_silences_merged']:10.4f} "
               f"{r['best_val_accuracy']:12.4f} {r['train_seconds']:8.1f}")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
