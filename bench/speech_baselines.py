@@ -101,7 +101,7 @@ def main() -> None:
     w = max([30, *(len(n) for n in rows)])
     print(f"{'model':{w}s} {'test frame acc':>14s} {'sil merged':>10s} {'best val acc':>12s} {'train s':>8s}")
     for name, r in rows.items():
-        print(f"{name:{w}s} {r['test_frame_accuracy']:14.4f} {r['test_frame_accuracy_silences_merged']:10.4f} "
+        print(f"{name:{w}s} {r['test_frame_accuracy']:14.4f} {r.get('test_frame_accuracy_silences_merged', float('nan')):10.4f} "
               f"{r['best_val_accuracy']:12.4f} {r['train_seconds']:8.1f}")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
