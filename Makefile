@@ -29,6 +29,12 @@ lint: $(STAMP)
 clean:
 	rm -rf runs lightning_logs
 
+# CPU benchmarks: tables printed, JSON in bench/results/, collected into BENCHMARKS.md
+BENCH_CPU := bench/attention.py bench/long_speech.py bench/training.py
+.PHONY: bench
+bench: $(STAMP)
+	for b in $(BENCH_CPU); do $(PY) $$b || exit 1; done
+	$(PY) bench/report.py
 # --- speech frame labeling (issue #4) -----------------------------------------------------
 # The full Festival corpus (1000 utterances, ~1 h, 12 speakers) into data/speech_full (not
 # committed); installs the Debian packages when run as root and they are missing.

@@ -18,6 +18,7 @@ Two paths compute the same thing:
 from __future__ import annotations
 
 import math
+import os
 from typing import Literal
 
 import torch
@@ -28,6 +29,29 @@ Score = Literal["scaled_dot", "dot", "additive", "gaussian"]
 Normalize = Literal["softmax", "relu", "sigmoid"]
 SCORES = ("scaled_dot", "dot", "additive", "gaussian")
 NORMALIZES = ("softmax", "relu", "sigmoid")
+
+
+def available_memory(device: torch.device) -> int | None:
+    """Bytes that can still be allocated on ``device`` (None where it cannot be told)."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[0]
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_pairwise_memory(shape: tuple[int, ...], copies: int, element_size: int, device: torch.device,
+                          what: str) -> None:
+    """Raise a MemoryError before allocating N x N tensors larger than the free memory."""
+    need = copies * element_size * math.prod(shape)
+    free = available_memory(device)
+    if free is not None and need > free:
+        raise MemoryError(
+            f"{what} needs about {need / 2**30:.1f} GiB for its {' x '.join(map(str, shape))} "
+            f"pairwise tensors, but only {free / 2**30:.1f} GiB is free on {device}; use truncated "
+            "attention (window=...) without a pairwise bias for long inputs, or shorter inputs"
+        )
 
 
 def band_mask(n: int, window: int, device: torch.device | None = None) -> Tensor:
@@ -58,9 +82,12 @@ def local_attention(q: Tensor, k: Tensor, v: Tensor, key_mask: Tensor, window: i
     def blocks_of_keys(t: Tensor) -> Tensor:
         # pad W on the left, W (+ the remainder) on the right, then take 3W-wide windows
         t = F.pad(t, (0, 0, W, W + pad_end))  # (B, H, (nb+2)W, Dh)
-        return t.unfold(2, 3 * W, W).transpose(-1, -2)  # (B, H, nb, 3W, Dh)
+        t = t.unfold(2, 3 * W, W).permute(0, 2, 1, 4, 3)  # (B, nb, H, 3W, Dh)
+        return t.reshape(B * nb, H, 3 * W, Dh)
 
-    qb = F.pad(q, (0, 0, 0, pad_end)).reshape(B, H, nb, W, Dh)  # (B, H, nb, W, Dh)
+    # blocks go into the batch dimension and heads stay in theirs, so one mask per block
+    # broadcasts over the heads: (B*nb, H, W, Dh) queries against (B*nb, H, 3W, Dh) keys
+    qb = F.pad(q, (0, 0, 0, pad_end)).reshape(B, H, nb, W, Dh).transpose(1, 2).reshape(B * nb, H, W, Dh)
     kb, vb = blocks_of_keys(k), blocks_of_keys(v)
     km = F.pad(key_mask, (W, W + pad_end), value=False).unfold(1, 3 * W, W)  # (B, nb, 3W)
     i = torch.arange(W, device=q.device)
@@ -68,19 +95,16 @@ def local_attention(q: Tensor, k: Tensor, v: Tensor, key_mask: Tensor, window: i
     band = (i[:, None] - (j[None, :] - W)).abs() <= window  # (W, 3W)
     allowed = band & km[:, :, None, :]  # (B, nb, W, 3W)
     # every query keeps its own position, so no row is fully masked (fused kernels give NaN)
-    allowed = allowed | (j[None, :] == i[:, None] + W)
-    allowed = allowed[:, None]  # (B, 1, nb, W, 3W)
+    allowed = (allowed | (j[None, :] == i[:, None] + W)).reshape(B * nb, 1, W, 3 * W)
     if key_bias is not None:
         kbias = F.pad(key_bias, (W, W + pad_end)).unfold(2, 3 * W, W)  # (B, H, nb, 3W)
-        attn_mask = kbias[:, :, :, None, :].masked_fill(~allowed, float("-inf"))  # (B, H, nb, W, 3W)
+        kbias = kbias.transpose(1, 2).reshape(B * nb, H, 1, 3 * W)
+        attn_mask = kbias.masked_fill(~allowed, float("-inf"))  # (B*nb, H, W, 3W)
     else:
         attn_mask = allowed
-    # fold the blocks into the head dimension: the kernel takes (B, H', L, Dh)
-    attn_mask = attn_mask.expand(B, H, nb, W, 3 * W).reshape(B, H * nb, W, 3 * W)
-    out = F.scaled_dot_product_attention(
-        qb.reshape(B, H * nb, W, Dh), kb.reshape(B, H * nb, 3 * W, Dh),
-        vb.reshape(B, H * nb, 3 * W, Dh), attn_mask=attn_mask, dropout_p=dropout_p, scale=scale,
-    )  # (B, H*nb, W, Dh)
+    out = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=attn_mask, dropout_p=dropout_p,
+                                         scale=scale)  # (B*nb, H, W, Dh)
+    out = out.reshape(B, nb, H, W, Dh).transpose(1, 2)  # (B, H, nb, W, Dh)
     return out.reshape(B, H, nb * W, Dh)[:, :, :N]
 
 
@@ -127,6 +151,8 @@ class MultiHeadSelfAttention(nn.Module):
         # capture: when True, the reference path runs and keeps the weights (B, H, N, N)
         self.capture = False
         self.last_weights: Tensor | None = None
+        # "reference" forces the plain matrix path (benchmarks and tests compare the two)
+        self.path: Literal["auto", "reference"] = "auto"
         # "auto" uses the blocked local path for long windowed inputs; tests force either
         self.local_impl: Literal["auto", "blocked", "dense"] = "auto"
 
@@ -179,6 +205,9 @@ class MultiHeadSelfAttention(nn.Module):
     def reference(self, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor,
                   fbias: Tensor | None) -> tuple[Tensor, Tensor]:
         """O = normalize(score(Q, K) + bias) V; returns (out (B,H,N,Dh), weights (B,H,N,N))."""
+        B, H, N, _ = q.shape
+        # scores, weights and their gradients: about four (B, H, N, N) tensors
+        check_pairwise_memory((B, H, N, N), 4, q.element_size(), q.device, "the reference attention path")
         scores = self._scores(q, k)
         if fbias is not None:
             scores = scores + fbias
@@ -197,6 +226,14 @@ class MultiHeadSelfAttention(nn.Module):
         )
         if use_local:
             return local_attention(q, k, v, mask, self.window, scale, key_bias, p)
+        if self.window is None and bias is None and key_bias is None and bool(mask.all()):
+            # no padding and no structure: no mask at all lets SDPA pick its fastest kernel
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=scale)
+        if self.window is not None or bias is not None:
+            # a bool (B, N, N) mask, or a float (B, H, N, N) one when a bias enters it
+            float_mask = key_bias is not None or (bias is not None and bias.is_floating_point())
+            check_pairwise_memory((B, H if float_mask else 1, N, N), 1, q.element_size() if float_mask else 1,
+                                  q.device, "dense masked attention")
         allowed, fbias = self._masks(mask, bias)
         if fbias is None and key_bias is None:
             attn_mask = allowed
@@ -212,7 +249,8 @@ class MultiHeadSelfAttention(nn.Module):
     def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None) -> Tensor:
         B, N, D = x.shape
         q, k, v = self._qkv(x)  # (B, H, N, Dh)
-        if self.normalize == "softmax" and self.score != "additive" and not self.capture:
+        fast = self.normalize == "softmax" and self.score != "additive"
+        if fast and not self.capture and self.path == "auto":
             out = self._fast(q, k, v, mask, bias)
         else:
             allowed, fbias = self._masks(mask, bias)

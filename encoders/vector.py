@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-
 from torch import Tensor, nn
 
 from backbone.positional import Learned1D, NoPositional, Sinusoidal1D

@@ -14,10 +14,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytorch_lightning as pl
 from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
-
-from pipelines.task import TaskModule
 
 RUNS_DIR = "runs"
 
@@ -59,6 +58,15 @@ class VecsetCLI(LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--plots", type=bool, default=True, help="write plots into the run directory after fit")
 
+    def _instantiate_trainer(self, config: dict, callbacks: list):
+        # vecset's defaults: a rich progress bar unless turned off, and the prediction writer
+        if config.get("logger") in (None, True):
+            config["logger"] = default_loggers()
+        callbacks = list(callbacks) + [PredictionWriter()]
+        if config.get("enable_progress_bar", True) is not False:
+            callbacks.append(RichProgressBar())
+        return super()._instantiate_trainer(config, callbacks)
+
     def before_fit(self) -> None:
         self._t0 = time.time()
 
@@ -71,13 +79,15 @@ class VecsetCLI(LightningCLI):
         if not trainer.is_global_zero:
             return
         run_dir = Path(trainer.log_dir)
+        absolute = lambda p: str(Path(p).resolve()) if p else None  # noqa: E731
         results = {
-            "config": str(run_dir / "config.yaml"),
-            "checkpoint": best,
-            "last_checkpoint": ckpt_cb.last_model_path if ckpt_cb is not None else None,
+            "config": absolute(run_dir / "config.yaml"),
+            "checkpoint": absolute(best),
+            "last_checkpoint": absolute(ckpt_cb.last_model_path) if ckpt_cb is not None else None,
             "monitor": ckpt_cb.monitor if ckpt_cb is not None else None,
             "best_val": float(ckpt_cb.best_model_score) if ckpt_cb is not None and ckpt_cb.best_model_score is not None else None,
-            "test": {k: float(v) for k, v in (test[0] if test else {}).items()},
+            # one dict per test dataloader (several in multi-task runs): merged
+            "test": {k: float(v) for d in test for k, v in d.items()},
             "epochs": trainer.current_epoch,
             "global_steps": trainer.global_step,
             "wall_seconds": round(wall, 2),
@@ -85,37 +95,47 @@ class VecsetCLI(LightningCLI):
         if self.config[self.subcommand].get("plots", True):
             from pipelines.plots import write_plots
             results["plots"] = [str(p) for p in write_plots(trainer, model, dm, run_dir)]
+        from pipelines.multitask import MultiTaskModule, task_table
+
+        if isinstance(model, MultiTaskModule):
+            results["per_task"], text = task_table(results["test"], model.tasks)
+            print(text)
         path = run_dir / "results.json"
         path.write_text(json.dumps(results, indent=2))
         print(f"results: {path}")
 
 
-def run_cli(args: list[str] | None = None) -> VecsetCLI:
+def default_loggers() -> list:
+    """TensorBoard and CSV logs in runs/<config name>/version_<n>/ (one n for both)."""
+    from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
+
+    name = os.environ.get("VECSET_RUN_NAME", "default")
+    version = int(os.environ["VECSET_RUN_VERSION"])
+    return [TensorBoardLogger(RUNS_DIR, name=name, version=version, default_hp_metric=False),
+            CSVLogger(RUNS_DIR, name=name, version=version)]
+
+
+def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
     argv = sys.argv[1:] if args is None else args
     name = config_name(argv)
-    # one version for every process of a run (DDP children inherit the environment)
+    # one run directory for every process of a run (DDP children inherit the environment)
     if "VECSET_RUN_VERSION" not in os.environ:
+        os.environ["VECSET_RUN_NAME"] = name
         os.environ["VECSET_RUN_VERSION"] = str(next_version(Path(RUNS_DIR) / name))
-    version = int(os.environ["VECSET_RUN_VERSION"])
-    loggers = [
-        {"class_path": "pytorch_lightning.loggers.TensorBoardLogger",
-         "init_args": {"save_dir": RUNS_DIR, "name": name, "version": version, "default_hp_metric": False}},
-        {"class_path": "pytorch_lightning.loggers.CSVLogger",
-         "init_args": {"save_dir": RUNS_DIR, "name": name, "version": version}},
-    ]
     try:
         return VecsetCLI(
-            TaskModule,
+            pl.LightningModule,  # TaskModule, MultiTaskModule, or a user's own, by class_path
             subclass_mode_model=True,
             subclass_mode_data=True,
-            trainer_defaults={"logger": loggers, "callbacks": [RichProgressBar(), PredictionWriter()]},
             save_config_kwargs={"overwrite": True},
             seed_everything_default=0,
             args=args,
+            run=run,
         )
     finally:
         if args is not None:
             os.environ.pop("VECSET_RUN_VERSION", None)
+            os.environ.pop("VECSET_RUN_NAME", None)
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ def plot_curves(metrics_csv: Path, out: Path) -> Path | None:
     if not cols:
         return None
     fig, axes = plt.subplots(1, len(cols), figsize=(4 * len(cols), 3.2), squeeze=False)
-    for ax, c in zip(axes[0], cols):
+    for ax, c in zip(axes[0], cols, strict=True):
         s = per_epoch[c].dropna()
         ax.plot(s.index, s.values, marker="o", ms=3)
         ax.set_title(c)

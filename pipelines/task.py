@@ -19,6 +19,51 @@ def warmup_cosine(step: int, total: int, warmup: int) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def prepare_head(head: nn.Module, dm, resuming: bool, task: str | None = None) -> None:
+    """Check the head against its data (number of classes) and fit a regression scaler."""
+    where = f"task {task!r}: " if task else ""
+    want = getattr(head, "num_classes", None)
+    have = getattr(dm, "num_classes", None)
+    if want is not None and have is not None and want != have:
+        raise ValueError(
+            f"{where}the head predicts {want} classes but the data has {have} "
+            f"({type(dm).__name__}.class_names = {dm.class_names}); set the head's "
+            "num_classes/num_outputs to match"
+        )
+    if getattr(head, "task", None) == "regression" and not resuming:
+        y = dm.train_targets()
+        if y is None:
+            raise ValueError(f"{where}{type(dm).__name__} gives no train_targets() for the regression scaler")
+        head.fit_scaler(torch.as_tensor(y, dtype=torch.float32))
+
+
+def adamw_warmup_cosine(module: pl.LightningModule, lr: float, weight_decay: float, warmup: float) -> dict:
+    """AdamW over the trainable parameters, linear warmup then cosine decay to zero."""
+    params = [p for p in module.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    total = max(1, int(module.trainer.estimated_stepping_batches))
+    steps = max(1, int(warmup * total) if warmup < 1 else int(warmup))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: warmup_cosine(s, total, steps))
+    return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+def load_backbone(backbone: nn.Module, ckpt_path: str, freeze: bool) -> None:
+    """Start from the backbone of another run's checkpoint (single- or multi-task)."""
+    state = torch.load(ckpt_path, map_location="cpu", weights_only=True)["state_dict"]
+    sub = {k[len("backbone."):]: v for k, v in state.items() if k.startswith("backbone.")}
+    if not sub:
+        raise ValueError(f"{ckpt_path} holds no 'backbone.*' weights")
+    missing, unexpected = backbone.load_state_dict(sub, strict=False)
+    if missing or unexpected:
+        raise ValueError(
+            f"the backbone in {ckpt_path} does not match the configured one: "
+            f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]} (compare depth, d_model, heads)"
+        )
+    if freeze:
+        for p in backbone.parameters():
+            p.requires_grad_(False)
+
+
 class TaskModule(pl.LightningModule):
     """One task: ``encoder`` (raw batch -> VectorSet), ``backbone`` (VectorSet -> VectorSet),
     ``head`` (VectorSet -> outputs, loss, metrics).
@@ -28,13 +73,17 @@ class TaskModule(pl.LightningModule):
         lr: peak AdamW learning rate.
         weight_decay: AdamW weight decay.
         warmup: warmup length, as a fraction of all optimizer steps (< 1) or a step count.
+        backbone_ckpt: start the backbone from this checkpoint's ``backbone.*`` weights (for
+            example a multi-task run's), then train as configured.
+        freeze_backbone: keep those backbone weights fixed (train encoder and head only).
 
     A config's ``optimizer:``/``lr_scheduler:`` sections replace this default AdamW +
     warmup + cosine schedule (LightningCLI's mechanism).
     """
 
     def __init__(self, encoder: nn.Module, backbone: nn.Module, head: nn.Module, lr: float = 1e-3,
-                 weight_decay: float = 0.01, warmup: float = 0.05) -> None:
+                 weight_decay: float = 0.01, warmup: float = 0.05, backbone_ckpt: str | None = None,
+                 freeze_backbone: bool = False) -> None:
         super().__init__()
         if _given_hyperparameters.get() is not None:
             # built by LightningCLI: it hands over the parsed config, so the checkpoint can
@@ -43,6 +92,10 @@ class TaskModule(pl.LightningModule):
         else:
             self.save_hyperparameters(ignore=["encoder", "backbone", "head"])
         self.encoder, self.backbone, self.head = encoder, backbone, head
+        if backbone_ckpt:
+            load_backbone(backbone, backbone_ckpt, freeze_backbone)
+        elif freeze_backbone:
+            raise ValueError("freeze_backbone=True needs backbone_ckpt (a frozen random backbone learns nothing)")
         self.train_metrics = head.metrics().clone(prefix="train_")
         self.val_metrics = head.metrics().clone(prefix="val_")
         self.test_metrics = head.metrics().clone(prefix="test_")
@@ -54,21 +107,8 @@ class TaskModule(pl.LightningModule):
     # -- checks before training -------------------------------------------------------
     def on_fit_start(self) -> None:
         dm = getattr(self.trainer, "datamodule", None)
-        if dm is None:
-            return
-        want = getattr(self.head, "num_classes", None)
-        have = getattr(dm, "num_classes", None)
-        if want is not None and have is not None and want != have:
-            raise ValueError(
-                f"the head predicts {want} classes but the data has {have} "
-                f"({type(dm).__name__}.class_names = {dm.class_names}); set the head's "
-                "num_classes/num_outputs to match"
-            )
-        if getattr(self.head, "task", None) == "regression" and self.trainer.ckpt_path is None:
-            y = dm.train_targets()
-            if y is None:
-                raise ValueError(f"{type(dm).__name__} gives no train_targets() for the regression scaler")
-            self.head.fit_scaler(torch.as_tensor(y, dtype=torch.float32))
+        if dm is not None:
+            prepare_head(self.head, dm, resuming=self.trainer.ckpt_path is not None)
 
     # -- steps --------------------------------------------------------------------------
     def _step(self, batch: dict, stage: str) -> Tensor:
@@ -97,13 +137,7 @@ class TaskModule(pl.LightningModule):
 
     # -- optimisation and checkpoints -------------------------------------------------
     def configure_optimizers(self):
-        params = [p for p in self.parameters() if p.requires_grad]
-        opt = torch.optim.AdamW(params, lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
-        total = max(1, int(self.trainer.estimated_stepping_batches))
-        w = self.hparams.warmup
-        warmup = max(1, int(w * total) if w < 1 else int(w))
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: warmup_cosine(s, total, warmup))
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+        return adamw_warmup_cosine(self, self.hparams.lr, self.hparams.weight_decay, self.hparams.warmup)
 
     def configure_callbacks(self):
         monitor, mode = self.head.monitor

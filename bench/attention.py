@@ -1,0 +1,134 @@
+"""Training-step throughput and peak memory: vecset's Backbone against
+``torch.nn.TransformerEncoder`` (same width, heads, depth, feed-forward, pre-norm) and the
+plain matrix formulation (the Backbone with every attention forced onto its reference path).
+
+B x N is held constant (4096 vectors per batch); float32 on the CPU. Each case runs in its
+own process (so its peak memory is its own): forward + backward, median of repeats.
+
+    python bench/attention.py            # full table, writes bench/results/attention.json
+    python bench/attention.py --quick    # N in {128, 512}, fewer repeats
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from bench.common import in_fresh_process, peak_rss_mb, rss_mb, table, write_json  # noqa: E402
+
+D, HEADS, DEPTH, MLP = 256, 4, 4, 4
+TOKENS = 4096
+MODELS = ("vecset", "torch_encoder", "reference")
+
+
+def build(model: str) -> nn.Module:
+    from backbone import Backbone
+
+    torch.manual_seed(0)
+    if model == "torch_encoder":
+        layer = nn.TransformerEncoderLayer(D, HEADS, MLP * D, dropout=0.0, activation="gelu",
+                                           batch_first=True, norm_first=True)
+        return nn.TransformerEncoder(layer, DEPTH, norm=nn.LayerNorm(D), enable_nested_tensor=False)
+    bb = Backbone(d_model=D, depth=DEPTH, heads=HEADS, mlp_ratio=MLP)
+    if model == "reference":
+        for blk in bb.blocks:
+            blk.attn.path = "reference"
+    return bb
+
+
+def make_step(model: str, n: int):
+    from backbone import VectorSet
+
+    B = max(1, TOKENS // n)
+    net = build(model).train()
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(B, n, D, generator=g)
+    mask = torch.ones(B, n, dtype=torch.bool)
+
+    def step():
+        net.zero_grad(set_to_none=True)
+        if model == "torch_encoder":
+            out = net(x, src_key_padding_mask=~mask)
+        else:
+            out = net(VectorSet(x=x, mask=mask)).x
+        out.pow(2).mean().backward()
+
+    return B, step
+
+
+def memory_one(model: str, n: int) -> dict:
+    """Peak extra resident memory of one training step, in this (fresh) process."""
+    B, step = make_step(model, n)
+    base = rss_mb()
+    step()
+    return {"model": model, "N": n, "peak_extra_mb": peak_rss_mb() - base}
+
+
+def time_interleaved(n: int, repeats: int) -> dict[str, dict]:
+    """The models take turns step by step, so load from other processes hits all alike."""
+    import time
+
+    steps = {m: make_step(m, n) for m in MODELS}
+    times: dict[str, list[float]] = {m: [] for m in MODELS}
+    for _, step in steps.values():
+        step()  # warmup
+    for _ in range(repeats):
+        for m, (_, step) in steps.items():
+            t = time.perf_counter()
+            step()
+            times[m].append(time.perf_counter() - t)
+    out = {}
+    for m in MODELS:
+        ts = sorted(times[m])
+        B = steps[m][0]
+        med = ts[len(ts) // 2] if len(ts) % 2 else (ts[len(ts) // 2 - 1] + ts[len(ts) // 2]) / 2
+        out[m] = {"B": B, "median_s": med, "min_s": ts[0], "max_s": ts[-1], "repeats": repeats,
+                  "vectors_per_s": B * n / med}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--one", nargs=2, metavar=("MODEL", "N"), help="memory of one case (internal)")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(memory_one(args.one[0], int(args.one[1]))))
+        return
+    ns = [128, 512] if args.quick else [128, 512, 2048]
+    repeats = 2 if args.quick else args.repeats
+    rows = []
+    for n in ns:
+        timing = time_interleaved(n, repeats)
+        for model in MODELS:
+            mem = in_fresh_process(__file__, [model, str(n)])
+            rows.append({"model": model, "N": n, **timing[model], **mem})
+            print(f"  {model:14s} N={n:5d} {timing[model]['median_s']:.3f} s/step", flush=True)
+    # ratios against the references measured in the same run
+    for n in ns:
+        by = {r["model"]: r for r in rows if r["N"] == n and "median_s" in r}
+        if "vecset" not in by:
+            continue
+        v = by["vecset"]
+        for ref in ("torch_encoder", "reference"):
+            if ref in by:
+                v[f"speed_vs_{ref}"] = by[ref]["median_s"] / v["median_s"]
+                v[f"mem_vs_{ref}"] = v["peak_extra_mb"] / max(by[ref]["peak_extra_mb"], 1e-9)
+    cols = ["model", "N", "B", "median_s", "min_s", "max_s", "vectors_per_s", "peak_extra_mb",
+            "speed_vs_torch_encoder", "speed_vs_reference", "mem_vs_reference"]
+    print(table(rows, cols))
+    path = write_json("attention", {"d_model": D, "heads": HEADS, "depth": DEPTH, "mlp_ratio": MLP,
+                                    "tokens_per_batch": TOKENS, "rows": rows})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

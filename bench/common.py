@@ -1,0 +1,90 @@
+"""Shared helpers for the benchmarks: machine facts, repeated timing, peak memory in a
+fresh process, tables and JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict:
+    return {
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+    }
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (VmHWM: unlike ru_maxrss, it is not
+    inherited from the parent across fork/exec)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status (Linux only)")
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def timed(fn, repeats: int, warmup: int = 1) -> dict:
+    """Median and spread (min, max) of ``repeats`` calls after ``warmup`` calls, seconds."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return {"median_s": statistics.median(times), "min_s": min(times), "max_s": max(times), "repeats": repeats}
+
+
+def in_fresh_process(script: str, args: list[str], timeout: float = 900) -> dict:
+    """Run ``python script --one args...`` and parse the JSON it prints last: each case gets
+    its own process, so its peak memory is its own."""
+    cmd = [sys.executable, script, "--one", *args]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    if out.returncode != 0:
+        lines = (out.stderr or out.stdout).strip().splitlines()
+        return {"error": lines[-1] if lines else f"exit code {out.returncode}"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def table(rows: list[dict], cols: list[str]) -> str:
+    def fmt(v):
+        if isinstance(v, float):
+            return f"{v:.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+        return "" if v is None else str(v)
+
+    cells = [[fmt(r.get(c)) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(x[i]) for x in cells)) for i, c in enumerate(cols)]
+    line = lambda xs: "| " + " | ".join(x.ljust(w) for x, w in zip(xs, widths, strict=True)) + " |"  # noqa: E731
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    return "\n".join([line(cols), sep, *(line(x) for x in cells)])
+
+
+def write_json(name: str, payload: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    payload = {"machine": machine(), "command": "python " + " ".join(sys.argv), **payload}
+    path.write_text(json.dumps(payload, indent=2))
+    return path

@@ -1,0 +1,53 @@
+"""Collect bench/results/*.json into BENCHMARKS.md: one table per benchmark, with the
+machine, the torch version and the command that produced it.
+
+    python bench/report.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import RESULTS, table  # noqa: E402
+
+OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
+SKIP = {"machine", "command", "rows"}
+
+
+def section(name: str, data: dict) -> str:
+    m = data.get("machine", {})
+    rows = data.get("rows", [])
+    cols: list[str] = []
+    for r in rows:
+        cols += [k for k in r if k not in cols and not isinstance(r[k], (dict, list))]
+    params = ", ".join(f"{k}={v}" for k, v in data.items() if k not in SKIP and not isinstance(v, (dict, list)))
+    return "\n".join([
+        f"## {name}",
+        "",
+        f"Command: `{data.get('command', '?')}`  ",
+        f"Machine: {m.get('cores')} cores ({m.get('cpu')}), {m.get('threads')} torch threads, "
+        f"torch {m.get('torch')}, Python {m.get('python')}, GPU: {m.get('cuda') or 'none'}  ",
+        f"Parameters: {params}" if params else "",
+        "",
+        table(rows, cols) if rows else "(no rows)",
+        "",
+    ])
+
+
+def main() -> None:
+    files = sorted(RESULTS.glob("*.json"))
+    parts = ["# Benchmarks", "",
+             "Written by `make bench` (`python bench/report.py` collects `bench/results/*.json`). "
+             "Times are medians of repeated runs with their spread; compare the ratios measured "
+             "in the same run, since machines are shared and noisy.", ""]
+    parts += [section(f.stem, json.loads(f.read_text())) for f in files]
+    OUT.write_text("\n".join(parts))
+    print(f"wrote {OUT} ({len(files)} benchmarks)")
+
+
+if __name__ == "__main__":
+    main()
