@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 CONFIGS = {
-    "self-attention (window 16)": "configs/speech_frames.yaml",
+    "self-attention": "configs/speech_frames.yaml",
     "window MLP (k=5, 11 frames)": "configs/speech_frames_mlp.yaml",
     "BiLSTM (2 layers)": "configs/speech_frames_bilstm.yaml",
 }
