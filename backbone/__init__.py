@@ -2,6 +2,7 @@
 
 from backbone.attention import MultiHeadSelfAttention, local_attention
 from backbone.backbone import Backbone
+from backbone.baselines import BiLSTM, WindowMLP
 from backbone.block import Block
 from backbone.cross_attention import MultiHeadCrossAttention
 from backbone.masked_softmax import lengths_to_mask, masked_softmax
@@ -10,7 +11,7 @@ from backbone.vectorset import VectorSet
 from backbone.vocab import Vocabulary, tokenize
 
 __all__ = [
-    "Backbone", "Block", "Learned1D", "Learned2D", "MultiHeadSelfAttention", "NoPositional",
-    "Sinusoidal1D", "Sinusoidal2D", "VectorSet", "local_attention",
-    "MultiHeadCrossAttention", "Vocabulary", "lengths_to_mask", "masked_softmax", "tokenize",
+    "Backbone", "BiLSTM", "Block", "Learned1D", "Learned2D", "MultiHeadCrossAttention",
+    "MultiHeadSelfAttention", "NoPositional", "Sinusoidal1D", "Sinusoidal2D", "VectorSet",
+    "Vocabulary", "WindowMLP", "lengths_to_mask", "local_attention", "masked_softmax", "tokenize",
 ]

@@ -3,10 +3,11 @@
 from encoders.graph import GraphEncoder, NodeFeaturizer, smiles_to_graph  # noqa: E402
 from encoders.image import PatchEncoder, PixelEncoder
 from encoders.points import PointEncoder  # noqa: E402
+from encoders.speech import Featurizer, SpeechEncoder
 from encoders.text import TextEncoder  # noqa: E402
 from encoders.vector import VectorEncoder
 
 __all__ = [
-    "GraphEncoder", "NodeFeaturizer", "PatchEncoder", "PixelEncoder", "PointEncoder", "TextEncoder",
-    "VectorEncoder", "smiles_to_graph",
+    "Featurizer", "GraphEncoder", "NodeFeaturizer", "PatchEncoder", "PixelEncoder", "PointEncoder",
+    "SpeechEncoder", "TextEncoder", "VectorEncoder", "smiles_to_graph",
 ]

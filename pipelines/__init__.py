@@ -11,6 +11,7 @@ from pipelines.kernel_regression import KernelRegressionDataModule
 from pipelines.molecules import MoleculeDataModule  # noqa: E402
 from pipelines.multitask import MultiTaskDataModule, MultiTaskModule
 from pipelines.samplers import ResumableSampler
+from pipelines.speech import SpeechFramesDataModule
 from pipelines.synthetic import SyntheticSetDataModule
 from pipelines.task import TaskModule
 
@@ -18,6 +19,6 @@ __all__ = [
     "AtomicCheckpointIO", "CMUDictDataModule", "Cifar10DataModule", "CoNLLUDataModule",
     "DigitsDataModule", "GraphNodeDataModule", "ImageFolderDataModule",
     "KernelRegressionDataModule", "MoleculeDataModule", "MultiTaskDataModule", "MultiTaskModule",
-    "NonFiniteGuard", "ResumableSampler", "ResumeState", "StepCheckpoint", "SyntheticSetDataModule",
-    "TaskModule", "VecsetDataModule",
+    "NonFiniteGuard", "ResumableSampler", "ResumeState", "SpeechFramesDataModule", "StepCheckpoint",
+    "SyntheticSetDataModule", "TaskModule", "VecsetDataModule",
 ]

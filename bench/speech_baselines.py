@@ -1,0 +1,115 @@
+"""Speech frame labeling: truncated self-attention vs the context-window MLP vs a BiLSTM.
+
+The three configs (configs/speech_frames{,_mlp,_bilstm}.yaml) train one after another through
+``vecset fit`` on the same speaker-disjoint split with the same epochs; each run's best
+checkpoint is tested, and its test frame accuracy and training wall seconds (fit only, measured
+by the CLI) go into one table and ``bench/results/speech_baselines.json``.
+
+Usage:
+    python bench/speech_baselines.py                         # shipped sample, data/speech
+    python bench/speech_baselines.py --root data/speech_full --epochs 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CONFIGS = {
+    "self-attention": "configs/speech_frames.yaml",
+    "window MLP (k=5, 11 frames)": "configs/speech_frames_mlp.yaml",
+    "BiLSTM (2 layers)": "configs/speech_frames_bilstm.yaml",
+}
+
+
+def run(config: str, root: str, epochs: int, max_utts: int, extra: list[str]) -> dict:
+    cmd = [sys.executable, "-m", "pipelines.cli", "fit", "--config", config, "--data.root", root,
+           "--trainer.max_epochs", str(epochs), "--data.max_utterances", str(max_utts), *extra]
+    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+    t0 = time.time()
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if res.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{res.stderr[-3000:]}")
+    line = next(ln for ln in reversed(res.stdout.splitlines()) if ln.startswith("results: "))
+    results = json.loads(Path(line.split(": ", 1)[1]).read_text())
+    run_dir = Path(results["config"]).parent
+    per_phone = json.loads((run_dir / "test_per_phone.json").read_text())
+    if "frame_accuracy_silences_merged" not in per_phone:  # a run made before that field existed
+        per_phone = rescore(results["checkpoint"], root, max_utts, run_dir)
+    return {"config": config, "command": " ".join(cmd), "test_frame_accuracy": results["test"]["test_acc"],
+            "best_val_accuracy": results["best_val"], "train_seconds": results["wall_seconds"],
+            "epochs": results["epochs"], "total_seconds": round(time.time() - t0, 1),
+            "test_frame_accuracy_silences_merged": per_phone["frame_accuracy_silences_merged"],
+            "test_frames": per_phone["frames"], "run_dir": str(run_dir)}
+
+
+def rescore(checkpoint: str, root: str, max_utts: int, run_dir: Path) -> dict:
+    """Rewrite a run's per-phone test report from its checkpoint."""
+    from pipelines.speech import SpeechFramesDataModule
+    from pipelines.task import TaskModule
+
+    model = TaskModule.load_from_checkpoint(checkpoint, map_location="cpu")
+    dm = SpeechFramesDataModule(root=root, max_utterances=max_utts)
+    dm.setup("test")
+    return json.loads(dm.per_phone_report(dm.test_outputs(model), run_dir).read_text())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", default="data/speech")
+    ap.add_argument("--epochs", type=int, default=30)
+    ap.add_argument("--max-utterances", type=int, default=0, help="per split; 0 = all")
+    ap.add_argument("--only", nargs="*", default=None, help="config paths to run (default: all three)")
+    ap.add_argument("--out", default="bench/results/speech_baselines.json")
+    ap.add_argument("extra", nargs="*", help="more CLI overrides, after --")
+    ap.add_argument("--rescore", action="store_true",
+                    help="no training: fill missing report fields of --out's runs from their checkpoints")
+    a = ap.parse_args()
+    rows = {}
+    if a.rescore:
+        saved = json.loads(Path(a.out).read_text())
+        rows = saved["results"]
+        a.root, a.epochs = saved["corpus"], saved["epochs"]
+        for r in rows.values():
+            if "test_frame_accuracy_silences_merged" not in r:
+                rd = Path(r["run_dir"])
+                res = json.loads((rd / "results.json").read_text())
+                pp = json.loads((rd / "test_per_phone.json").read_text())
+                if "frame_accuracy_silences_merged" not in pp:
+                    pp = rescore(res["checkpoint"], a.root, a.max_utterances, rd)
+                r["test_frame_accuracy_silences_merged"] = pp["frame_accuracy_silences_merged"]
+                r["test_frames"] = pp["frames"]
+    if a.only and Path(a.out).exists():
+        # a partial rerun (one config, or a variant given by overrides) joins the saved table
+        saved = json.loads(Path(a.out).read_text())
+        if (saved["corpus"], saved["epochs"]) == (a.root, a.epochs):
+            rows = saved["results"]
+    for name, cfg in ({} if a.rescore else CONFIGS).items():
+        if a.only and cfg not in a.only:
+            continue
+        if a.extra:
+            name += " " + " ".join(a.extra)
+        print(f"training {name} ({cfg}) ...", flush=True)
+        rows[name] = run(cfg, a.root, a.epochs, a.max_utterances, a.extra)
+    print(f"\nspeech frame labeling on {a.root} (speaker-disjoint test split), {a.epochs} epochs each")
+    w = max([30, *(len(n) for n in rows)])
+    print(f"{'model':{w}s} {'test frame acc':>14s} {'sil merged':>10s} {'best val acc':>12s} {'train s':>8s}")
+    for name, r in rows.items():
+        print(f"{name:{w}s} {r['test_frame_accuracy']:14.4f} {r.get('test_frame_accuracy_silences_merged', float('nan')):10.4f} "
+              f"{r['best_val_accuracy']:12.4f} {r['train_seconds']:8.1f}")
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"corpus": a.root, "epochs": a.epochs, "machine": platform.platform(),
+                               "cpus": os.cpu_count(), "note": "wall seconds on a shared machine",
+                               "results": rows}, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""Generate a phone-aligned speech corpus in TIMIT layout with the Festival synthesizer.
+
+Source: the Festival Speech Synthesis System (Black, Taylor & Caley, University of Edinburgh;
+Debian packages ``festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts``). Festival
+synthesizes each sentence and saves the waveform (``utt.save.wave``) and the Segment relation
+with end times (``utt.save.segs``): the phone alignment is exact by construction.
+
+Layout written under ``--out`` (the TIMIT layout that ``encoders.speech`` reads)::
+
+    <out>/<speaker>/<utt>.wav|.flac   16 kHz mono, 16-bit
+    <out>/<speaker>/<utt>.phn         "start_sample end_sample phone", contiguous, covering the file
+    <out>/<speaker>/<utt>.wrd         "start_sample end_sample word"
+    <out>/<speaker>/<utt>.txt         "0 <n_samples> <sentence>"
+    <out>/{train,dev,test}.lst        utterance paths ("<speaker>/<utt>"), speaker-disjoint
+    <out>/speakers.tsv, corpus.json   the speaker recipes and the generation settings
+
+Speakers: three base voices (kal and ked: diphone, male; slt: HTS, female). Each speaker is a
+base voice with its own tempo (``Duration_Stretch``) and, for the diphone voices, F0 mean
+(the HTS voice honours only tempo and writes 32 kHz audio, resampled here to 16 kHz). Most
+speakers are also resampled by a factor f in [0.9, 1.1]: reading the waveform as if recorded at
+16000*f Hz and resampling to 16 kHz shifts pitch and formants by f and the tempo by 1/f, like
+a different vocal tract; every phone boundary is rescaled exactly (t -> t / f).
+Per base voice, the speakers go to train, train, dev, test, (train, ...): the splits share no
+speaker, and each split hears every base voice.
+
+Labels: Festival's radio phone set (ARPAbet-like) plus ``pau``; the leading and trailing
+``pau`` become ``h#`` (TIMIT's utterance-edge silence). A phone boundary at time t becomes
+sample round(t * 16000 / f); the last segment is stretched or clipped to the file's end
+(Festival's wave is a few ms longer or shorter than its last segment end), and segments that
+round to zero samples are dropped and counted in corpus.json.
+
+Determinism: every sentence, speaker and setting is drawn from ``--seed`` before synthesis, and
+Festival is deterministic, so the files are the same for a given seed and job count (the job
+count only changes how utterances are grouped into Festival processes).
+
+Usage:
+    python scripts/make_speech_corpus.py --out data/speech_full --utterances 1000 --jobs 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+SR = 16000
+PACKAGES = ["festival", "festvox-kallpc16k", "festvox-kdlpc16k", "festvox-us-slt-hts"]
+VOICES = {  # base voice -> (Festival voice function, diphone voice that takes an F0 mean)
+    "kal": ("voice_kal_diphone", True),
+    "ked": ("voice_ked_diphone", True),
+    "slt": ("voice_cmu_us_slt_arctic_hts", False),
+}
+
+# --- a small grammar: sentences Festival reads without text normalisation surprises ----------
+DET = ["the", "a", "every", "that", "this", "one", "some", "no"]
+ADJ = ["small", "green", "quiet", "heavy", "bright", "old", "young", "clever", "lazy", "happy",
+       "cold", "warm", "tall", "strange", "gentle", "brown", "yellow", "careful", "busy", "sharp"]
+NOUN = ["dog", "cat", "teacher", "farmer", "river", "garden", "window", "doctor", "singer",
+        "machine", "village", "bottle", "letter", "mountain", "kitchen", "painter", "soldier",
+        "rabbit", "thunder", "engine", "sister", "brother", "pilot", "island", "wagon", "judge",
+        "fisher", "chair", "boat", "shadow", "forest", "horse", "baker", "clock", "bridge"]
+VERB_T = ["found", "watched", "painted", "carried", "pushed", "visited", "followed", "opened",
+          "measured", "cleaned", "borrowed", "needed", "chased", "fixed", "noticed", "washed"]
+VERB_I = ["slept", "waited", "laughed", "smiled", "shivered", "wandered", "listened", "vanished",
+          "jumped", "rested", "worked", "stayed"]
+ADV = ["slowly", "quickly", "quietly", "early", "today", "again", "yesterday", "outside",
+       "carefully", "happily"]
+PREP = ["near", "under", "behind", "beside", "over", "through", "across", "without", "with"]
+CONJ = ["and", "but", "while", "because", "so"]
+
+
+def noun_phrase(r: random.Random) -> str:
+    words = [r.choice(DET)]
+    if r.random() < 0.6:
+        words.append(r.choice(ADJ))
+    words.append(r.choice(NOUN))
+    if r.random() < 0.15:
+        words += [r.choice(PREP), r.choice(DET), r.choice(NOUN)]
+    return " ".join(words)
+
+
+def clause(r: random.Random) -> str:
+    if r.random() < 0.6:
+        s = f"{noun_phrase(r)} {r.choice(VERB_T)} {noun_phrase(r)}"
+    else:
+        s = f"{noun_phrase(r)} {r.choice(VERB_I)}"
+    if r.random() < 0.4:
+        s += f" {r.choice(ADV)}"
+    return s
+
+
+def sentence(r: random.Random) -> str:
+    s = clause(r)
+    if r.random() < 0.3:  # a comma gives Festival a phrase break: an internal pau
+        s += f", {r.choice(CONJ)} {clause(r)}"
+    return s[0].upper() + s[1:] + "."
+
+
+# --- speakers ------------------------------------------------------------------------------
+@dataclass
+class Speaker:
+    name: str
+    voice: str
+    split: str
+    stretch: float  # Festival Duration_Stretch (> 1 slower)
+    f0_mean: float | None  # target F0 mean in Hz (diphone voices only)
+    resample: float  # 1.0 = as synthesized; f shifts pitch/formants by f and tempo by 1/f
+
+
+SPLIT_CYCLE = ["train", "train", "dev", "test"]
+
+
+def make_speakers(n: int, seed: int) -> list[Speaker]:
+    if n < 9 or n % 3:
+        raise ValueError(f"--speakers must be a multiple of 3 and at least 9 (3 per base voice, so "
+                         f"train/dev/test each hear every voice), got {n}")
+    speakers = []
+    for i in range(n):
+        voice = list(VOICES)[i % 3]
+        j = i // 3  # this voice's j-th speaker
+        r = random.Random(f"{seed}:speaker:{i}")
+        diphone = VOICES[voice][1]
+        speakers.append(Speaker(
+            name=f"s{i:02d}{voice}",
+            voice=voice,
+            split=SPLIT_CYCLE[j] if j < len(SPLIT_CYCLE) else "train",
+            stretch=round(r.uniform(0.85, 1.2), 3),
+            f0_mean=round(r.uniform(85.0, 145.0), 1) if diphone else None,
+            resample=1.0 if j == 0 else round(r.uniform(0.9, 1.1), 3),
+        ))
+    return speakers
+
+
+# --- Festival --------------------------------------------------------------------------------
+def check_festival(install: bool) -> None:
+    voices = Path("/usr/share/festival/voices")
+    missing = [p for p, ok in [
+        ("festival", shutil.which("festival") is not None),
+        ("festvox-kallpc16k", (voices / "english/kal_diphone").exists()),
+        ("festvox-kdlpc16k", (voices / "english/ked_diphone").exists()),
+        ("festvox-us-slt-hts", (voices / "us/cmu_us_slt_arctic_hts").exists()),
+    ] if not ok]
+    if not missing:
+        return
+    import os
+    if install and os.geteuid() == 0 and shutil.which("apt-get"):
+        print(f"installing Debian packages: {' '.join(PACKAGES)}", file=sys.stderr)
+        subprocess.run(["apt-get", "install", "-y", *PACKAGES], check=True,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        return
+    raise SystemExit(f"Festival or its voices are missing ({', '.join(missing)}). Install them with:\n"
+                     f"  sudo apt-get install {' '.join(PACKAGES)}")
+
+
+def scheme_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+SCHEME_HELPERS = """
+(define (vs_synth txt stem)
+  ;; (Utterance Text txt) does not evaluate txt: build the call with eval
+  (set! u (eval (list 'Utterance 'Text txt)))
+  (utt.synth u)
+  (utt.save.wave u (string-append stem ".wav") 'riff)
+  (utt.save.segs u (string-append stem ".segs"))
+  (set! fd (fopen (string-append stem ".words") "w"))
+  (mapcar (lambda (w)
+    (format fd "%s %s %s\\n"
+      (item.feat w "R:SylStructure.daughter1.daughter1.segment_start")
+      (item.feat w "R:SylStructure.daughtern.daughtern.end")
+      (item.name w)))
+    (utt.relation.items u 'Word))
+  (fclose fd))
+"""
+
+
+def festival_script(jobs: list[tuple[str, Speaker, str]], tmp: Path) -> str:
+    """One Scheme batch: for each speaker group, select the voice, set tempo and F0, synthesize."""
+    lines = [SCHEME_HELPERS]
+    current = None
+    for key, spk, text in jobs:
+        if spk.name != current:
+            current = spk.name
+            fn, diphone = VOICES[spk.voice]
+            lines.append(f"({fn})")  # selecting a voice resets its parameters: set them after
+            lines.append(f"(Parameter.set 'Duration_Stretch {spk.stretch})")
+            if diphone:
+                lines.append(f"(set! int_lr_params '((target_f0_mean {spk.f0_mean}) (target_f0_std 14) "
+                             f"(model_f0_mean 170) (model_f0_std 34)))")
+        lines.append(f"(vs_synth {scheme_str(text)} {scheme_str(str(tmp / key))})")
+    return "\n".join(lines) + "\n"
+
+
+def run_festival(batch: list[tuple[str, Speaker, str]], tmp: Path) -> None:
+    script = tmp / "batch.scm"
+    script.write_text(festival_script(batch, tmp))
+    res = subprocess.run(["festival", "-b", str(script)], capture_output=True, text=True)
+    bad = [k for k, _, _ in batch if not (tmp / f"{k}.wav").exists()]
+    if res.returncode or bad or "SIOD ERROR" in res.stdout + res.stderr:
+        raise RuntimeError(f"Festival failed on {script} ({len(bad)} utterances without audio, first "
+                           f"{bad[:3]}):\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+
+
+# --- post-processing ------------------------------------------------------------------------
+def read_segs(path: Path) -> list[tuple[float, str]]:
+    """Festival's ``utt.save.segs``: a '#' line, then 'end_time 100 phone' per segment."""
+    out = []
+    started = False
+    for line in path.read_text().splitlines():
+        if line.strip() == "#":
+            started = True
+            continue
+        if started and line.strip():
+            t, _, ph = line.split()
+            out.append((float(t), ph))
+    if not out:
+        raise RuntimeError(f"{path}: no segments")
+    return out
+
+
+def resample(wav: np.ndarray, orig: int, new: int) -> np.ndarray:
+    import torch
+    import torchaudio.functional as AF
+    if orig == new:
+        return wav
+    return AF.resample(torch.from_numpy(wav).float()[None], orig, new)[0].numpy()
+
+
+def postprocess(key: str, spk: Speaker, text: str, tmp: Path, out: Path, fmt: str) -> dict:
+    wav, sr = sf.read(tmp / f"{key}.wav", dtype="float32")
+    if wav.ndim > 1:
+        wav = wav.mean(axis=1)
+    # HTS writes 32 kHz; the resample factor f reads the 16 kHz wave as if it were 16000*f Hz
+    wav = resample(wav, sr, SR)
+    if spk.resample != 1.0:
+        wav = resample(wav, int(round(SR * spk.resample)), SR)
+    factor = spk.resample
+    n = len(wav)
+    segs = read_segs(tmp / f"{key}.segs")
+    phones = [ph for _, ph in segs]
+    ends = [min(n, int(round(t * SR / factor))) for t, _ in segs]
+    ends[-1] = n  # the wave runs a few ms past (or short of) the last segment end
+    phn, start, dropped = [], 0, 0
+    for e, ph in zip(ends, phones, strict=False):
+        if e <= start:  # rounds to zero samples (or was clipped at the file end)
+            dropped += 1
+            continue
+        phn.append([start, e, ph])
+        start = e
+    phn[-1][1] = n
+    if phn[0][2] == "pau":
+        phn[0][2] = "h#"
+    if phn[-1][2] == "pau":
+        phn[-1][2] = "h#"
+    words = []
+    bounds = [0] + [e for _, e, _ in phn]
+    for line in (tmp / f"{key}.words").read_text().splitlines():
+        s, e, w = line.split()
+        # snap to the nearest phone boundary: the word times carry more digits than the segs
+        s_, e_ = (min(bounds, key=lambda b: abs(b - float(t) * SR / factor)) for t in (s, e))
+        if e_ > s_:
+            words.append((s_, e_, w))
+    d = out / spk.name
+    d.mkdir(parents=True, exist_ok=True)
+    stem = key.split("__")[1]
+    pcm = np.clip(np.round(wav * 32767), -32768, 32767).astype(np.int16)
+    sf.write(d / f"{stem}.{fmt}", pcm, SR, subtype="PCM_16", format=fmt.upper())
+    (d / f"{stem}.phn").write_text("".join(f"{s} {e} {p}\n" for s, e, p in phn))
+    (d / f"{stem}.wrd").write_text("".join(f"{s} {e} {w}\n" for s, e, w in words))
+    (d / f"{stem}.txt").write_text(f"0 {n} {text}\n")
+    return {"utt": f"{spk.name}/{stem}", "samples": n, "dropped_segments": dropped}
+
+
+def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fmt: str,
+             install: bool = False) -> dict:
+    check_festival(install)
+    if jobs < 1:
+        raise SystemExit(f"--jobs must be >= 1, got {jobs}")
+    spk = make_speakers(speakers, seed)
+    # utterance i: speaker i mod S (balanced), sentence drawn from its own seeded generator
+    items = []
+    for i in range(utterances):
+        s = spk[i % len(spk)]
+        text = sentence(random.Random(f"{seed}:sentence:{i}"))
+        items.append((f"{s.name}__u{i:05d}", s, text))
+    items.sort(key=lambda t: (t[1].name, t[0]))  # group by speaker: one voice switch per group
+    per = math.ceil(len(items) / jobs)
+    batches = [items[k:k + per] for k in range(0, len(items), per)]
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="vecset_festival_") as td:
+        tmps = []
+        for b in range(len(batches)):
+            (Path(td) / str(b)).mkdir()
+            tmps.append(Path(td) / str(b))
+        with ThreadPoolExecutor(max_workers=jobs) as ex:
+            list(ex.map(run_festival, batches, tmps))
+        synth_s = time.time() - t0
+        rows = [postprocess(k, s, t, tmp, out, fmt) for batch, tmp in zip(batches, tmps, strict=False) for k, s, t in batch]
+    for split in ("train", "dev", "test"):
+        names = {s.name for s in spk if s.split == split}
+        lst = sorted(r["utt"] for r in rows if r["utt"].split("/")[0] in names)
+        (out / f"{split}.lst").write_text("".join(u + "\n" for u in lst))
+    with open(out / "speakers.tsv", "w") as f:
+        f.write("name\tvoice\tsplit\tduration_stretch\tf0_mean\tresample\n")
+        for s in spk:
+            f.write(f"{s.name}\t{s.voice}\t{s.split}\t{s.stretch}\t{s.f0_mean or ''}\t{s.resample}\n")
+    total = sum(r["samples"] for r in rows)
+    info = {
+        "generator": "scripts/make_speech_corpus.py",
+        "festival": subprocess.run(["festival", "--version"], capture_output=True, text=True).stdout.strip(),
+        "seed": seed, "jobs": jobs, "utterances": utterances, "speakers": [asdict(s) for s in spk],
+        "format": fmt, "sample_rate": SR, "hours": round(total / SR / 3600, 4),
+        "mean_seconds": round(total / SR / max(1, len(rows)), 3),
+        "dropped_zero_length_segments": sum(r["dropped_segments"] for r in rows),
+        "synthesis_seconds": round(synth_s, 1),
+    }
+    (out / "corpus.json").write_text(json.dumps(info, indent=2) + "\n")
+    return info
+
+
+def digest(root: Path) -> str:
+    """One sha256 over every corpus file (paths and bytes), to check determinism."""
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.name != "corpus.json":
+            h.update(str(p.relative_to(root)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, required=True, help="output root (TIMIT layout)")
+    ap.add_argument("--utterances", type=int, default=1000)
+    ap.add_argument("--speakers", type=int, default=12, help="multiple of 3, >= 9")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=2, help="parallel Festival processes")
+    ap.add_argument("--format", choices=["wav", "flac"], default="wav")
+    ap.add_argument("--install", action="store_true",
+                    help="apt-get install the Festival packages when missing (needs root)")
+    ap.add_argument("--force", action="store_true", help="write into a non-empty --out")
+    a = ap.parse_args(argv)
+    if a.out.exists() and any(a.out.iterdir()):
+        if not a.force:
+            raise SystemExit(f"{a.out} is not empty; pass --force to overwrite or choose another --out")
+        if not (a.out / "corpus.json").exists():
+            raise SystemExit(f"{a.out} holds no corpus.json: not a corpus this script wrote; not overwriting it")
+        # remove only what an earlier run wrote, so no stale utterance survives
+        import re
+        for p in a.out.iterdir():
+            if p.is_dir() and re.fullmatch(r"s\d\d(kal|ked|slt)", p.name):
+                shutil.rmtree(p)
+            elif p.name in ("train.lst", "dev.lst", "test.lst", "speakers.tsv", "corpus.json"):
+                p.unlink()
+    info = generate(a.out, a.utterances, a.speakers, a.seed, a.jobs, a.format, a.install)
+    print(f"wrote {a.utterances} utterances ({info['hours']} h, mean {info['mean_seconds']} s) from "
+          f"{a.speakers} speakers to {a.out} in {info['synthesis_seconds']} s of synthesis; "
+          f"sha256 {digest(a.out)[:16]}")
+
+
+if __name__ == "__main__":
+    main()
