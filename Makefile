@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/vecset fit --config configs/debug.yaml
+	$(VENV)/bin/vecset fit --config configs/multitask.yaml
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -302,6 +302,9 @@ class SpeechEncoder(nn.Module):
             with a residual connection: a local-order front-end, as in Conformer-style models
             (Gulati et al. 2020); truncated attention alone cannot tell left from right.
         dropout: dropout after the projection.
+        window: truncated attention for these frames (each sees +-window frames), carried on
+            the VectorSet so that a backbone shared with other modalities applies it to
+            speech only; None leaves it to the backbone's own ``window``.
 
     Shapes:
         batch["x"] (B, T, in_dim) float, batch["mask"] (B, T) bool -> VectorSet (B, T, d_model)
@@ -310,8 +313,9 @@ class SpeechEncoder(nn.Module):
     def __init__(self, in_dim: int, d_model: int, normalization: Normalization = "utterance",
                  freq_mask_param: int = 0, time_mask_param: int = 0, freq_masks: int = 2,
                  time_masks: int = 2, positional: Positional1D = "sinusoidal", max_len: int | None = None,
-                 conv_kernel: int = 0, dropout: float = 0.0) -> None:
+                 conv_kernel: int = 0, dropout: float = 0.0, window: int | None = None) -> None:
         super().__init__()
+        self.window = window
         if normalization not in ("utterance", "global", "none"):
             raise ValueError(f"normalization must be 'utterance', 'global' or 'none', got {normalization!r}")
         import torchaudio.transforms as T
@@ -379,4 +383,4 @@ class SpeechEncoder(nn.Module):
         pe = self.positional(x.shape[1], x.device)
         if pe is not None:
             h = h + pe
-        return VectorSet(x=h * m, mask=mask)
+        return VectorSet(x=h * m, mask=mask, window=self.window)
