@@ -128,17 +128,8 @@ class CoNLLUDataModule(VecsetDataModule):
     def _loader(self, split: str, shuffle: bool = False) -> DataLoader:
         return DataLoader(self.splits[split], batch_size=self.batch_size, shuffle=shuffle, collate_fn=collate_tokens)
 
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("val")
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test")
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader("predict")
+    def predict_split(self) -> str:
+        return "predict"
 
     def describe(self, sample_id: int) -> str:
         s = self.splits["predict"][sample_id]

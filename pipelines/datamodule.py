@@ -23,6 +23,26 @@ class VecsetDataModule(pl.LightningDataModule):
     def num_classes(self) -> int | None:
         return len(self.class_names) if self.class_names is not None else None
 
+    # -- loaders: a subclass defines _loader(split, shuffle); predict reads predict_split() --
+    def _loader(self, split: str, shuffle: bool = False):
+        raise NotImplementedError(f"{type(self).__name__} defines no _loader(split, shuffle)")
+
+    def predict_split(self) -> str:
+        """The split ``vecset predict`` reads (the test split unless files were given)."""
+        return "test"
+
+    def train_dataloader(self):
+        return self._loader("train", shuffle=True)
+
+    def val_dataloader(self):
+        return self._loader("val")
+
+    def test_dataloader(self):
+        return self._loader("test")
+
+    def predict_dataloader(self):
+        return self._loader(self.predict_split())
+
     def train_targets(self):
         return None
 

@@ -154,17 +154,8 @@ class CMUDictDataModule(VecsetDataModule):
         return DataLoader(self.splits[split], batch_size=self.batch_size, shuffle=shuffle,
                           collate_fn=collate_text, num_workers=self.num_workers)
 
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("val")
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test")
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader("predict" if self.predict_file else "test")
+    def predict_split(self) -> str:
+        return "predict" if self.predict_file else "test"
 
     # -- predictions and plots ------------------------------------------------------------
     def describe(self, sample_id: int) -> str:

@@ -104,21 +104,12 @@ class GraphNodeDataModule(VecsetDataModule):
         log.info("%s: %d nodes, %d edges, classes %s, nodes per split %s", where, len(nodes), g.number_of_edges(),
                  self.class_names, {k: len(v) for k, v in idx.items()})
 
-    def _loader(self, split: str) -> DataLoader:
+    def _loader(self, split: str, shuffle: bool = False) -> DataLoader:  # one graph: nothing to shuffle
         return DataLoader([self.items[split]], batch_size=1,
                           collate_fn=lambda items: pad_graphs(items, unreachable=self.max_dist + 1))
 
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train")
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("val")
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test")
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader("predict")
+    def predict_split(self) -> str:
+        return "predict"
 
     def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
         """One row per node: its predicted class, probability and split."""

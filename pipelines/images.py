@@ -77,18 +77,6 @@ class ImageDataModule(VecsetDataModule):
                           num_workers=self.num_workers, collate_fn=collate_images,
                           persistent_workers=self.num_workers > 0)
 
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("val")
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test")
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader("test")
-
     def plots(self, model, run_dir: Path) -> list[Path]:
         """Confusion matrix of the test set and attention maps of a few test images."""
         from pipelines.image_plots import plot_attention_maps, plot_confusion

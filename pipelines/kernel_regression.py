@@ -66,18 +66,6 @@ class KernelRegressionDataModule(VecsetDataModule):
     def _loader(self, split: str, shuffle: bool = False) -> DataLoader:
         return DataLoader(self.splits[split], batch_size=self.batch_size, shuffle=shuffle, collate_fn=self.collate)
 
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("val")
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test")
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader("test")
-
     def describe(self, sample_id: int) -> str:
         return f"x={float(self.grid[sample_id]):.2f}"
 

@@ -207,17 +207,8 @@ class SpeechFramesDataModule(VecsetDataModule):
         return DataLoader(self.sets[split], batch_size=batch_size or self.batch_size, shuffle=shuffle,
                           collate_fn=pad_sets, num_workers=self.num_workers)
 
-    def train_dataloader(self) -> DataLoader:
-        return self._loader("train", shuffle=True)
-
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("val")
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test")
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader("predict" if "predict" in self.sets else "test")
+    def predict_split(self) -> str:
+        return "predict" if "predict" in self.sets else "test"
 
     # -- predictions -----------------------------------------------------------------------
     def describe(self, sample_id: int) -> str:

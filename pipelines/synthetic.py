@@ -74,7 +74,7 @@ class SyntheticSetDataModule(VecsetDataModule):
             return None
         return torch.cat([it["y"] for it in self.sets["train"].items])
 
-    def _loader(self, split: str) -> DataLoader:
+    def _loader(self, split: str, shuffle: bool = False) -> DataLoader:  # evaluation splits only
         # a disjoint share per process under DDP, so no sample counts twice in the metrics
         sampler, batch_size = eval_sampler(self.sets[split], self.batch_size)
         return DataLoader(self.sets[split], batch_size=batch_size, sampler=sampler, collate_fn=pad_sets,
@@ -86,11 +86,3 @@ class SyntheticSetDataModule(VecsetDataModule):
         return DataLoader(self.sets["train"], batch_size=self.batch_size, sampler=ResumableSampler(self.sets["train"]),
                           collate_fn=pad_sets, generator=torch.Generator().manual_seed(self.seed))
 
-    def val_dataloader(self) -> DataLoader:
-        return self._loader("val")
-
-    def test_dataloader(self) -> DataLoader:
-        return self._loader("test")
-
-    def predict_dataloader(self) -> DataLoader:
-        return self._loader("test")
