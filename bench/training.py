@@ -56,6 +56,7 @@ def bench_job(config: Path, steps: int, warmup: int) -> dict:
         for t, sub in dm.tasks.items():
             prepare_head(model.heads[t], sub, resuming=False, task=t)
     elif hasattr(model, "head"):
+        model.build_vocabularies(dm)  # as TaskModule.setup does at the start of fit
         prepare_head(model.head, dm, resuming=False)
     model.train()
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)

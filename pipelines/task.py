@@ -121,8 +121,11 @@ class TaskModule(pl.LightningModule):
         """Modules with a vocabulary (``build_vocab``, ``vocab_field``) build it from the
         DataModule's training data at the start of fit; otherwise it comes from a checkpoint."""
         dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
-        if stage != "fit" or dm is None:
-            return
+        if stage == "fit" and dm is not None:
+            self.build_vocabularies(dm)
+
+    def build_vocabularies(self, dm) -> None:
+        """Build the vocabularies of the encoder and head that have none yet from ``dm``."""
         for name, module in (("encoder", self.encoder), ("head", self.head)):
             if hasattr(module, "build_vocab") and not module.vocab_built:
                 if not hasattr(dm, "train_texts"):
