@@ -46,7 +46,7 @@ def one(kind: str, n: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--one", nargs=2, metavar=("KIND", "N"))
-    ap.add_argument("--full-up-to", type=int, default=15000, help="largest N to run full attention at")
+    ap.add_argument("--full-up-to", type=int, default=60000, help="largest N to run full attention at")
     args = ap.parse_args()
     if args.one:
         print(json.dumps(one(args.one[0], int(args.one[1]))))

@@ -18,9 +18,22 @@ OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 SKIP = {"machine", "command", "rows"}
 
 
-def section(name: str, data: dict) -> str:
-    m = data.get("machine", {})
-    rows = data.get("rows", [])
+def find_rows(data) -> list[dict]:
+    """The benchmark's table: ``rows``, else the first list of dicts it holds."""
+    if isinstance(data, list):
+        return [r for r in data if isinstance(r, dict)]
+    if isinstance(data.get("rows"), list):
+        return data["rows"]
+    for v in data.values():
+        if isinstance(v, list) and v and all(isinstance(r, dict) for r in v):
+            return v
+    return []
+
+
+def section(name: str, data) -> str:
+    rows = find_rows(data)
+    data = data if isinstance(data, dict) else {}
+    m = data.get("machine", {}) if isinstance(data.get("machine"), dict) else {}
     cols: list[str] = []
     for r in rows:
         cols += [k for k in r if k not in cols and not isinstance(r[k], (dict, list))]
@@ -28,9 +41,10 @@ def section(name: str, data: dict) -> str:
     return "\n".join([
         f"## {name}",
         "",
-        f"Command: `{data.get('command', '?')}`  ",
-        f"Machine: {m.get('cores')} cores ({m.get('cpu')}), {m.get('threads')} torch threads, "
-        f"torch {m.get('torch')}, Python {m.get('python')}, GPU: {m.get('cuda') or 'none'}  ",
+        f"Command: `{data['command']}`  " if data.get("command") else "Command: see the README section of its job  ",
+        (f"Machine: {m.get('cores')} cores ({m.get('cpu')}), {m.get('threads')} torch threads, "
+         f"torch {m.get('torch')}, Python {m.get('python')}, GPU: {m.get('cuda') or 'none'}  ")
+        if m else "Machine: not recorded in this JSON (see the README section of its job)  ",
         f"Parameters: {params}" if params else "",
         "",
         table(rows, cols) if rows else "(no rows)",
