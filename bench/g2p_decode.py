@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
-import torch
-import yaml
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import machine
-from heads.edit_metrics import PhoneErrorRate, WordErrorRate
+import torch  # noqa: E402
+import yaml  # noqa: E402
+
+from bench.common import machine  # noqa: E402
+from heads.edit_metrics import PhoneErrorRate, WordErrorRate  # noqa: E402
 from pipelines.g2p import CMUDictDataModule, collate_text
 from pipelines.task import TaskModule
 
