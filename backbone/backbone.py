@@ -13,6 +13,11 @@ from backbone.attention import MultiHeadSelfAttention, Normalize, Score
 from backbone.block import Block
 from backbone.vectorset import VectorSet
 
+CLS_WINDOW_ERROR = (
+    "cls_token=True with truncated attention (window) would let the CLS vector see only the "
+    "first `window` vectors; pool with SequenceHead(pooling='mean' or 'attention') instead"
+)
+
 
 class Backbone(nn.Module):
     """``depth`` pre-norm self-attention blocks shared by every task.
@@ -38,6 +43,8 @@ class Backbone(nn.Module):
                  dropout: float = 0.0, score: Score = "scaled_dot", normalize: Normalize = "softmax",
                  window: int | None = None, cls_token: bool = False) -> None:
         super().__init__()
+        if cls_token and window is not None:
+            raise ValueError(CLS_WINDOW_ERROR)
         self.d_model = d_model
         self.blocks = nn.ModuleList(
             Block(MultiHeadSelfAttention(d_model, heads, score, normalize, window, dropout), mlp_ratio, dropout)
@@ -62,6 +69,8 @@ class Backbone(nn.Module):
         if vs.x.shape[-1] != self.d_model:
             raise ValueError(f"Backbone expects vectors of width d_model={self.d_model}, got {vs.x.shape[-1]}")
         if self.cls is not None and not vs.cls:
+            if vs.window is not None:
+                raise ValueError(CLS_WINDOW_ERROR)
             vs = self._prepend_cls(vs)
         x = vs.x
         for block in self.blocks:

@@ -122,3 +122,12 @@ def test_vectorset_window_overrides_backbone_window():
     assert not torch.allclose(via_set, full(vs).x)
     with pytest.raises(ValueError, match="window must be >= 0"):
         VectorSet(x=vs.x, mask=vs.mask, window=-1)
+
+
+def test_cls_token_with_window_is_a_clear_error():
+    with pytest.raises(ValueError, match="CLS vector see only the first `window` vectors"):
+        Backbone(d_model=D, depth=1, heads=4, cls_token=True, window=4)
+    bb = Backbone(d_model=D, depth=1, heads=4, cls_token=True)
+    vs = VectorSet.from_list([torch.randn(5, D)])
+    with pytest.raises(ValueError, match="CLS vector see only"):
+        bb(VectorSet(x=vs.x, mask=vs.mask, window=2))
