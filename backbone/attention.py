@@ -205,9 +205,10 @@ class MultiHeadSelfAttention(nn.Module):
     def reference(self, q: Tensor, k: Tensor, v: Tensor, allowed: Tensor,
                   fbias: Tensor | None) -> tuple[Tensor, Tensor]:
         """O = normalize(score(Q, K) + bias) V; returns (out (B,H,N,Dh), weights (B,H,N,N))."""
-        B, H, N, _ = q.shape
-        # scores, weights and their gradients: about four (B, H, N, N) tensors
-        check_pairwise_memory((B, H, N, N), 4, q.element_size(), q.device, "the reference attention path")
+        # scores, weights and their gradients: about four (B, H, queries, keys) tensors (the
+        # key count from k: cross-attention's memory can be much longer than its queries)
+        check_pairwise_memory((*q.shape[:3], k.shape[-2]), 4, q.element_size(), q.device,
+                              "the reference attention path")
         scores = self._scores(q, k)
         if fbias is not None:
             scores = scores + fbias

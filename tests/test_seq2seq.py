@@ -62,6 +62,20 @@ def test_cross_attention_on_the_same_sequence_is_self_attention():
     torch.testing.assert_close(cross(x, x, mask), self_att(x, mask), atol=1e-5, rtol=1e-5)
 
 
+def test_cross_attention_memory_check_counts_the_keys(monkeypatch):
+    import backbone.attention as A
+
+    monkeypatch.setattr(A, "available_memory", lambda device: 10 * 2**20)  # pretend 10 MiB free
+    att = MultiHeadCrossAttention(8, heads=2)
+    att.capture = True  # the reference path
+    x = torch.randn(1, 2, 8)
+    assert att(x, torch.randn(1, 100, 8), torch.ones(1, 100, dtype=torch.bool)).shape == (1, 2, 8)
+    # 2 queries over a 400,000-vector memory: 4 x 4 B x 1 x 2 x 2 x 400,000 = 25.6 MB > 10 MiB
+    mem = torch.randn(1, 400_000, 8)
+    with pytest.raises(MemoryError, match=r"reference attention path .* 1 x 2 x 2 x 400000"):
+        att(x, mem, torch.ones(1, 400_000, dtype=torch.bool))
+
+
 def make(decoder: str, d: int = 32, seed: int = 0):
     torch.manual_seed(seed)
     enc = TextEncoder(d)
