@@ -65,7 +65,11 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         # vecset's defaults: a rich progress bar unless turned off, and the prediction writer
         if config.get("logger") in (None, True):
             config["logger"] = default_loggers()
-        callbacks = list(callbacks) + [PredictionWriter(), NonFiniteGuard(), ResumeState()]
+        callbacks = list(callbacks) + [PredictionWriter(), ResumeState()]
+        # a NonFiniteGuard in trainer.callbacks (e.g. init_args {check_inputs: false}, or both
+        # checks off) replaces the default one
+        if not any(isinstance(c, NonFiniteGuard) for c in [*(config.get("callbacks") or []), *callbacks]):
+            callbacks.append(NonFiniteGuard())
         config["plugins"] = with_atomic_checkpoint_io(config.get("plugins"))
         if config.get("enable_progress_bar", True) is not False:
             callbacks.append(RichProgressBar())

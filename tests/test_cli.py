@@ -92,3 +92,14 @@ def test_no_checkpoints_when_checkpointing_is_off(tmp_path, monkeypatch):
     trainer = pl.Trainer(max_steps=2, enable_checkpointing=False, logger=False, enable_progress_bar=False)
     trainer.fit(model, SyntheticSetDataModule(n_train=64, n_val=32, n_test=32))
     assert trainer.checkpoint_callbacks == [] and list(tmp_path.iterdir()) == []
+
+
+def test_a_configured_nonfinite_guard_replaces_the_default(tmp_path, monkeypatch):
+    from pipelines.callbacks import NonFiniteGuard
+
+    monkeypatch.chdir(tmp_path)
+    guard = '{"class_path": "pipelines.callbacks.NonFiniteGuard", "init_args": {"check_inputs": false}}'
+    for extra, expected in (([], [(True, True)]), ([f"--trainer.callbacks=[{guard}]"], [(False, True)])):
+        cli = run_cli(["--config", DEBUG, "--trainer.enable_progress_bar=false", *extra], run=False)
+        guards = [c for c in cli.trainer.callbacks if isinstance(c, NonFiniteGuard)]
+        assert [(g.check_inputs, g.check_loss) for g in guards] == expected
