@@ -61,7 +61,8 @@ def band_mask(n: int, window: int, device: torch.device | None = None) -> Tensor
 
 
 def local_attention(q: Tensor, k: Tensor, v: Tensor, key_mask: Tensor, window: int,
-                    scale: float, key_bias: Tensor | None = None, dropout_p: float = 0.0) -> Tensor:
+                    scale: float, key_bias: Tensor | None = None, dropout_p: float = 0.0,
+                    offset_bias: Tensor | None = None) -> Tensor:
     """Softmax attention where query i sees keys j with |i - j| <= window, in blocks.
 
     The sequence is cut into blocks of ``window`` positions; each block's queries attend to
@@ -72,6 +73,8 @@ def local_attention(q: Tensor, k: Tensor, v: Tensor, key_mask: Tensor, window: i
         q, k, v:  (B, H, N, Dh)
         key_mask: (B, N) bool, True for real keys
         key_bias: optional (B, H, N) additive per-key score term
+        offset_bias: optional callable, (W, 3W) key-minus-query offsets -> (H, W, 3W) additive
+            score term (a relative-position bias)
         returns:  (B, H, N, Dh)
     """
     B, H, N, Dh = q.shape
@@ -96,12 +99,16 @@ def local_attention(q: Tensor, k: Tensor, v: Tensor, key_mask: Tensor, window: i
     allowed = band & km[:, :, None, :]  # (B, nb, W, 3W)
     # every query keeps its own position, so no row is fully masked (fused kernels give NaN)
     allowed = (allowed | (j[None, :] == i[:, None] + W)).reshape(B * nb, 1, W, 3 * W)
-    if key_bias is not None:
-        kbias = F.pad(key_bias, (W, W + pad_end)).unfold(2, 3 * W, W)  # (B, H, nb, 3W)
-        kbias = kbias.transpose(1, 2).reshape(B * nb, H, 1, 3 * W)
-        attn_mask = kbias.masked_fill(~allowed, float("-inf"))  # (B*nb, H, W, 3W)
-    else:
+    if key_bias is None and offset_bias is None:
         attn_mask = allowed
+    else:
+        attn_mask = torch.zeros((), dtype=q.dtype, device=q.device)
+        if key_bias is not None:
+            kbias = F.pad(key_bias, (W, W + pad_end)).unfold(2, 3 * W, W)  # (B, H, nb, 3W)
+            attn_mask = attn_mask + kbias.transpose(1, 2).reshape(B * nb, H, 1, 3 * W)
+        if offset_bias is not None:
+            attn_mask = attn_mask + offset_bias((j[None, :] - W) - i[:, None]).to(q.dtype)  # (H, W, 3W)
+        attn_mask = torch.where(allowed, attn_mask, float("-inf"))  # (B*nb, H, W, 3W)
     out = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=attn_mask, dropout_p=dropout_p,
                                          scale=scale)  # (B*nb, H, W, Dh)
     out = out.reshape(B, nb, H, W, Dh).transpose(1, 2)  # (B, H, nb, W, Dh)
@@ -121,6 +128,10 @@ class MultiHeadSelfAttention(nn.Module):
         window: if set, vector i attends only to j with |i - j| <= window (truncated
             attention for long sequences).
         dropout: dropout on the attention weights.
+        relative_positions: R > 0 adds a learned score bias per head and key-minus-query
+            offset, offsets clipped to [-R, R] (T5-style relative positions; it starts at
+            zero). Vector order is then the sequence order: for speech frames and text,
+            not for sets.
 
     Shapes:
         x: (B, N, D), mask: (B, N) bool, bias: (B, N, N) bool allowed-pairs or
@@ -129,7 +140,8 @@ class MultiHeadSelfAttention(nn.Module):
 
     def __init__(self, d_model: int, heads: int = 4, score: Score = "scaled_dot",
                  normalize: Normalize = "softmax", window: int | None = None,
-                 dropout: float = 0.0, additive_dim: int | None = None) -> None:
+                 dropout: float = 0.0, additive_dim: int | None = None,
+                 relative_positions: int = 0) -> None:
         super().__init__()
         if d_model % heads:
             raise ValueError(f"d_model={d_model} must be divisible by heads={heads}")
@@ -139,6 +151,8 @@ class MultiHeadSelfAttention(nn.Module):
             raise ValueError(f"normalize must be one of {NORMALIZES}, got {normalize!r}")
         if window is not None and window < 0:
             raise ValueError(f"window must be >= 0, got {window}")
+        if relative_positions < 0:
+            raise ValueError(f"relative_positions must be >= 0, got {relative_positions}")
         self.d_model, self.heads, self.head_dim = d_model, heads, d_model // heads
         self.score, self.normalize, self.window, self.dropout = score, normalize, window, dropout
         self.in_proj = nn.Linear(d_model, 3 * d_model)
@@ -148,6 +162,9 @@ class MultiHeadSelfAttention(nn.Module):
             self.add_wq = nn.Parameter(torch.randn(heads, self.head_dim, a) / math.sqrt(self.head_dim))
             self.add_wk = nn.Parameter(torch.randn(heads, self.head_dim, a) / math.sqrt(self.head_dim))
             self.add_wv = nn.Parameter(torch.randn(heads, a) / math.sqrt(a))
+        self.relative_positions = relative_positions
+        if relative_positions:
+            self.rel_bias = nn.Parameter(torch.zeros(heads, 2 * relative_positions + 1))
         # capture: when True, the reference path runs and keeps the weights (B, H, N, N)
         self.capture = False
         self.last_weights: Tensor | None = None
@@ -162,6 +179,20 @@ class MultiHeadSelfAttention(nn.Module):
         qkv = self.in_proj(x).reshape(B, N, 3, self.heads, self.head_dim)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, N, Dh)
         return q, k, v
+
+    def offset_bias(self, offsets: Tensor) -> Tensor:
+        """(H, *offsets.shape): the learned relative-position score term for key-minus-query
+        offsets (clipped to +-relative_positions)."""
+        R = self.relative_positions
+        return self.rel_bias[:, offsets.clamp(-R, R) + R]
+
+    def _with_relative(self, fbias: Tensor | None, n: int, device: torch.device) -> Tensor | None:
+        """fbias plus the (1, H, N, N) relative-position term, where there is one."""
+        if not self.relative_positions:
+            return fbias
+        idx = torch.arange(n, device=device)
+        rel = self.offset_bias(idx[None, :] - idx[:, None])[None]
+        return rel if fbias is None else fbias + rel
 
     def _masks(self, mask: Tensor, bias: Tensor | None, window: int | None) -> tuple[Tensor, Tensor | None]:
         """allowed (B, 1, N|1, N) bool and an optional float bias (B, 1|H, N, N)."""
@@ -226,17 +257,19 @@ class MultiHeadSelfAttention(nn.Module):
             window is not None and bias is None
             and (self.local_impl == "blocked" or (self.local_impl == "auto" and N > 4 * max(window, 1)))
         )
+        rel = self.offset_bias if self.relative_positions else None
         if use_local:
-            return local_attention(q, k, v, mask, window, scale, key_bias, p)
-        if window is None and bias is None and key_bias is None and bool(mask.all()):
+            return local_attention(q, k, v, mask, window, scale, key_bias, p, rel)
+        if window is None and bias is None and key_bias is None and rel is None and bool(mask.all()):
             # no padding and no structure: no mask at all lets SDPA pick its fastest kernel
             return F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=scale)
-        if window is not None or bias is not None:
+        if window is not None or bias is not None or rel is not None:
             # a bool (B, N, N) mask, or a float (B, H, N, N) one when a bias enters it
-            float_mask = key_bias is not None or (bias is not None and bias.is_floating_point())
+            float_mask = key_bias is not None or rel is not None or (bias is not None and bias.is_floating_point())
             check_pairwise_memory((B, H if float_mask else 1, N, N), 1, q.element_size() if float_mask else 1,
                                   q.device, "dense masked attention")
         allowed, fbias = self._masks(mask, bias, window)
+        fbias = self._with_relative(fbias, N, q.device)
         if fbias is None and key_bias is None:
             attn_mask = allowed
         else:
@@ -245,7 +278,7 @@ class MultiHeadSelfAttention(nn.Module):
                 attn_mask = attn_mask + fbias
             if key_bias is not None:
                 attn_mask = attn_mask + key_bias[:, :, None, :]
-            attn_mask = attn_mask.masked_fill(~allowed, float("-inf"))
+            attn_mask = torch.where(allowed, attn_mask, float("-inf"))
         return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p, scale=scale)
 
     def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None, window: int | None = None) -> Tensor:
@@ -258,7 +291,7 @@ class MultiHeadSelfAttention(nn.Module):
             out = self._fast(q, k, v, mask, bias, window)
         else:
             allowed, fbias = self._masks(mask, bias, window)
-            out, weights = self.reference(q, k, v, allowed, fbias)
+            out, weights = self.reference(q, k, v, allowed, self._with_relative(fbias, N, q.device))
             if self.capture:
                 self.last_weights = weights.detach()
         out = out.transpose(1, 2).reshape(B, N, D)  # (B, N, D)

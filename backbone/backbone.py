@@ -33,6 +33,8 @@ class Backbone(nn.Module):
             truncated attention while images and molecules attend to all vectors).
         cls_token: prepend a learned CLS vector (for ``SequenceHead(pooling="cls")``);
             the mask and any pairwise bias grow with it (CLS sees and is seen by all).
+        relative_positions: R > 0 gives every block a learned per-head score bias by
+            key-minus-query offset, clipped to +-R (see ``MultiHeadSelfAttention``).
 
     Shapes:
         VectorSet x (B, N, D) -> VectorSet x (B, N, D), or (B, N+1, D) with ``cls_token``.
@@ -41,13 +43,14 @@ class Backbone(nn.Module):
 
     def __init__(self, d_model: int = 64, depth: int = 2, heads: int = 4, mlp_ratio: float = 4.0,
                  dropout: float = 0.0, score: Score = "scaled_dot", normalize: Normalize = "softmax",
-                 window: int | None = None, cls_token: bool = False) -> None:
+                 window: int | None = None, cls_token: bool = False, relative_positions: int = 0) -> None:
         super().__init__()
         if cls_token and window is not None:
             raise ValueError(CLS_WINDOW_ERROR)
         self.d_model = d_model
         self.blocks = nn.ModuleList(
-            Block(MultiHeadSelfAttention(d_model, heads, score, normalize, window, dropout), mlp_ratio, dropout)
+            Block(MultiHeadSelfAttention(d_model, heads, score, normalize, window, dropout,
+                                         relative_positions=relative_positions), mlp_ratio, dropout)
             for _ in range(depth)
         )
         self.norm = nn.LayerNorm(d_model)

@@ -185,3 +185,47 @@ def test_oversized_pairwise_tensors_fail_before_allocating(monkeypatch):
     attn.capture = False
     attn.local_impl = "blocked"  # the blocked path needs no N x N tensor
     assert attn(x, torch.ones(1, 2000, dtype=torch.bool)).shape == (1, 2000, 8)
+
+
+@pytest.mark.parametrize("window,impl", [(None, "auto"), (3, "dense"), (3, "blocked"), (0, "blocked")])
+@pytest.mark.parametrize("score", ["scaled_dot", "gaussian"])
+def test_relative_positions_equal_literal_formula_on_every_path(window, impl, score):
+    torch.manual_seed(2)
+    R = 2
+    attn = MultiHeadSelfAttention(8, heads=2, score=score, window=window, relative_positions=R).eval()
+    with torch.no_grad():
+        attn.rel_bias.copy_(torch.randn(2, 2 * R + 1))
+    attn.local_impl = impl
+    n = 13
+    x = torch.randn(2, n, 8)
+    mask = torch.ones(2, n, dtype=torch.bool)
+    mask[1, 9:] = False
+    # bias[h, i, j] = rel_bias[h, clip(j - i, -R, R) + R], written out pair by pair
+    fbias = torch.zeros(2, n, n)
+    for h, i, j in itertools.product(range(2), range(n), range(n)):
+        fbias[h, i, j] = attn.rel_bias[h, max(-R, min(R, j - i)) + R]
+    fast = attn(x, mask)
+    attn.capture = True
+    ref = attn(x, mask)
+    for b in range(2):
+        m = int(mask[b].sum())
+        idx = torch.arange(m)
+        allowed = (idx[:, None] - idx[None, :]).abs() <= (window if window is not None else m)
+        lit = literal_attention(attn, x[b, :m], allowed, fbias[:, :m, :m].detach())
+        torch.testing.assert_close(fast[b, :m], lit, atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(ref[b, :m], lit, atol=1e-5, rtol=1e-4)
+
+
+def test_relative_positions_start_as_plain_attention_and_learn():
+    torch.manual_seed(3)
+    plain = MultiHeadSelfAttention(8, heads=2, window=4)
+    rel = MultiHeadSelfAttention(8, heads=2, window=4, relative_positions=4)
+    rel.load_state_dict(plain.state_dict(), strict=False)
+    rel.local_impl = plain.local_impl = "blocked"
+    x, mask = torch.randn(2, 30, 8), torch.ones(2, 30, dtype=torch.bool)
+    torch.testing.assert_close(rel(x, mask), plain(x, mask))  # zero bias at initialization
+    rel(x, mask)[:, 10].sum().backward()
+    g = rel.rel_bias.grad
+    assert g.shape == (2, 9) and torch.all(g.abs().sum(0) > 0)  # every offset -4..4 gets a gradient
+    with pytest.raises(ValueError, match="relative_positions must be >= 0"):
+        MultiHeadSelfAttention(8, relative_positions=-1)
