@@ -3,11 +3,15 @@
 The three configs (configs/speech_frames{,_mlp,_bilstm}.yaml) train one after another through
 ``vecset fit`` on the same speaker-disjoint split with the same epochs; each run's best
 checkpoint is tested, and its test frame accuracy and training wall seconds (fit only, measured
-by the CLI) go into one table and ``bench/results/speech_baselines.json``.
+by the CLI) go into one table and a JSON file (``--out``).
 
 Usage:
     python bench/speech_baselines.py                         # shipped sample, data/speech
-    python bench/speech_baselines.py --root data/speech_full --epochs 20
+    python bench/speech_baselines.py --root data/speech_full --epochs 15 \
+        --out bench/results/speech_baselines_full.json -- --trainer.max_time 00:00:20:00
+    # one model with more epochs joins the saved table (rows keep their own epochs)
+    python bench/speech_baselines.py --root data/speech_full --epochs 38 --only configs/speech_frames.yaml \
+        --out bench/results/speech_baselines_full.json -- --trainer.max_time 00:00:20:00
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ def main() -> None:
     ap.add_argument("--max-utterances", type=int, default=0, help="per split; 0 = all")
     ap.add_argument("--only", nargs="*", default=None, help="config paths to run (default: all three)")
     ap.add_argument("--out", default="bench/results/speech_baselines.json")
+    ap.add_argument("--note", default="wall seconds on a shared machine",
+                    help="how the machine was loaded, stored with the table")
     ap.add_argument("extra", nargs="*", help="more CLI overrides, after --")
     ap.add_argument("--rescore", action="store_true",
                     help="no training: fill missing report fields of --out's runs from their checkpoints")
@@ -75,7 +81,7 @@ def main() -> None:
     if a.rescore:
         saved = json.loads(Path(a.out).read_text())
         rows = saved["results"]
-        a.root, a.epochs = saved["corpus"], saved["epochs"]
+        a.root = saved["corpus"]
         for r in rows.values():
             if "test_frame_accuracy_silences_merged" not in r:
                 rd = Path(r["run_dir"])
@@ -86,27 +92,32 @@ def main() -> None:
                 r["test_frame_accuracy_silences_merged"] = pp["frame_accuracy_silences_merged"]
                 r["test_frames"] = pp["frames"]
     if a.only and Path(a.out).exists():
-        # a partial rerun (one config, or a variant given by overrides) joins the saved table
+        # a partial rerun (one config, more epochs, or a variant given by overrides) joins the
+        # saved table of the same corpus; each row keeps its own epochs
         saved = json.loads(Path(a.out).read_text())
-        if (saved["corpus"], saved["epochs"]) == (a.root, a.epochs):
+        if saved["corpus"] == a.root:
             rows = saved["results"]
+            for r in rows.values():
+                r.setdefault("epochs", saved.get("epochs"))  # tables written before rows had it
     for name, cfg in ({} if a.rescore else CONFIGS).items():
         if a.only and cfg not in a.only:
             continue
+        name += f", {a.epochs} epochs"
         if a.extra:
             name += " " + " ".join(a.extra)
         print(f"training {name} ({cfg}) ...", flush=True)
         rows[name] = run(cfg, a.root, a.epochs, a.max_utterances, a.extra)
-    print(f"\nspeech frame labeling on {a.root} (speaker-disjoint test split), {a.epochs} epochs each")
+    print(f"\nspeech frame labeling on {a.root} (speaker-disjoint test split)")
     w = max([30, *(len(n) for n in rows)])
-    print(f"{'model':{w}s} {'test frame acc':>14s} {'sil merged':>10s} {'best val acc':>12s} {'train s':>8s}")
+    print(f"{'model':{w}s} {'epochs':>6s} {'test frame acc':>14s} {'sil merged':>10s} {'best val acc':>12s} {'train s':>8s}")
     for name, r in rows.items():
-        print(f"{name:{w}s} {r['test_frame_accuracy']:14.4f} {r.get('test_frame_accuracy_silences_merged', float('nan')):10.4f} "
+        print(f"{name:{w}s} {r['epochs']:6d} {r['test_frame_accuracy']:14.4f} "
+              f"{r.get('test_frame_accuracy_silences_merged', float('nan')):10.4f} "
               f"{r['best_val_accuracy']:12.4f} {r['train_seconds']:8.1f}")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"corpus": a.root, "epochs": a.epochs, "machine": platform.platform(),
-                               "cpus": os.cpu_count(), "note": "wall seconds on a shared machine",
+    out.write_text(json.dumps({"corpus": a.root, "machine": platform.platform(),
+                               "cpus": os.cpu_count(), "note": a.note,
                                "results": rows}, indent=2) + "\n")
     print(f"wrote {out}")
 
