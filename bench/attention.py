@@ -5,6 +5,10 @@ plain matrix formulation (the Backbone with every attention forced onto its refe
 B x N is held constant (4096 vectors per batch); float32 on the CPU. Each case runs in its
 own process (so its peak memory is its own): forward + backward, median of repeats.
 
+Then where the time goes (``bench/results/attention_share.json``): the attention core alone,
+fused vs plain, its achieved fraction of the CPU's matrix-multiply rate, and the speedup over
+the plain formulation that the step could reach if the fused core ran at that rate.
+
     python bench/attention.py            # full table, writes bench/results/attention.json
     python bench/attention.py --quick    # N in {128, 512}, fewer repeats
 """
@@ -71,27 +75,59 @@ def memory_one(model: str, n: int) -> dict:
     return {"model": model, "N": n, "peak_extra_mb": peak_rss_mb() - base}
 
 
-def time_interleaved(n: int, repeats: int) -> dict[str, dict]:
-    """The models take turns step by step, so load from other processes hits all alike."""
+def interleaved(fns: dict, repeats: int) -> dict[str, dict]:
+    """Median, min and max seconds of each function; they take turns call by call, so load
+    from other processes hits all alike."""
+    import statistics
     import time
 
-    steps = {m: make_step(m, n) for m in MODELS}
-    times: dict[str, list[float]] = {m: [] for m in MODELS}
-    for _, step in steps.values():
-        step()  # warmup
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for fn in fns.values():
+        fn()  # warmup
     for _ in range(repeats):
-        for m, (_, step) in steps.items():
+        for name, fn in fns.items():
             t = time.perf_counter()
-            step()
-            times[m].append(time.perf_counter() - t)
-    out = {}
-    for m in MODELS:
-        ts = sorted(times[m])
-        B = steps[m][0]
-        med = ts[len(ts) // 2] if len(ts) % 2 else (ts[len(ts) // 2 - 1] + ts[len(ts) // 2]) / 2
-        out[m] = {"B": B, "median_s": med, "min_s": ts[0], "max_s": ts[-1], "repeats": repeats,
-                  "vectors_per_s": B * n / med}
-    return out
+            fn()
+            times[name].append(time.perf_counter() - t)
+    return {name: {"median_s": statistics.median(ts), "min_s": min(ts), "max_s": max(ts), "repeats": repeats}
+            for name, ts in times.items()}
+
+
+def time_interleaved(n: int, repeats: int) -> dict[str, dict]:
+    steps = {m: make_step(m, n) for m in MODELS}
+    timing = interleaved({m: step for m, (_, step) in steps.items()}, repeats)
+    return {m: {"B": steps[m][0], **t, "vectors_per_s": steps[m][0] * n / t["median_s"]} for m, t in timing.items()}
+
+
+def matmul_gflops(repeats: int) -> float:
+    """This CPU's float32 matrix-multiply rate (2048 x 2048 @ 2048 x 2048), GFLOP/s."""
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    return 2 * 2048**3 / interleaved({"mm": lambda: a @ b}, repeats)["mm"]["median_s"] / 1e9
+
+
+def attention_share(n: int, repeats: int, step: dict[str, dict], gflops: float) -> dict:
+    """Where the step's time goes at one N: the attention core alone (Q, K, V -> output, forward
+    + backward), fused vs plain, times the depth; the rest of the step (projections, MLP,
+    norms) is the same code in both. The bound: the speedup over the plain formulation if
+    the fused core ran at the CPU's matrix-multiply rate (12 B H N^2 Dh flops per layer)."""
+    from backbone import MultiHeadSelfAttention
+
+    B, dh = max(1, TOKENS // n), D // HEADS
+    attn = MultiHeadSelfAttention(D, HEADS)
+    g = torch.Generator().manual_seed(n)
+    q, k, v = (torch.randn(B, HEADS, n, dh, generator=g).requires_grad_() for _ in range(3))
+    mask = torch.ones(B, n, dtype=torch.bool)
+    allowed, _ = attn._masks(mask, None, None)
+    t = interleaved({"fused": lambda: attn._fast(q, k, v, mask, None, None).sum().backward(),
+                     "plain": lambda: attn.reference(q, k, v, allowed, None)[0].sum().backward()}, repeats)
+    fused, plain = DEPTH * t["fused"]["median_s"], DEPTH * t["plain"]["median_s"]
+    flops = DEPTH * 12 * B * HEADS * n * n * dh
+    shared = step["vecset"]["median_s"] - fused
+    return {"N": n, "B": B, "step_s": step["vecset"]["median_s"], "step_reference_s": step["reference"]["median_s"],
+            "core_fused_s": fused, "core_plain_s": plain, "core_speedup": plain / fused,
+            "rest_of_step_s": shared, "core_fused_gflops": flops / fused / 1e9,
+            "core_fraction_of_matmul_rate": flops / fused / 1e9 / gflops,
+            "bound_speed_vs_reference": step["reference"]["median_s"] / (shared + flops / gflops / 1e9)}
 
 
 def main() -> None:
@@ -105,9 +141,11 @@ def main() -> None:
         return
     ns = [128, 512] if args.quick else [128, 512, 2048]
     repeats = 2 if args.quick else args.repeats
-    rows = []
+    rows, shares = [], []
+    gflops = matmul_gflops(repeats)
     for n in ns:
         timing = time_interleaved(n, repeats)
+        shares.append(attention_share(n, repeats, timing, gflops))
         for model in MODELS:
             mem = in_fresh_process(__file__, [model, str(n)])
             rows.append({"model": model, "N": n, **timing[model], **mem})
@@ -127,6 +165,10 @@ def main() -> None:
     print(table(rows, cols))
     path = write_json("attention", {"d_model": D, "heads": HEADS, "depth": DEPTH, "mlp_ratio": MLP,
                                     "tokens_per_batch": TOKENS, "rows": rows})
+    print(f"wrote {path}")
+    print(f"\nattention core alone, x {DEPTH} layers (matrix-multiply rate {gflops:.0f} GFLOP/s)")
+    print(table(shares, list(shares[0])))
+    path = write_json("attention_share", {"matmul_gflops": gflops, "depth": DEPTH, "rows": shares})
     print(f"wrote {path}")
 
 
