@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from typing import Literal
 
 import torch
@@ -62,7 +63,7 @@ def band_mask(n: int, window: int, device: torch.device | None = None) -> Tensor
 
 def local_attention(q: Tensor, k: Tensor, v: Tensor, key_mask: Tensor, window: int,
                     scale: float, key_bias: Tensor | None = None, dropout_p: float = 0.0,
-                    offset_bias: Tensor | None = None) -> Tensor:
+                    offset_bias: Callable[[Tensor], Tensor] | None = None) -> Tensor:
     """Softmax attention where query i sees keys j with |i - j| <= window, in blocks.
 
     The sequence is cut into blocks of ``window`` positions; each block's queries attend to
