@@ -35,6 +35,9 @@ class Backbone(nn.Module):
             the mask and any pairwise bias grow with it (CLS sees and is seen by all).
         relative_positions: R > 0 gives every block a learned per-head score bias by
             key-minus-query offset, clipped to +-R (see ``MultiHeadSelfAttention``).
+        conv_kernel: K > 0 gives every block a Conformer convolution module over K positions
+            after its attention (``ConvModule``). Like relative positions, this treats the
+            vector order as a sequence order: for speech frames and text, not for sets.
 
     Shapes:
         VectorSet x (B, N, D) -> VectorSet x (B, N, D), or (B, N+1, D) with ``cls_token``.
@@ -43,14 +46,19 @@ class Backbone(nn.Module):
 
     def __init__(self, d_model: int = 64, depth: int = 2, heads: int = 4, mlp_ratio: float = 4.0,
                  dropout: float = 0.0, score: Score = "scaled_dot", normalize: Normalize = "softmax",
-                 window: int | None = None, cls_token: bool = False, relative_positions: int = 0) -> None:
+                 window: int | None = None, cls_token: bool = False, relative_positions: int = 0,
+                 conv_kernel: int = 0) -> None:
         super().__init__()
         if cls_token and window is not None:
             raise ValueError(CLS_WINDOW_ERROR)
+        if cls_token and conv_kernel:
+            raise ValueError("cls_token=True with conv_kernel would convolve the CLS vector with the first "
+                             "frames as if it were one of them; pool with SequenceHead(pooling='mean' or "
+                             "'attention') instead")
         self.d_model = d_model
         self.blocks = nn.ModuleList(
             Block(MultiHeadSelfAttention(d_model, heads, score, normalize, window, dropout,
-                                         relative_positions=relative_positions), mlp_ratio, dropout)
+                                         relative_positions=relative_positions), mlp_ratio, dropout, conv_kernel)
             for _ in range(depth)
         )
         self.norm = nn.LayerNorm(d_model)

@@ -1,17 +1,49 @@
 """Pre-norm Transformer block (Xiong et al. 2020, "On Layer Normalization in the
-Transformer Architecture"): x + Attn(LN(x)), then x + MLP(LN(x))."""
+Transformer Architecture"): x + Attn(LN(x)), then x + MLP(LN(x)); optionally with a
+Conformer convolution module between the two (Gulati et al. 2020): x + Conv(LN(x))."""
 
 from __future__ import annotations
 
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from backbone.attention import MultiHeadSelfAttention
 
 
-class Block(nn.Module):
-    """Shapes: x (B, N, D), mask (B, N), bias as in MultiHeadSelfAttention -> (B, N, D)."""
+class ConvModule(nn.Module):
+    """The Conformer convolution module over the sequence order: pointwise convolution to 2D,
+    GLU, depthwise convolution over ``kernel`` positions, LayerNorm (not BatchNorm: padded
+    batches of a few utterances), SiLU, pointwise convolution back to D. Padded positions are
+    zeroed before the depthwise convolution, so they never leak into real ones.
 
-    def __init__(self, attn: MultiHeadSelfAttention, mlp_ratio: float = 4.0, dropout: float = 0.0) -> None:
+    Shapes: x (B, N, D), mask (B, N) bool -> (B, N, D)
+    """
+
+    def __init__(self, d_model: int, kernel: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        if kernel < 1 or kernel % 2 == 0:
+            raise ValueError(f"conv_kernel must be an odd number of positions, got {kernel}")
+        self.pointwise_in = nn.Linear(d_model, 2 * d_model)
+        self.depthwise = nn.Conv1d(d_model, d_model, kernel, padding=kernel // 2, groups=d_model)
+        self.norm = nn.LayerNorm(d_model)
+        self.pointwise_out = nn.Linear(d_model, d_model)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        h = F.glu(self.pointwise_in(x), dim=-1) * mask[..., None]  # (B, N, D)
+        h = self.depthwise(h.transpose(1, 2)).transpose(1, 2)
+        return self.drop(self.pointwise_out(F.silu(self.norm(h))))
+
+
+class Block(nn.Module):
+    """Shapes: x (B, N, D), mask (B, N), bias as in MultiHeadSelfAttention -> (B, N, D).
+
+    ``conv_kernel`` > 0 adds a Conformer convolution module after the attention (see
+    ``ConvModule``): vector order is then the sequence order (speech frames, text).
+    """
+
+    def __init__(self, attn: MultiHeadSelfAttention, mlp_ratio: float = 4.0, dropout: float = 0.0,
+                 conv_kernel: int = 0) -> None:
         super().__init__()
         d = attn.d_model
         self.attn = attn
@@ -20,7 +52,11 @@ class Block(nn.Module):
         hidden = int(d * mlp_ratio)
         self.mlp = nn.Sequential(nn.Linear(d, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, d))
         self.drop = nn.Dropout(dropout)
+        self.conv = ConvModule(d, conv_kernel, dropout) if conv_kernel else None
+        self.norm_conv = nn.LayerNorm(d) if conv_kernel else None
 
     def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None, window: int | None = None) -> Tensor:
         x = x + self.drop(self.attn(self.norm1(x), mask, bias, window))
+        if self.conv is not None:
+            x = x + self.conv(self.norm_conv(x), mask)
         return x + self.drop(self.mlp(self.norm2(x)))

@@ -17,10 +17,10 @@ def make_backbone(**kw) -> Backbone:
 
 @settings(max_examples=25, deadline=None)
 @given(lengths=st.lists(st.integers(1, 9), min_size=1, max_size=4), train=st.booleans(),
-       window=st.sampled_from([None, 1, 3]))
-def test_padding_invariance(lengths, train, window):
+       window=st.sampled_from([None, 1, 3]), conv_kernel=st.sampled_from([0, 3]))
+def test_padding_invariance(lengths, train, window, conv_kernel):
     """A set's outputs are the same alone, padded, or batched with longer sets."""
-    bb = make_backbone(window=window)
+    bb = make_backbone(window=window, conv_kernel=conv_kernel)
     bb.train(train)  # dropout is 0: train mode must be exact too (no NaN from masked rows)
     g = torch.Generator().manual_seed(sum(lengths))
     sets = [torch.randn(n, D, generator=g) for n in lengths]
@@ -131,3 +131,40 @@ def test_cls_token_with_window_is_a_clear_error():
     vs = VectorSet.from_list([torch.randn(5, D)])
     with pytest.raises(ValueError, match="CLS vector see only"):
         bb(VectorSet(x=vs.x, mask=vs.mask, window=2))
+
+
+def test_conv_module_is_the_literal_conformer_formula():
+    from backbone.block import ConvModule
+
+    torch.manual_seed(0)
+    K, N = 5, 9
+    conv = ConvModule(D, K).eval()
+    x = torch.randn(2, N, D)
+    mask = torch.ones(2, N, dtype=torch.bool)
+    mask[1, 6:] = False
+    out = conv(x, mask)
+    # by hand: pointwise to 2D, GLU, zero the padding, per-channel sum over K neighbours
+    # (zeros beyond the ends), LayerNorm, SiLU, pointwise back
+    a, b = (x @ conv.pointwise_in.weight.T + conv.pointwise_in.bias).chunk(2, dim=-1)
+    h = a * torch.sigmoid(b) * mask[..., None]
+    w = conv.depthwise.weight[:, 0]  # (D, K)
+    dw = torch.zeros_like(h)
+    for i in range(N):
+        for k in range(K):
+            j = i + k - K // 2
+            if 0 <= j < N:
+                dw[:, i] += h[:, j] * w[:, k]
+    dw = dw + conv.depthwise.bias
+    ref = conv.pointwise_out(torch.nn.functional.silu(conv.norm(dw)))
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-4)
+    # padded positions never reach real ones: change them, the real outputs stay
+    x2 = x.clone()
+    x2[1, 6:] = 100.0
+    torch.testing.assert_close(conv(x2, mask)[1, :6], out[1, :6])
+
+
+def test_conv_kernel_errors():
+    with pytest.raises(ValueError, match="odd number of positions, got 4"):
+        Backbone(d_model=D, depth=1, heads=4, conv_kernel=4)
+    with pytest.raises(ValueError, match="convolve the CLS vector"):
+        Backbone(d_model=D, depth=1, heads=4, conv_kernel=3, cls_token=True)
