@@ -30,7 +30,7 @@ clean:
 	rm -rf runs lightning_logs
 
 # CPU benchmarks: tables printed, JSON in bench/results/, collected into BENCHMARKS.md
-BENCH_CPU := bench/attention.py bench/long_speech.py bench/features.py bench/training.py
+BENCH_CPU := bench/attention.py bench/long_speech.py bench/features.py bench/training.py bench/conv.py
 .PHONY: bench
 bench: $(STAMP)
 	for b in $(BENCH_CPU); do $(PY) $$b || exit 1; done

@@ -4,10 +4,38 @@ Conformer convolution module between the two (Gulati et al. 2020): x + Conv(LN(x
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from backbone.attention import MultiHeadSelfAttention
+
+
+# PyTorch's (oneDNN's) CPU backward of a depthwise Conv1d is about 8x slower from 512
+# positions on (10 ms below, 86 ms at 512, batch 8, d 128, K 15), and speech batches are
+# padded to their longest utterance: from there the module uses _DepthwiseConv1d
+# (bench/conv.py measures both sides of the threshold)
+SLOW_DEPTHWISE_BACKWARD = 512
+
+
+class _DepthwiseConv1d(torch.autograd.Function):
+    """Depthwise 1-D convolution ('same' padding, odd K) with its backward written as a
+    forward convolution (the input's gradient) and K products (the weight's)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:  # x (B, C, N), weight (C, 1, K)
+        ctx.save_for_backward(x, weight)
+        return F.conv1d(x, weight, bias, padding=weight.shape[-1] // 2, groups=x.shape[1])
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        x, weight = ctx.saved_tensors
+        C, K, N = x.shape[1], weight.shape[-1], x.shape[-1]
+        # out[t] = sum_k w[k] x[t + k - K//2]: the input's gradient correlates with the flipped kernel
+        grad_x = F.conv1d(grad, weight.flip(-1), padding=K // 2, groups=C)
+        xp = F.pad(x, (K // 2, K // 2))
+        grad_w = torch.stack([(grad * xp[..., k:k + N]).sum((0, 2)) for k in range(K)], dim=-1)
+        return grad_x, grad_w[:, None], grad.sum((0, 2))
 
 
 class ConvModule(nn.Module):
@@ -31,7 +59,12 @@ class ConvModule(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         h = F.glu(self.pointwise_in(x), dim=-1) * mask[..., None]  # (B, N, D)
-        h = self.depthwise(h.transpose(1, 2)).transpose(1, 2)
+        h = h.transpose(1, 2)  # (B, D, N)
+        if h.device.type == "cpu" and h.shape[-1] >= SLOW_DEPTHWISE_BACKWARD:
+            h = _DepthwiseConv1d.apply(h, self.depthwise.weight, self.depthwise.bias)
+        else:
+            h = self.depthwise(h)
+        h = h.transpose(1, 2)
         return self.drop(self.pointwise_out(F.silu(self.norm(h))))
 
 

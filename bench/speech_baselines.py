@@ -77,7 +77,7 @@ def main() -> None:
     ap.add_argument("--rescore", action="store_true",
                     help="no training: fill missing report fields of --out's runs from their checkpoints")
     a = ap.parse_args()
-    rows = {}
+    rows, file_note = {}, a.note
     if a.rescore:
         saved = json.loads(Path(a.out).read_text())
         rows = saved["results"]
@@ -97,6 +97,9 @@ def main() -> None:
         saved = json.loads(Path(a.out).read_text())
         if saved["corpus"] == a.root:
             rows = saved["results"]
+            # each new row keeps its own note (how loaded the machine was); the file's note
+            # stays for the rows written before rows had one
+            file_note = saved.get("note", a.note)
             for r in rows.values():
                 r.setdefault("epochs", saved.get("epochs"))  # tables written before rows had it
     for name, cfg in ({} if a.rescore else CONFIGS).items():
@@ -106,7 +109,7 @@ def main() -> None:
         if a.extra:
             name += " " + " ".join(a.extra)
         print(f"training {name} ({cfg}) ...", flush=True)
-        rows[name] = run(cfg, a.root, a.epochs, a.max_utterances, a.extra)
+        rows[name] = {**run(cfg, a.root, a.epochs, a.max_utterances, a.extra), "note": a.note}
     print(f"\nspeech frame labeling on {a.root} (speaker-disjoint test split)")
     w = max([30, *(len(n) for n in rows)])
     print(f"{'model':{w}s} {'epochs':>6s} {'test frame acc':>14s} {'sil merged':>10s} {'best val acc':>12s} {'train s':>8s}")
@@ -117,7 +120,7 @@ def main() -> None:
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"corpus": a.root, "machine": platform.platform(),
-                               "cpus": os.cpu_count(), "note": a.note,
+                               "cpus": os.cpu_count(), "note": file_note,
                                "results": rows}, indent=2) + "\n")
     print(f"wrote {out}")
 

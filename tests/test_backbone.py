@@ -168,3 +168,43 @@ def test_conv_kernel_errors():
         Backbone(d_model=D, depth=1, heads=4, conv_kernel=4)
     with pytest.raises(ValueError, match="convolve the CLS vector"):
         Backbone(d_model=D, depth=1, heads=4, conv_kernel=3, cls_token=True)
+
+
+@pytest.mark.parametrize("k", [1, 3, 15])
+def test_depthwise_conv_backward_is_exact(k):
+    from backbone.block import _DepthwiseConv1d
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 11, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(3, 1, k, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(_DepthwiseConv1d.apply, (x, w, b))
+    # and equal to PyTorch's own depthwise Conv1d, forward and backward, past 512 positions
+    x = torch.randn(4, 16, 600, requires_grad=True)
+    w = torch.randn(16, 1, k, requires_grad=True)
+    b = torch.randn(16, requires_grad=True)
+    g = torch.randn(4, 16, 600)
+    ours = _DepthwiseConv1d.apply(x, w, b)
+    theirs = torch.nn.functional.conv1d(x, w, b, padding=k // 2, groups=16)
+    torch.testing.assert_close(ours, theirs)
+    mine = torch.autograd.grad(ours, (x, w, b), g)
+    ref = torch.autograd.grad(theirs, (x, w, b), g)
+    for a, r in zip(mine, ref, strict=True):
+        torch.testing.assert_close(a, r, atol=1e-4, rtol=1e-4)
+
+
+def test_conv_module_long_path_equals_the_short_one(monkeypatch):
+    import backbone.block as block
+
+    torch.manual_seed(0)
+    conv = block.ConvModule(D, 15)
+    x = torch.randn(2, block.SLOW_DEPTHWISE_BACKWARD + 8, D, requires_grad=True)
+    mask = torch.ones(x.shape[:2], dtype=torch.bool)
+    out = conv(x, mask)  # through _DepthwiseConv1d
+    gx, gw = torch.autograd.grad(out.pow(2).sum(), (x, conv.depthwise.weight))
+    monkeypatch.setattr(block, "SLOW_DEPTHWISE_BACKWARD", 10**9)  # PyTorch's Conv1d throughout
+    out2 = conv(x, mask)
+    gx2, gw2 = torch.autograd.grad(out2.pow(2).sum(), (x, conv.depthwise.weight))
+    torch.testing.assert_close(out, out2)
+    torch.testing.assert_close(gx, gx2, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(gw, gw2, atol=1e-3, rtol=1e-4)
