@@ -10,7 +10,6 @@ from torch import Tensor, nn
 
 from backbone.attention import MultiHeadSelfAttention
 
-
 # PyTorch's (oneDNN's) CPU backward of a depthwise Conv1d is about 8x slower from 512
 # positions on (10 ms below, 86 ms at 512, batch 8, d 128, K 15), and speech batches are
 # padded to their longest utterance: from there the module uses _DepthwiseConv1d
