@@ -10,7 +10,7 @@ Usage:
     python bench/speech_baselines.py --root data/speech_full --epochs 15 \
         --out bench/results/speech_baselines_full.json -- --trainer.max_time 00:00:20:00
     # one model with more epochs joins the saved table (rows keep their own epochs)
-    python bench/speech_baselines.py --root data/speech_full --epochs 38 --only configs/speech_frames.yaml \
+    python bench/speech_baselines.py --root data/speech_full --epochs 29 --only configs/speech_frames.yaml \
         --out bench/results/speech_baselines_full.json -- --trainer.max_time 00:00:20:00
 """
 
@@ -32,6 +32,21 @@ CONFIGS = {
 }
 
 
+# the per-phone report's fields that join each row (report key -> row key)
+REPORT = {"frame_accuracy_silences_merged": "test_frame_accuracy_silences_merged", "frames": "test_frames",
+          "frame_accuracy_at_boundaries": "test_accuracy_at_boundaries",
+          "frame_accuracy_inside_phones": "test_accuracy_inside_phones",
+          "share_of_errors_at_boundaries": "share_of_errors_at_boundaries"}
+
+
+def report_fields(checkpoint: str, root: str, max_utts: int, run_dir: Path) -> dict:
+    """The REPORT fields of a run, rescored from its checkpoint if its report predates one."""
+    per_phone = json.loads((run_dir / "test_per_phone.json").read_text())
+    if any(k not in per_phone for k in REPORT):
+        per_phone = rescore(checkpoint, root, max_utts, run_dir)
+    return {row_key: per_phone[k] for k, row_key in REPORT.items()}
+
+
 def run(config: str, root: str, epochs: int, max_utts: int, extra: list[str]) -> dict:
     cmd = [sys.executable, "-m", "pipelines.cli", "fit", "--config", config, "--data.root", root,
            "--trainer.max_epochs", str(epochs), "--data.max_utterances", str(max_utts), *extra]
@@ -43,14 +58,10 @@ def run(config: str, root: str, epochs: int, max_utts: int, extra: list[str]) ->
     line = next(ln for ln in reversed(res.stdout.splitlines()) if ln.startswith("results: "))
     results = json.loads(Path(line.split(": ", 1)[1]).read_text())
     run_dir = Path(results["config"]).parent
-    per_phone = json.loads((run_dir / "test_per_phone.json").read_text())
-    if "frame_accuracy_silences_merged" not in per_phone:  # a run made before that field existed
-        per_phone = rescore(results["checkpoint"], root, max_utts, run_dir)
     return {"config": config, "command": " ".join(cmd), "test_frame_accuracy": results["test"]["test_acc"],
             "best_val_accuracy": results["best_val"], "train_seconds": results["wall_seconds"],
             "epochs": results["epochs"], "total_seconds": round(time.time() - t0, 1),
-            "test_frame_accuracy_silences_merged": per_phone["frame_accuracy_silences_merged"],
-            "test_frames": per_phone["frames"], "run_dir": str(run_dir)}
+            **report_fields(results["checkpoint"], root, max_utts, run_dir), "run_dir": str(run_dir)}
 
 
 def rescore(checkpoint: str, root: str, max_utts: int, run_dir: Path) -> dict:
@@ -80,17 +91,19 @@ def main() -> None:
     rows, file_note = {}, a.note
     if a.rescore:
         saved = json.loads(Path(a.out).read_text())
-        rows = saved["results"]
+        rows, file_note = saved["results"], saved.get("note", a.note)
         a.root = saved["corpus"]
-        for r in rows.values():
-            if "test_frame_accuracy_silences_merged" not in r:
+        gone = []
+        for name, r in rows.items():
+            if any(k not in r for k in REPORT.values()):
                 rd = Path(r["run_dir"])
-                res = json.loads((rd / "results.json").read_text())
-                pp = json.loads((rd / "test_per_phone.json").read_text())
-                if "frame_accuracy_silences_merged" not in pp:
-                    pp = rescore(res["checkpoint"], a.root, a.max_utterances, rd)
-                r["test_frame_accuracy_silences_merged"] = pp["frame_accuracy_silences_merged"]
-                r["test_frames"] = pp["frames"]
+                res = json.loads((rd / "results.json").read_text()) if (rd / "results.json").exists() else {}
+                if res.get("test", {}).get("test_acc") != r["test_frame_accuracy"]:
+                    gone.append(name)  # the directory is gone, or now holds another run
+                    continue
+                r.update(report_fields(res["checkpoint"], a.root, a.max_utterances, rd))
+        if gone:
+            print(f"{len(gone)} rows not rescored: their run directories are gone or hold other runs now: {gone}")
     if a.only and Path(a.out).exists():
         # a partial rerun (one config, more epochs, or a variant given by overrides) joins the
         # saved table of the same corpus; each row keeps its own epochs

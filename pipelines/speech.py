@@ -36,6 +36,17 @@ log = logging.getLogger(__name__)
 AUDIO_EXTS = (".wav", ".flac")
 
 
+def boundary_frames(y: np.ndarray) -> np.ndarray:
+    """(T,) bool: the frames on either side of a change of label (the last frame of a segment
+    and the first of the next), where frame-level labels are least certain. Ignored frames
+    (label < 0) make no boundary."""
+    change = (y[1:] != y[:-1]) & (y[1:] >= 0) & (y[:-1] >= 0)
+    out = np.zeros(len(y), dtype=bool)
+    out[:-1] |= change
+    out[1:] |= change
+    return out
+
+
 def find_audio(stem: Path) -> Path | None:
     """``stem`` + .wav/.flac in any letter case (real TIMIT has .WAV)."""
     for ext in AUDIO_EXTS:
@@ -268,9 +279,12 @@ class SpeechFramesDataModule(VecsetDataModule):
         frequent confusions: ``test_per_phone.csv`` and ``test_per_phone.json``."""
         C = len(self.class_names)
         conf = np.zeros((C, C), dtype=np.int64)
+        at_edge = np.zeros(2, dtype=np.int64)  # [frames, correct] next to a phone change
         for _, p, y in outputs:
             keep = y >= 0
             np.add.at(conf, (y[keep], p[keep]), 1)
+            edge = boundary_frames(y) & keep
+            at_edge += [edge.sum(), (p[edge] == y[edge]).sum()]
         rows = []
         for c in range(C):
             n = int(conf[c].sum())
@@ -290,13 +304,21 @@ class SpeechFramesDataModule(VecsetDataModule):
         # one class under timit39) as one: confusing them is no phone error
         sil = [i for i, p in enumerate(self.class_names) if p in ("h#", "pau", "brth")]
         folded = np.trace(conf) + (conf[np.ix_(sil, sil)].sum() - np.trace(conf[np.ix_(sil, sil)]) if sil else 0)
+        inside = total - int(at_edge[0]), int(np.trace(conf) - at_edge[1])  # frames, correct
         report = {"frame_accuracy": round(float(np.trace(conf)) / max(1, total), 4),
                   "frame_accuracy_silences_merged": round(float(folded) / max(1, total), 4), "frames": total,
+                  # where the errors are: on the two frames either side of a phone change, or inside
+                  "boundary_frames": int(at_edge[0]),
+                  "frame_accuracy_at_boundaries": round(float(at_edge[1]) / max(1, int(at_edge[0])), 4),
+                  "frame_accuracy_inside_phones": round(inside[1] / max(1, inside[0]), 4),
+                  "share_of_errors_at_boundaries": round(float(at_edge[0] - at_edge[1]) / max(1, total - int(np.trace(conf))), 4),
                   "per_phone": rows, "top_confusions": confusions}
         path = run_dir / "test_per_phone.json"
         path.write_text(json.dumps(report, indent=2))
         print(f"test frame accuracy {report['frame_accuracy']:.4f}, with h#/pau/brth merged "
-              f"{report['frame_accuracy_silences_merged']:.4f}")
+              f"{report['frame_accuracy_silences_merged']:.4f}; on the frames either side of a phone change "
+              f"{report['frame_accuracy_at_boundaries']:.4f} (they hold {report['share_of_errors_at_boundaries']:.0%} "
+              f"of the errors), inside phones {report['frame_accuracy_inside_phones']:.4f}")
         print("per-phone test frame accuracy (" + str(total) + " frames): " +
               ", ".join(f"{r['phone']} {r['accuracy']:.2f}" for r in rows))
         return path

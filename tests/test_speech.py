@@ -319,3 +319,22 @@ def test_cli_fit_and_predict(tmp_path, monkeypatch):
     phn = tmp_path / "runs" / "speech_frames_debug" / "version_1" / "predictions" / f"{tmp_path.name}_one.phn"
     segs = read_phn(phn, sf.info(str(wav)).frames, PH)  # contiguous, covers the file, valid phones
     assert segs[0].start == 0 and segs[-1].end == sf.info(str(wav)).frames
+
+
+def test_boundary_frames_and_the_report_split_errors(tmp_path):
+    import json
+
+    from pipelines.speech import boundary_frames
+
+    y = np.array([3, 3, 3, 5, 5, 7, 7, 7, 7])
+    assert boundary_frames(y).tolist() == [False, False, True, True, True, True, False, False, False]
+    assert boundary_frames(np.array([4])).tolist() == [False]
+    dm = SpeechFramesDataModule(root=str(SAMPLE))
+    # one error at a boundary (frame 2), one inside (frame 7); frame 8 is ignored (-1)
+    y = np.array([3, 3, 3, 5, 5, 7, 7, 7, -1])
+    p = np.array([3, 3, 5, 5, 5, 7, 7, 3, 3])
+    dm.per_phone_report([(0, p, y)], tmp_path)
+    rep = json.loads((tmp_path / "test_per_phone.json").read_text())
+    assert rep["frames"] == 8 and rep["frame_accuracy"] == 0.75
+    assert rep["boundary_frames"] == 4 and rep["frame_accuracy_at_boundaries"] == 0.75
+    assert rep["frame_accuracy_inside_phones"] == 0.75 and rep["share_of_errors_at_boundaries"] == 0.5
