@@ -16,6 +16,7 @@ from bench.common import RESULTS, table  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 SKIP = {"machine", "command", "rows"}
+ROW_SKIP = {"command", "run_dir"}  # long per-row fields: in the JSON only
 
 
 def find_rows(data) -> list[dict]:
@@ -27,6 +28,9 @@ def find_rows(data) -> list[dict]:
     for v in data.values():
         if isinstance(v, list) and v and all(isinstance(r, dict) for r in v):
             return v
+    for v in data.values():  # named rows: {"results": {name: {...}, ...}}
+        if isinstance(v, dict) and v and all(isinstance(r, dict) for r in v.values()):
+            return [{"name": n, **r} for n, r in v.items()]
     return []
 
 
@@ -36,7 +40,7 @@ def section(name: str, data) -> str:
     m = data.get("machine", {}) if isinstance(data.get("machine"), dict) else {}
     cols: list[str] = []
     for r in rows:
-        cols += [k for k in r if k not in cols and not isinstance(r[k], (dict, list))]
+        cols += [k for k in r if k not in cols and k not in ROW_SKIP and not isinstance(r[k], (dict, list))]
     params = ", ".join(f"{k}={v}" for k, v in data.items() if k not in SKIP and not isinstance(v, (dict, list)))
     return "\n".join([
         f"## {name}",
