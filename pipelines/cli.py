@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytorch_lightning as pl
+import torch
 from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 
@@ -123,6 +124,14 @@ def default_loggers() -> list:
             CSVLogger(RUNS_DIR, name=name, version=version)]
 
 
+def end_process_group() -> None:
+    """Destroy a DDP run's process group before the interpreter exits: left to interpreter
+    shutdown, gloo's threads sometimes abort the process ("terminate called without an active
+    exception", exit code -6) after the run has finished and written its results."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+
+
 def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
     argv = sys.argv[1:] if args is None else args
     name = config_name(argv)
@@ -132,7 +141,7 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
         # --ckpt_path last continues the newest run directory (its checkpoints are there)
         os.environ["VECSET_RUN_VERSION"] = str(run_version(argv, Path(RUNS_DIR) / name))
     try:
-        return VecsetCLI(
+        cli = VecsetCLI(
             pl.LightningModule,  # TaskModule, MultiTaskModule, or a user's own, by class_path
             subclass_mode_model=True,
             subclass_mode_data=True,
@@ -141,6 +150,9 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
             args=args,
             run=run,
         )
+        if run:
+            end_process_group()
+        return cli
     finally:
         if args is not None:
             os.environ.pop("VECSET_RUN_VERSION", None)
