@@ -32,15 +32,17 @@ TOKENS = 4096
 MODELS = ("vecset", "torch_encoder", "reference")
 
 
-def build(model: str) -> nn.Module:
+def build(model: str, d: int = D, depth: int = DEPTH, heads: int = HEADS, mlp: int = MLP) -> nn.Module:
+    """``vecset`` (our Backbone), ``torch_encoder`` (the same size as nn.TransformerEncoder) or
+    ``reference`` (our Backbone with every attention on the plain matrix path)."""
     from backbone import Backbone
 
     torch.manual_seed(0)
     if model == "torch_encoder":
-        layer = nn.TransformerEncoderLayer(D, HEADS, MLP * D, dropout=0.0, activation="gelu",
+        layer = nn.TransformerEncoderLayer(d, heads, mlp * d, dropout=0.0, activation="gelu",
                                            batch_first=True, norm_first=True)
-        return nn.TransformerEncoder(layer, DEPTH, norm=nn.LayerNorm(D), enable_nested_tensor=False)
-    bb = Backbone(d_model=D, depth=DEPTH, heads=HEADS, mlp_ratio=MLP)
+        return nn.TransformerEncoder(layer, depth, norm=nn.LayerNorm(d), enable_nested_tensor=False)
+    bb = Backbone(d_model=d, depth=depth, heads=heads, mlp_ratio=mlp)
     if model == "reference":
         for blk in bb.blocks:
             blk.attn.path = "reference"

@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
-from torch import nn  # noqa: E402
 
+from bench.attention import build  # noqa: E402
 from bench.common import table, write_json  # noqa: E402
 
 D, HEADS, DEPTH, MLP = 1024, 16, 8, 4
@@ -76,21 +76,6 @@ def step_flops(B: int, N: int, d: int, depth: int) -> float:
     return 3 * depth * (dense + attn)
 
 
-def build(model: str, d: int, depth: int, heads: int) -> nn.Module:
-    from backbone import Backbone
-
-    torch.manual_seed(0)
-    if model == "torch_encoder":
-        layer = nn.TransformerEncoderLayer(d, heads, MLP * d, dropout=0.0, activation="gelu",
-                                           batch_first=True, norm_first=True)
-        return nn.TransformerEncoder(layer, depth, norm=nn.LayerNorm(d), enable_nested_tensor=False)
-    bb = Backbone(d_model=d, depth=depth, heads=heads, mlp_ratio=MLP)
-    if model == "plain":
-        for blk in bb.blocks:
-            blk.attn.path = "reference"
-    return bb
-
-
 def train_case(model: str, compiled: bool, n: int, tokens: int, d: int, depth: int, heads: int,
                device: torch.device, clock: Clock, peak: float, repeats: int) -> dict:
     from backbone import VectorSet
@@ -101,7 +86,7 @@ def train_case(model: str, compiled: bool, n: int, tokens: int, d: int, depth: i
         torch._dynamo.reset()  # a static compile per shape
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-    net = build(model, d, depth, heads).to(device).train()
+    net = build("reference" if model == "plain" else model, d, depth, heads, MLP).to(device).train()
     fwd = torch.compile(net) if compiled else net
     g = torch.Generator(device=device).manual_seed(n)
     x = torch.randn(B, n, d, device=device, generator=g)
