@@ -11,7 +11,7 @@ from torch import Tensor, nn
 from backbone.attention import MultiHeadSelfAttention
 
 # PyTorch's (oneDNN's) CPU backward of a depthwise Conv1d is about 8x slower from 512
-# positions on (9.7 ms at 500, 87.8 ms at 600, batch 8, d 128, K 15), and speech batches are
+# positions on (10.1 ms at 500, 87.7 ms at 600, batch 8, d 128, K 15), and speech batches are
 # padded to their longest utterance: from there the module uses _DepthwiseConv1d
 # (bench/conv.py measures both sides of the threshold)
 SLOW_DEPTHWISE_BACKWARD = 512
