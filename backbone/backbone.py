@@ -8,10 +8,9 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-
-from backbone.attention import MultiHeadSelfAttention, Normalize, Score
-from backbone.block import Block
-from backbone.vectorset import VectorSet
+from vecset.backbone.attention import MultiHeadSelfAttention, Normalize, Score
+from vecset.backbone.block import Block
+from vecset.backbone.vectorset import VectorSet
 
 CLS_WINDOW_ERROR = (
     "cls_token=True with truncated attention (window) would let the CLS vector see only the "

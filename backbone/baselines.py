@@ -18,8 +18,7 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-
-from backbone.vectorset import VectorSet
+from vecset.backbone.vectorset import VectorSet
 
 
 class WindowMLP(nn.Module):

@@ -7,8 +7,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-
-from backbone.attention import MultiHeadSelfAttention
+from vecset.backbone.attention import MultiHeadSelfAttention
 
 # PyTorch's (oneDNN's) CPU backward of a depthwise Conv1d is about 8x slower from 512
 # positions on (10.1 ms at 500, 87.7 ms at 600, batch 8, d 128, K 15), and speech batches are

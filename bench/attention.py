@@ -35,7 +35,7 @@ MODELS = ("vecset", "torch_encoder", "reference")
 def build(model: str, d: int = D, depth: int = DEPTH, heads: int = HEADS, mlp: int = MLP) -> nn.Module:
     """``vecset`` (our Backbone), ``torch_encoder`` (the same size as nn.TransformerEncoder) or
     ``reference`` (our Backbone with every attention on the plain matrix path)."""
-    from backbone import Backbone
+    from vecset.backbone import Backbone
 
     torch.manual_seed(0)
     if model == "torch_encoder":
@@ -50,7 +50,7 @@ def build(model: str, d: int = D, depth: int = DEPTH, heads: int = HEADS, mlp: i
 
 
 def make_step(model: str, n: int):
-    from backbone import VectorSet
+    from vecset.backbone import VectorSet
 
     B = max(1, TOKENS // n)
     net = build(model).train()
@@ -112,7 +112,7 @@ def attention_share(n: int, repeats: int, step: dict[str, dict], gflops: float) 
     + backward), fused vs plain, times the depth; the rest of the step (projections, MLP,
     norms) is the same code in both. The bound: the speedup over the plain formulation if
     the fused core ran at the CPU's matrix-multiply rate (12 B H N^2 Dh flops per layer)."""
-    from backbone import MultiHeadSelfAttention
+    from vecset.backbone import MultiHeadSelfAttention
 
     B, dh = max(1, TOKENS // n), D // HEADS
     attn = MultiHeadSelfAttention(D, HEADS)

@@ -30,7 +30,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 WRITERS = {
     "lightning _atomic_save": "from lightning_fabric.utilities.cloud_io import _atomic_save as save",
-    "AtomicCheckpointIO": "from pipelines.checkpoint import AtomicCheckpointIO\nsave = AtomicCheckpointIO().save_checkpoint",
+    "AtomicCheckpointIO": "from vecset.pipelines.training.checkpoint import AtomicCheckpointIO\nsave = AtomicCheckpointIO().save_checkpoint",
 }
 LOOP = """
 import sys, torch

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from vecset.backbone.block import _DepthwiseConv1d  # noqa: E402
 
-from backbone.block import _DepthwiseConv1d  # noqa: E402
 from bench.attention import interleaved  # noqa: E402
 from bench.common import table, write_json  # noqa: E402
 
@@ -50,10 +50,9 @@ def case(n: int, k: int, repeats: int) -> dict:
 def long_batch_share(corpus: Path, batch: int = B, shuffles: int = 20) -> dict | None:
     """Share of shuffled training batches whose longest utterance has >= 512 frames."""
     import soundfile as sf
-
-    from backbone.block import SLOW_DEPTHWISE_BACKWARD
-    from encoders.speech import num_frames
-    from pipelines.speech import list_audio
+    from vecset.backbone.block import SLOW_DEPTHWISE_BACKWARD
+    from vecset.encoders.speech import num_frames
+    from vecset.pipelines.data.speech import list_audio
 
     if not (corpus / "train.lst").exists():
         return None

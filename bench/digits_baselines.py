@@ -31,7 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipelines.images import digits_split  # noqa: E402
+from vecset.pipelines.data.images import digits_split  # noqa: E402
 
 CONFIGS = {"vecset patch (configs/digits.yaml)": "configs/digits.yaml",
            "vecset pixel (configs/digits_pixel.yaml)": "configs/digits_pixel.yaml"}
@@ -75,7 +75,7 @@ def train(config: str) -> tuple[Path, float]:
     """``vecset fit --config config`` in a child process; returns its run dir and CPU seconds."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run([sys.executable, "-m", "pipelines.cli", "fit", "--config", config],
+    out = subprocess.run([sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", config],
                          cwd=ROOT, env=env, capture_output=True, text=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode:

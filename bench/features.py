@@ -34,7 +34,7 @@ def load_audio(root: Path, limit: int) -> list[np.ndarray]:
 
 
 def main() -> None:
-    from encoders.speech import Featurizer
+    from vecset.encoders.speech import Featurizer
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", type=Path, default=ROOT / "data" / "speech")

@@ -78,7 +78,7 @@ def step_flops(B: int, N: int, d: int, depth: int) -> float:
 
 def train_case(model: str, compiled: bool, n: int, tokens: int, d: int, depth: int, heads: int,
                device: torch.device, clock: Clock, peak: float, repeats: int) -> dict:
-    from backbone import VectorSet
+    from vecset.backbone import VectorSet
 
     B = max(1, tokens // n)
     row = {"model": model, "compile": compiled, "N": n, "B": B}
@@ -116,7 +116,7 @@ def train_case(model: str, compiled: bool, n: int, tokens: int, d: int, depth: i
 
 
 def long_case(n: int, device: torch.device, clock: Clock, repeats: int) -> dict:
-    from backbone import Backbone, VectorSet
+    from vecset.backbone import Backbone, VectorSet
 
     torch.manual_seed(0)
     bb = Backbone(d_model=LONG["d_model"], depth=LONG["depth"], heads=LONG["heads"], window=LONG["window"])

@@ -27,7 +27,7 @@ NS = (7500, 15000, 30000, 60000)
 
 
 def one(kind: str, n: int) -> dict:
-    from backbone import Backbone, VectorSet
+    from vecset.backbone import Backbone, VectorSet
 
     torch.manual_seed(0)
     bb = Backbone(d_model=D, depth=DEPTH, heads=HEADS, window=WINDOW if kind == "truncated" else None).eval()

@@ -26,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipelines.molecules import MoleculeDataModule, rmse  # noqa: E402
+from vecset.pipelines.data.molecules import MoleculeDataModule, rmse  # noqa: E402
 
 DATASETS = {
     "freesolv": {"config": "configs/freesolv.yaml", "csv": "data/molecules/freesolv.csv", "target": "expt",
@@ -68,7 +68,7 @@ def our_model(name: str, split_seed: int, extra: list[str], log_dir: Path, membe
     tmp = ROOT / "runs" / "bench_configs" / f"{run_name}.yaml"
     tmp.parent.mkdir(parents=True, exist_ok=True)
     tmp.write_text(cfg.read_text())
-    cmd = [sys.executable, "-m", "pipelines.cli", "fit", "--config", str(tmp),
+    cmd = [sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", str(tmp),
            "--data.init_args.split_seed", str(split_seed), *extra]
     if member is not None:  # ensemble members differ only in their initialization/shuffling seed
         cmd += ["--seed_everything", str(member)]
@@ -89,8 +89,7 @@ def our_model(name: str, split_seed: int, extra: list[str], log_dir: Path, membe
 def ensemble(name: str, split_seed: int, extra: list[str], log_dir: Path, members: int) -> dict:
     """``members`` runs with seeds 0..members-1; the test prediction is their mean (in units)."""
     import torch
-
-    from pipelines.task import TaskModule
+    from vecset.pipelines.training.task import TaskModule
 
     spec = DATASETS[name]
     runs = [our_model(name, split_seed, extra, log_dir, member=m) for m in range(members)]

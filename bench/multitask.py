@@ -51,7 +51,7 @@ def single_task_configs(multi: dict, out_dir: Path) -> dict[str, Path]:
         cfg = {
             "seed_everything": multi.get("seed_everything", 0),
             "trainer": multi["trainer"],
-            "model": {"class_path": "pipelines.TaskModule", "init_args": {
+            "model": {"class_path": "vecset.pipelines.TaskModule", "init_args": {
                 "encoder": init["encoders"][task], "backbone": init["backbone"], "head": init["heads"][task],
                 **{k: init[k] for k in ("lr", "weight_decay", "warmup") if k in init}}},
             "data": multi["data"]["init_args"]["tasks"][task],

@@ -48,7 +48,7 @@ def report_fields(checkpoint: str, root: str, max_utts: int, run_dir: Path) -> d
 
 
 def run(config: str, root: str, epochs: int, max_utts: int, extra: list[str]) -> dict:
-    cmd = [sys.executable, "-m", "pipelines.cli", "fit", "--config", config, "--data.root", root,
+    cmd = [sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", config, "--data.root", root,
            "--trainer.max_epochs", str(epochs), "--data.max_utterances", str(max_utts), *extra]
     env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     t0 = time.time()
@@ -66,8 +66,8 @@ def run(config: str, root: str, epochs: int, max_utts: int, extra: list[str]) ->
 
 def rescore(checkpoint: str, root: str, max_utts: int, run_dir: Path) -> dict:
     """Rewrite a run's per-phone test report from its checkpoint."""
-    from pipelines.speech import SpeechFramesDataModule
-    from pipelines.task import TaskModule
+    from vecset.pipelines.data.speech import SpeechFramesDataModule
+    from vecset.pipelines.training.task import TaskModule
 
     model = TaskModule.load_from_checkpoint(checkpoint, map_location="cpu")
     dm = SpeechFramesDataModule(root=root, max_utterances=max_utts)

@@ -53,7 +53,7 @@ def predict_peak(config: str, ckpt: str, audio: Path) -> dict:
         "'peak_rss_mib': round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss/1024, 1), "
         "'tail': r.stdout[-400:] + r.stderr[-800:]}))"
     )
-    cmd = [sys.executable, "-c", code, sys.executable, "-m", "pipelines.cli", "predict", "--config", config,
+    cmd = [sys.executable, "-c", code, sys.executable, "-m", "vecset.pipelines.cli", "predict", "--config", config,
            "--ckpt_path", ckpt, "--data.predict_paths", f"[{audio}]", "--data.batch_size", "1"]
     res = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
     if res["rc"]:

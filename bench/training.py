@@ -36,7 +36,7 @@ def batch_size_of(batch) -> int:
 
 
 def loss_of(model, batch):
-    from pipelines.multitask import MultiTaskModule
+    from vecset.pipelines.training.multitask import MultiTaskModule
 
     if isinstance(model, MultiTaskModule):
         return sum(model.loss_weights[t] * model.heads[t].loss(model(t, b), b) for t, b in batch.items() if b is not None)
@@ -44,9 +44,9 @@ def loss_of(model, batch):
 
 
 def bench_job(config: Path, steps: int, warmup: int) -> dict:
-    from pipelines.cli import run_cli
-    from pipelines.multitask import MultiTaskDataModule
-    from pipelines.task import prepare_head
+    from vecset.pipelines.cli import run_cli
+    from vecset.pipelines.training.multitask import MultiTaskDataModule
+    from vecset.pipelines.training.task import prepare_head
 
     cli = run_cli(["--config", str(config), "--trainer.logger=false"], run=False)
     model, dm = cli.model, cli.datamodule

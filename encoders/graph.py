@@ -28,8 +28,7 @@ import networkx as nx
 import numpy as np
 import torch
 from torch import Tensor, nn
-
-from backbone.vectorset import VectorSet
+from vecset.backbone.vectorset import VectorSet
 
 # -- molecules as networkx graphs ------------------------------------------------------
 

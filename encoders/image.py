@@ -14,9 +14,8 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-
-from backbone.positional import Learned2D, NoPositional, Sinusoidal2D
-from backbone.vectorset import VectorSet
+from vecset.backbone.positional import Learned2D, NoPositional, Sinusoidal2D
+from vecset.backbone.vectorset import VectorSet
 
 Positional2D = Literal["none", "sinusoidal", "learned"]
 

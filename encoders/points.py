@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-
-from backbone.vectorset import VectorSet
+from vecset.backbone.vectorset import VectorSet
 
 
 class PointEncoder(nn.Module):

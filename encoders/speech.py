@@ -27,9 +27,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-
-from backbone.vectorset import VectorSet
-from encoders.vector import Positional1D, make_positional_1d
+from vecset.backbone.vectorset import VectorSet
+from vecset.encoders.vector import Positional1D, make_positional_1d
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,9 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-
-from backbone.vectorset import VectorSet
-from backbone.vocab import Level, Vocabulary, tokenize
-from encoders.vector import Positional1D, make_positional_1d
+from vecset.backbone.vectorset import VectorSet
+from vecset.backbone.vocab import Level, Vocabulary, tokenize
+from vecset.encoders.vector import Positional1D, make_positional_1d
 
 log = logging.getLogger("vecset")
 Embedding = Literal["learned", "onehot"]

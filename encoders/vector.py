@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Literal
 
 from torch import Tensor, nn
-
-from backbone.positional import Learned1D, NoPositional, Sinusoidal1D
-from backbone.vectorset import VectorSet
+from vecset.backbone.positional import Learned1D, NoPositional, Sinusoidal1D
+from vecset.backbone.vectorset import VectorSet
 
 Positional1D = Literal["none", "sinusoidal", "learned"]
 

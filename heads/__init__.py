@@ -1,10 +1,10 @@
 """Per-task heads reading the backbone's VectorSet."""
 
-from heads.edit_metrics import PhoneErrorRate, WordErrorRate
-from heads.kernel_regression import NadarayaWatsonHead, nadaraya_watson
-from heads.labeling import LabelingHead
-from heads.seq2seq import GRUAttentionDecoder, Seq2SeqHead, TransformerDecoder
-from heads.sequence import SequenceHead
+from vecset.heads.edit_metrics import PhoneErrorRate, WordErrorRate
+from vecset.heads.kernel_regression import NadarayaWatsonHead, nadaraya_watson
+from vecset.heads.labeling import LabelingHead
+from vecset.heads.seq2seq.head import GRUAttentionDecoder, Seq2SeqHead, TransformerDecoder
+from vecset.heads.sequence import SequenceHead
 
 __all__ = [
     "NadarayaWatsonHead", "nadaraya_watson",

@@ -12,9 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MeanSquaredError, MetricCollection
-
-from backbone.masked_softmax import masked_softmax
-from backbone.vectorset import VectorSet
+from vecset.backbone.masked_softmax import masked_softmax
+from vecset.backbone.vectorset import VectorSet
 
 
 def nadaraya_watson(queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None,

@@ -6,8 +6,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
-
-from backbone.vectorset import VectorSet
+from vecset.backbone.vectorset import VectorSet
 
 
 class LabelingHead(nn.Module):

@@ -15,8 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MeanAbsoluteError, MeanSquaredError, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
-
-from backbone.vectorset import VectorSet
+from vecset.backbone.vectorset import VectorSet
 
 Pooling = Literal["mean", "cls", "attention"]
 Task = Literal["classification", "regression"]

@@ -1,19 +1,19 @@
 """Lightning pipelines: TaskModule, DataModules, the CLI, plots."""
 
-from pipelines.callbacks import NonFiniteGuard, ResumeState
-from pipelines.checkpoint import AtomicCheckpointIO, StepCheckpoint
-from pipelines.conllu_data import CoNLLUDataModule
-from pipelines.datamodule import VecsetDataModule
-from pipelines.g2p import CMUDictDataModule
-from pipelines.graphs import GraphNodeDataModule  # noqa: E402
-from pipelines.images import Cifar10DataModule, DigitsDataModule, ImageFolderDataModule
-from pipelines.kernel_regression import KernelRegressionDataModule
-from pipelines.molecules import MoleculeDataModule  # noqa: E402
-from pipelines.multitask import MultiTaskDataModule, MultiTaskModule
-from pipelines.samplers import ResumableSampler
-from pipelines.speech import SpeechFramesDataModule
-from pipelines.synthetic import SyntheticSetDataModule
-from pipelines.task import TaskModule
+from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.cmudict import CMUDictDataModule
+from vecset.pipelines.data.conllu import CoNLLUDataModule
+from vecset.pipelines.data.graphs import GraphNodeDataModule  # noqa: E402
+from vecset.pipelines.data.images import Cifar10DataModule, DigitsDataModule, ImageFolderDataModule
+from vecset.pipelines.data.kernel_regression import KernelRegressionDataModule
+from vecset.pipelines.data.molecules import MoleculeDataModule  # noqa: E402
+from vecset.pipelines.data.samplers import ResumableSampler
+from vecset.pipelines.data.speech import SpeechFramesDataModule
+from vecset.pipelines.data.synthetic import SyntheticSetDataModule
+from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
+from vecset.pipelines.training.checkpoint import AtomicCheckpointIO, StepCheckpoint
+from vecset.pipelines.training.multitask import MultiTaskDataModule, MultiTaskModule
+from vecset.pipelines.training.task import TaskModule
 
 __all__ = [
     "AtomicCheckpointIO", "CMUDictDataModule", "Cifar10DataModule", "CoNLLUDataModule",

@@ -18,9 +18,12 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
-
-from pipelines.callbacks import NonFiniteGuard, ResumeState
-from pipelines.checkpoint import CheckpointConfigCheck, run_version, with_atomic_checkpoint_io
+from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
+from vecset.pipelines.training.checkpoint import (
+    CheckpointConfigCheck,
+    run_version,
+    with_atomic_checkpoint_io,
+)
 
 RUNS_DIR = "runs"
 
@@ -102,9 +105,9 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
             "wall_seconds": round(wall, 2),
         }
         if self.config[self.subcommand].get("plots", True):
-            from pipelines.plots import write_plots
+            from vecset.pipelines.reports.curves import write_plots
             results["plots"] = [str(p) for p in write_plots(trainer, model, dm, run_dir)]
-        from pipelines.multitask import MultiTaskModule, task_table
+        from vecset.pipelines.training.multitask import MultiTaskModule, task_table
 
         if isinstance(model, MultiTaskModule):
             results["per_task"], text = task_table(results["test"], model.tasks)

@@ -7,9 +7,8 @@ from pathlib import Path
 
 from pytorch_lightning.callbacks import Callback
 from torch import nn
-
-from backbone.vectorset import VectorSet
-from pipelines.synthetic import SyntheticSetDataModule
+from vecset.backbone.vectorset import VectorSet
+from vecset.pipelines.data.synthetic import SyntheticSetDataModule
 
 
 class PauseAtStep(Callback):

@@ -1,0 +1,341 @@
+"""SpeechFramesDataModule: frame labeling (one phone per 10 ms frame) on TIMIT-layout folders.
+
+The shipped corpus is ``data/speech`` (Festival-synthesized, see ``scripts/make_speech_corpus.py``
+and data/README.md); real TIMIT or any folder of ``<speaker>/<utt>.wav`` + ``<utt>.phn`` works
+the same way. Features and labels are computed once in ``setup`` and kept in memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+from vecset.encoders.speech import (
+    FRAME_LENGTH,
+    FRAME_SHIFT,
+    Featurizer,
+    PhoneSet,
+    frame_labels,
+    frames_to_segments,
+    num_frames,
+    phone_names,
+    read_audio,
+    read_phn,
+)
+from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.collate import pad_sets
+
+log = logging.getLogger(__name__)
+
+AUDIO_EXTS = (".wav", ".flac")
+
+
+def boundary_frames(y: np.ndarray) -> np.ndarray:
+    """(T,) bool: the frames on either side of a change of label (the last frame of a segment
+    and the first of the next), where frame-level labels are least certain. Ignored frames
+    (label < 0) make no boundary."""
+    change = (y[1:] != y[:-1]) & (y[1:] >= 0) & (y[:-1] >= 0)
+    out = np.zeros(len(y), dtype=bool)
+    out[:-1] |= change
+    out[1:] |= change
+    return out
+
+
+def find_audio(stem: Path) -> Path | None:
+    """``stem`` + .wav/.flac in any letter case (real TIMIT has .WAV)."""
+    for ext in AUDIO_EXTS:
+        for e in (ext, ext.upper()):
+            if stem.with_suffix(e).exists():
+                return stem.with_suffix(e)
+    return None
+
+
+def find_phn(audio: Path) -> Path | None:
+    for e in (".phn", ".PHN"):
+        if audio.with_suffix(e).exists():
+            return audio.with_suffix(e)
+    return None
+
+
+def list_audio(root: Path, spec: str) -> list[Path]:
+    """A split given as a list file (utterance paths relative to ``root``, with or without the
+    extension, one per line) or as a folder under ``root`` searched recursively."""
+    p = root / spec
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.suffix.lower() in AUDIO_EXTS)
+        if not files:
+            raise ValueError(f"{p}: no .wav or .flac files under this folder")
+        return files
+    if not p.is_file():
+        raise ValueError(f"{p}: split '{spec}' is neither a list file nor a folder under {root}")
+    files = []
+    for ln, line in enumerate(p.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        stem = root / line.strip()
+        audio = stem if stem.suffix.lower() in AUDIO_EXTS and stem.exists() else find_audio(stem)
+        if audio is None:
+            raise ValueError(f"{p}:{ln}: no audio file {stem}.wav or {stem}.flac")
+        files.append(audio)
+    return files
+
+
+class SpeechUtterances(Dataset):
+    """Featurized utterances: ``{"x": (T, F) float, "y": (T,) long, "id": int}`` (no "y" without labels)."""
+
+    def __init__(self, items: list[dict]) -> None:
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict:
+        it = self.items[i]
+        out = {"x": it["x"], "id": it["id"]}
+        if it.get("y") is not None:
+            out["y"] = it["y"]
+        return out
+
+
+class SpeechFramesDataModule(VecsetDataModule):
+    """Frame labeling on a TIMIT-layout corpus.
+
+    Args:
+        root: corpus folder (``data/speech`` is shipped).
+        train, val, test: each split as a list file of utterance paths relative to ``root``
+            (``train.lst``...) or a folder under ``root`` (real TIMIT: ``TRAIN``, ``TEST``).
+        phone_set: ``festival`` (radio phones + pau + h#), ``timit61``, or ``timit39`` (the
+            Lee & Hon folding of either set; TIMIT's ``q`` frames are ignored and counted).
+        features: ``fbank`` or ``mfcc``; num_mel_bins: 40 or 80; num_ceps: MFCC width.
+        batch_size: utterances per batch.
+        predict_paths: audio files or folders for ``vecset predict`` (no .phn needed);
+            default: the test split.
+        max_utterances: keep only the first n utterances of each split (quick runs; 0 = all).
+        plot_utterances: test utterances drawn with true and predicted segments after fit.
+    """
+
+    def __init__(self, root: str = "data/speech", train: str = "train.lst", val: str = "dev.lst",
+                 test: str = "test.lst", phone_set: PhoneSet = "festival",
+                 features: str = "fbank", num_mel_bins: int = 40, num_ceps: int = 13,
+                 batch_size: int = 8, predict_paths: list[str] | None = None,
+                 max_utterances: int = 0, plot_utterances: int = 3, num_workers: int = 0) -> None:
+        super().__init__()
+        self.root = Path(root)
+        self.split_specs = {"train": train, "val": val, "test": test}
+        self.phone_set = phone_set
+        self.class_names = phone_names(phone_set)
+        self.featurizer = Featurizer(features, num_mel_bins, num_ceps)  # type: ignore[arg-type]
+        self.batch_size, self.num_workers = batch_size, num_workers
+        self.predict_paths = predict_paths
+        self.max_utterances, self.plot_utterances = max_utterances, plot_utterances
+        self.sets: dict[str, SpeechUtterances] = {}
+        self.paths: dict[int, Path] = {}  # sample id -> audio file
+        self.n_samples: dict[int, int] = {}
+        self._next_id = 0
+
+    # -- reading ---------------------------------------------------------------------------
+    def load_utterance(self, audio: Path, labelled: bool = True) -> dict:
+        wav = read_audio(audio)
+        n = len(wav)
+        feats = self.featurizer(torch.from_numpy(wav))  # (T, F)
+        T = num_frames(n)
+        if feats.shape[0] != T:
+            raise RuntimeError(f"{audio}: fbank gave {feats.shape[0]} frames, expected {T}")
+        sid = self._next_id
+        self._next_id += 1
+        self.paths[sid], self.n_samples[sid] = audio, n
+        item = {"x": feats, "id": sid, "y": None, "ignored": 0}
+        if labelled:
+            phn = find_phn(audio)
+            if phn is None:
+                raise ValueError(f"{audio}: no {audio.with_suffix('.phn').name} next to it; every training, "
+                                 "validation and test utterance needs its phone alignment")
+            segs = read_phn(phn, n, self.class_names, fold39=self.phone_set == "timit39")
+            y, ignored = frame_labels(segs, T, self.class_names)
+            item["y"], item["ignored"] = torch.from_numpy(y), ignored
+        return item
+
+    def load_split(self, split: str) -> SpeechUtterances:
+        files = list_audio(self.root, self.split_specs[split])
+        if self.max_utterances:
+            files = files[: self.max_utterances]
+        items = [self.load_utterance(f) for f in files]
+        ignored = sum(it["ignored"] for it in items)
+        frames = sum(len(it["x"]) for it in items)
+        msg = f"speech {split}: {len(items)} utterances, {frames} frames from {self.root / self.split_specs[split]}"
+        if ignored:
+            msg += f"; {ignored} frames without a class (not covered by a segment, or q) are ignored"
+        log.info(msg)
+        if ignored:
+            print(msg)
+        return SpeechUtterances(items)
+
+    def speakers(self, split: str) -> set[str]:
+        return {self.paths[it["id"]].parent.name for it in self.sets[split].items}
+
+    def setup(self, stage: str | None = None) -> None:
+        if stage == "predict" and self.predict_paths:
+            if "predict" not in self.sets:
+                files = []
+                for p in map(Path, self.predict_paths):
+                    if p.is_dir():
+                        files += sorted(f for f in p.rglob("*") if f.suffix.lower() in AUDIO_EXTS)
+                    elif p.exists():
+                        files.append(p)
+                    else:
+                        raise ValueError(f"{p}: predict path does not exist")
+                if not files:
+                    raise ValueError(f"no .wav/.flac files in predict_paths={self.predict_paths}")
+                self.sets["predict"] = SpeechUtterances([self.load_utterance(f, labelled=False) for f in files])
+            return
+        wanted = {"fit": ["train", "val"], "validate": ["val"], "test": ["test"], "predict": ["test"]}.get(
+            stage or "", ["train", "val", "test"])
+        for split in wanted:
+            if split not in self.sets:
+                self.sets[split] = self.load_split(split)
+        if "train" in self.sets and "test" in self.sets and (shared := self.speakers("train") & self.speakers("test")):
+            log.warning("speech: train and test share speakers %s (the split is not speaker-disjoint)", sorted(shared))
+        if stage == "fit":
+            self._fit_global_stats()
+
+    def _fit_global_stats(self) -> None:
+        """A SpeechEncoder with global normalization takes its statistics from the training frames."""
+        trainer = getattr(self, "trainer", None)
+        enc = getattr(getattr(trainer, "lightning_module", None), "encoder", None)
+        if enc is not None and getattr(enc, "normalization", None) == "global" and not bool(enc.stats_fitted):
+            enc.set_global_stats([it["x"] for it in self.sets["train"].items])
+            log.info("speech: global mean/variance normalization fitted on %d training utterances",
+                     len(self.sets["train"]))
+
+    # -- loaders ---------------------------------------------------------------------------
+    def _loader(self, split: str, shuffle: bool = False, batch_size: int | None = None) -> DataLoader:
+        return DataLoader(self.sets[split], batch_size=batch_size or self.batch_size, shuffle=shuffle,
+                          collate_fn=pad_sets, num_workers=self.num_workers)
+
+    def predict_split(self) -> str:
+        return "predict" if "predict" in self.sets else "test"
+
+    # -- predictions -----------------------------------------------------------------------
+    def describe(self, sample_id: int) -> str:
+        return str(self.paths[sample_id])
+
+    def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
+        return [{"input": self.describe(sid), "id": sid, "labels": [self.class_names[j] for j in preds["label"][i]],
+                 "prob": preds["prob"][i]} for i, sid in enumerate(ids)]
+
+    def write_predictions(self, rows: list[dict], out_dir: Path) -> Path:
+        """Per input file: ``<name>.frames`` (frame, centre sample, label, probability) and
+        ``<name>.phn`` (merged segments, TIMIT format); plus ``predictions.csv`` as an index."""
+        out_dir = Path(out_dir)
+        pred_dir = out_dir / "predictions"
+        pred_dir.mkdir(parents=True, exist_ok=True)
+        index, used = [], set()
+        for r in rows:
+            sid, audio = r["id"], Path(r["input"])
+            name = f"{audio.parent.name}_{audio.stem}" if audio.parent.name else audio.stem
+            if name in used:  # same folder and file name under different parents: keep both
+                name = f"{name}_{sid}"
+            used.add(name)
+            with open(pred_dir / f"{name}.frames", "w") as f:
+                f.write("# frame centre_sample label probability\n")
+                for t, (lab, p) in enumerate(zip(r["labels"], r["prob"], strict=False)):
+                    f.write(f"{t} {t * FRAME_SHIFT + FRAME_LENGTH // 2} {lab} {p:.4f}\n")
+            segs = frames_to_segments(r["labels"], self.n_samples[sid])
+            (pred_dir / f"{name}.phn").write_text("".join(f"{s.start} {s.end} {s.phone}\n" for s in segs))
+            index.append({"input": str(audio), "frames": len(r["labels"]), "segments": len(segs),
+                          "phn": str(pred_dir / f"{name}.phn")})
+        path = out_dir / "predictions.csv"
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["input", "frames", "segments", "phn"])
+            w.writeheader()
+            w.writerows(index)
+        return path
+
+    # -- reports and plots after fit -------------------------------------------------------
+    @torch.no_grad()
+    def test_outputs(self, model) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """(id, predicted labels (T,), true labels (T,)) for every test utterance."""
+        was = model.training
+        model.eval()
+        out = []
+        dev = next(model.parameters()).device
+        for batch in self._loader("test"):
+            batch = {k: v.to(dev) if torch.is_tensor(v) else v for k, v in batch.items()}
+            pred = model(batch).argmax(-1).cpu()  # (B, T)
+            for i, sid in enumerate(batch["ids"].tolist()):
+                n = int(batch["mask"][i].sum())
+                out.append((sid, pred[i, :n].numpy(), batch["y"][i, :n].cpu().numpy()))
+        model.train(was)
+        return out
+
+    def per_phone_report(self, outputs, run_dir: Path) -> Path:
+        """Per-phone frame accuracy on the test split (recall per true phone) and the most
+        frequent confusions: ``test_per_phone.csv`` and ``test_per_phone.json``."""
+        C = len(self.class_names)
+        conf = np.zeros((C, C), dtype=np.int64)
+        at_edge = np.zeros(2, dtype=np.int64)  # [frames, correct] next to a phone change
+        for _, p, y in outputs:
+            keep = y >= 0
+            np.add.at(conf, (y[keep], p[keep]), 1)
+            edge = boundary_frames(y) & keep
+            at_edge += [edge.sum(), (p[edge] == y[edge]).sum()]
+        rows = []
+        for c in range(C):
+            n = int(conf[c].sum())
+            if n:
+                rows.append({"phone": self.class_names[c], "frames": n, "accuracy": round(conf[c, c] / n, 4)})
+        off = conf.copy()
+        np.fill_diagonal(off, 0)
+        top = np.dstack(np.unravel_index(np.argsort(off.ravel())[::-1][:10], off.shape))[0]
+        confusions = [{"true": self.class_names[i], "predicted": self.class_names[j], "frames": int(off[i, j])}
+                      for i, j in top if off[i, j]]
+        total = int(conf.sum())
+        with open(run_dir / "test_per_phone.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["phone", "frames", "accuracy"])
+            w.writeheader()
+            w.writerows(rows)
+        # TIMIT-style scoring counts the silences (h#, pau, brth; sil/h#/pau/epi/closures are already
+        # one class under timit39) as one: confusing them is no phone error
+        sil = [i for i, p in enumerate(self.class_names) if p in ("h#", "pau", "brth")]
+        folded = np.trace(conf) + (conf[np.ix_(sil, sil)].sum() - np.trace(conf[np.ix_(sil, sil)]) if sil else 0)
+        inside = total - int(at_edge[0]), int(np.trace(conf) - at_edge[1])  # frames, correct
+        report = {"frame_accuracy": round(float(np.trace(conf)) / max(1, total), 4),
+                  "frame_accuracy_silences_merged": round(float(folded) / max(1, total), 4), "frames": total,
+                  # where the errors are: on the two frames either side of a phone change, or inside
+                  "boundary_frames": int(at_edge[0]),
+                  "frame_accuracy_at_boundaries": round(float(at_edge[1]) / max(1, int(at_edge[0])), 4),
+                  "frame_accuracy_inside_phones": round(inside[1] / max(1, inside[0]), 4),
+                  "share_of_errors_at_boundaries": round(float(at_edge[0] - at_edge[1]) / max(1, total - int(np.trace(conf))), 4),
+                  "per_phone": rows, "top_confusions": confusions}
+        path = run_dir / "test_per_phone.json"
+        path.write_text(json.dumps(report, indent=2))
+        print(f"test frame accuracy {report['frame_accuracy']:.4f}, with h#/pau/brth merged "
+              f"{report['frame_accuracy_silences_merged']:.4f}; on the frames either side of a phone change "
+              f"{report['frame_accuracy_at_boundaries']:.4f} (they hold {report['share_of_errors_at_boundaries']:.0%} "
+              f"of the errors), inside phones {report['frame_accuracy_inside_phones']:.4f}")
+        print("per-phone test frame accuracy (" + str(total) + " frames): " +
+              ", ".join(f"{r['phone']} {r['accuracy']:.2f}" for r in rows))
+        return path
+
+    def plots(self, model, run_dir: Path) -> list[Path]:
+        from vecset.pipelines.reports.speech import plot_attention, plot_segments
+
+        if "test" not in self.sets:
+            self.setup("test")
+        run_dir = Path(run_dir)
+        outputs = self.test_outputs(model)
+        paths = [self.per_phone_report(outputs, run_dir)]
+        chosen = outputs[: self.plot_utterances]
+        if chosen:
+            paths.append(plot_segments(self, chosen, run_dir / "speech_segments.png"))
+        backbone = getattr(model, "backbone", None)
+        if chosen and hasattr(backbone, "attention_weights"):
+            paths.append(plot_attention(self, model, chosen[0][0], run_dir / "attention.png"))
+        else:
+            log.info("speech: %s has no attention weights to plot", type(backbone).__name__)
+        return paths

@@ -1,0 +1,1 @@
+"""Reports and plots written into the run directory after fit and test."""

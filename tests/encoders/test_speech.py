@@ -1,0 +1,339 @@
+"""Speech frame labeling: readers, frame-centre labels, featurizer, encoder, baselines, the
+DataModule on the shipped sample, bad input. Tiny inputs; CPU only."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+import torch
+from vecset.backbone import BiLSTM, VectorSet, WindowMLP
+from vecset.backbone.baselines import reverse_padded
+from vecset.encoders.speech import (
+    FESTIVAL_PHONES,
+    FRAME_LENGTH,
+    FRAME_SHIFT,
+    TIMIT39,
+    Featurizer,
+    Segment,
+    SpeechEncoder,
+    frame_labels,
+    frames_to_segments,
+    num_frames,
+    read_audio,
+    read_phn,
+)
+from vecset.pipelines.data.speech import SpeechFramesDataModule
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "speech"
+PH = list(FESTIVAL_PHONES)
+
+
+def write_utt(d: Path, stem: str, n: int, phn: str | None, sr: int = 16000, channels: int = 1,
+              fmt: str = "wav", seed: int = 0) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal((n, channels)) * 0.1).astype(np.float32)
+    path = d / f"{stem}.{fmt}"
+    sf.write(path, x if channels > 1 else x[:, 0], sr, subtype="PCM_16")
+    if phn is not None:
+        (d / f"{stem}.phn").write_text(phn)
+    return path
+
+
+# --- frame-centre rule -------------------------------------------------------------------------
+def test_num_frames_matches_kaldi():
+    feat = Featurizer("fbank", 40)
+    for n in (400, 559, 560, 16000):
+        assert feat(torch.zeros(n) + 0.01).shape == (num_frames(n), 40)
+    assert num_frames(399) == 0 and num_frames(560) == 2
+
+
+def test_frame_centre_rule_at_boundaries():
+    # frame 0 centre 200, frame 1 centre 360, frame 2 centre 520
+    n = 400 + 2 * FRAME_SHIFT  # 3 frames
+    # boundary exactly at frame 1's centre: frame 1 goes to the later segment
+    segs = [Segment(0, 360, "aa"), Segment(360, n, "b")]
+    y, ign = frame_labels(segs, 3, PH)
+    assert [PH[i] for i in y] == ["aa", "b", "b"] and ign == 0
+    # one sample later: frame 1's centre (360) is still inside the first segment
+    segs = [Segment(0, 361, "aa"), Segment(361, n, "b")]
+    y, _ = frame_labels(segs, 3, PH)
+    assert [PH[i] for i in y] == ["aa", "aa", "b"]
+    # a segment that holds no frame centre gets no frame
+    segs = [Segment(0, 250, "aa"), Segment(250, 340, "s"), Segment(340, n, "b")]
+    y, _ = frame_labels(segs, 3, PH)
+    assert [PH[i] for i in y] == ["aa", "b", "b"]
+
+
+def test_frames_uncovered_are_ignored_and_counted():
+    segs = [Segment(300, 700, "aa")]  # frame 0 (centre 200) and frame 3 (centre 680 -> covered), 4 (840) not
+    y, ign = frame_labels(segs, 5, PH)
+    assert y.tolist()[0] == -100 and y.tolist()[4] == -100 and ign == 2
+
+
+def test_segments_round_trip_through_the_centre_rule():
+    labels = ["h#", "h#", "s", "aa", "aa", "aa", "t", "h#"]
+    n = FRAME_LENGTH + (len(labels) - 1) * FRAME_SHIFT + 57
+    segs = frames_to_segments(labels, n)
+    assert segs[0].start == 0 and segs[-1].end == n
+    assert all(a.end == b.start for a, b in zip(segs, segs[1:], strict=False))
+    assert [s.phone for s in segs] == ["h#", "s", "aa", "t", "h#"]
+    y, _ = frame_labels(segs, len(labels), PH)
+    assert [PH[i] for i in y] == labels
+
+
+# --- readers and bad input -----------------------------------------------------------------------
+def test_read_phn_fold39_and_q(tmp_path):
+    write_utt(tmp_path, "a", 2000, "0 800 ax\n800 1200 q\n1200 2000 h#\n")
+    segs = read_phn(tmp_path / "a.phn", 2000, TIMIT39, fold39=True)
+    assert [s.phone for s in segs] == ["ah", None, "sil"]
+    y, ign = frame_labels(segs, num_frames(2000), TIMIT39)
+    assert ign == int((y == -100).sum()) and ign >= 2  # q frames are ignored and counted
+    assert len(TIMIT39) == 39
+
+
+@pytest.mark.parametrize("phn, message", [
+    ("0 900 aa\n800 2000 b\n", r"a\.phn:2: segment 800-2000 b overlaps the previous one, which ends at 900"),
+    ("0 800 aa\n900 2000 b\n", r"a\.phn:2: gap of 100 samples"),
+    ("0 800 aa\n800 2500 b\n", r"a\.phn:2: segment 800-2500 b runs past the end of the audio \(2000 samples\)"),
+    ("0 800 aa\n800 2000 xx\n", r"a\.phn:2: phone 'xx' is not in the phone set"),
+    ("0 800\n", r"a\.phn:1: expected 'start_sample end_sample phone'"),
+])
+def test_bad_phn_names_file_and_line(tmp_path, phn, message):
+    write_utt(tmp_path, "a", 2000, phn)
+    with pytest.raises(ValueError, match=message):
+        read_phn(tmp_path / "a.phn", 2000, PH)
+
+
+def test_unreadable_and_truncated_audio(tmp_path):
+    bad = tmp_path / "junk.wav"
+    bad.write_bytes(b"RIFF\x00\x00\x00\x00WAVEfmt garbage")
+    with pytest.raises(ValueError, match=r"junk\.wav: unreadable or truncated audio"):
+        read_audio(bad)
+    good = write_utt(tmp_path, "cut", 4000, None)
+    data = good.read_bytes()
+    cut = tmp_path / "cut2.wav"
+    cut.write_bytes(data[: 44 + 1000])  # header promises 4000 samples, 500 are there
+    with pytest.raises(ValueError, match=r"cut2\.wav: unreadable or truncated audio"):
+        read_audio(cut)
+
+
+def test_empty_and_too_short_audio(tmp_path):
+    empty = write_utt(tmp_path, "empty", 0, None)
+    with pytest.raises(ValueError, match=r"empty\.wav: empty audio \(0 samples\)"):
+        read_audio(empty)
+    short = write_utt(tmp_path, "short", 399, None)
+    with pytest.raises(ValueError, match=r"short\.wav: 399 samples at 16000 Hz is shorter than one 25 ms frame"):
+        read_audio(short)
+
+
+def test_resample_stereo_and_notice_once(tmp_path, caplog):
+    d = tmp_path / "spk"
+    a = write_utt(d, "a", 8000, None, sr=8000, channels=2, seed=1)
+    b = write_utt(d, "b", 8000, None, sr=8000, seed=2)
+    with caplog.at_level(logging.WARNING, logger="vecset.encoders.speech"):
+        wa = read_audio(a)
+        wb = read_audio(b)
+    assert wa.shape == (16000,) and wb.shape == (16000,) and wa.dtype == np.float32
+    notices = [r for r in caplog.records if "resampling to 16000 Hz" in r.getMessage()]
+    assert len(notices) == 1 and "8000 Hz" in notices[0].getMessage()
+    # stereo is mixed to mono: the mean of the channels (checked at 16 kHz on a copy)
+    st = write_utt(tmp_path, "st", 800, None, channels=2, seed=3)
+    raw, _ = sf.read(st, dtype="float32")
+    assert np.allclose(read_audio(st), raw.mean(1), atol=1e-6)
+
+
+def test_wav_without_phn_in_training_folder(tmp_path):
+    write_utt(tmp_path / "s1", "a", 2000, "0 2000 h#\n")
+    write_utt(tmp_path / "s1", "b", 2000, None)
+    dm = SpeechFramesDataModule(root=str(tmp_path), train="s1", val="s1", test="s1")
+    with pytest.raises(ValueError, match=r"s1/b\.wav: no b\.phn next to it"):
+        dm.setup("fit")
+
+
+# --- featurizer and encoder ----------------------------------------------------------------------
+def test_featurizer_fbank_mfcc_shapes_and_values():
+    wav = torch.from_numpy(np.sin(np.arange(4000) * 2 * np.pi * 1000 / 16000).astype(np.float32) * 0.5)
+    fb = Featurizer("fbank", 80)(wav)
+    assert fb.shape == (num_frames(4000), 80)
+    # a 1 kHz tone: the loudest mel bin is the one whose centre is nearest 1 kHz (bin ~ 23 of 80)
+    assert 18 <= int(fb.mean(0).argmax()) <= 28
+    assert Featurizer("mfcc", 40, 13)(wav).shape == (num_frames(4000), 13)
+    with pytest.raises(ValueError, match="features must be 'fbank' or 'mfcc'"):
+        Featurizer("spectrogram")
+
+
+def test_encoder_utterance_normalization_and_padding():
+    torch.manual_seed(0)
+    enc = SpeechEncoder(in_dim=6, d_model=8, positional="sinusoidal", conv_kernel=3).eval()
+    a, b = torch.randn(5, 6) * 3 + 2, torch.randn(3, 6)
+    batch = {"x": torch.zeros(2, 5, 6), "mask": torch.zeros(2, 5, dtype=torch.bool)}
+    batch["x"][0], batch["x"][1, :3] = a, b
+    batch["mask"][0], batch["mask"][1, :3] = True, True
+    z = enc.normalize(batch["x"], batch["mask"])
+    assert torch.allclose(z[0].mean(0), torch.zeros(6), atol=1e-5)
+    assert torch.allclose(z[0].std(0, unbiased=False), torch.ones(6), atol=1e-4)
+    out = enc(batch)
+    alone = enc({"x": b[None], "mask": torch.ones(1, 3, dtype=torch.bool)})
+    assert torch.allclose(out.x[1, :3], alone.x[0], atol=1e-5)  # padding changes no real frame
+    assert out.x[1, 3:].abs().sum() == 0
+    with pytest.raises(ValueError, match="expects 6 features per frame, got 5"):
+        enc({"x": torch.zeros(1, 3, 5), "mask": torch.ones(1, 3, dtype=torch.bool)})
+
+
+def test_encoder_global_stats_and_specaugment():
+    torch.manual_seed(0)
+    enc = SpeechEncoder(in_dim=4, d_model=8, normalization="global", freq_mask_param=2, time_mask_param=3)
+    batch = {"x": torch.randn(2, 20, 4) + 5, "mask": torch.ones(2, 20, dtype=torch.bool)}
+    with pytest.raises(ValueError, match="has no statistics"):
+        enc(batch)
+    enc.set_global_stats([batch["x"][0], batch["x"][1]])
+    z = enc.normalize(batch["x"], batch["mask"])
+    assert torch.allclose(z.reshape(-1, 4).mean(0), torch.zeros(4), atol=1e-5)
+    aug = enc.spec_augment(torch.ones(2, 20, 4))
+    assert (aug == 0).any() and ((aug == 0) | (aug == 1)).all()  # masks set values to 0
+    enc.eval()
+    assert torch.equal(enc(batch).x, enc(batch).x)  # no masking at evaluation
+
+
+# --- baselines -----------------------------------------------------------------------------------
+def test_bilstm_equals_packed_bidirectional_lstm():
+    torch.manual_seed(0)
+    D, H, L = 6, 5, 2
+    ours = BiLSTM(D, hidden=H, layers=L).eval()
+    ref = torch.nn.LSTM(D, H, num_layers=L, bidirectional=True, batch_first=True)
+    with torch.no_grad():
+        for i in range(L):
+            for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                getattr(ours.fwd[i], f"{name}_l0").copy_(getattr(ref, f"{name}_l{i}"))
+                getattr(ours.bwd[i], f"{name}_l0").copy_(getattr(ref, f"{name}_l{i}_reverse"))
+    x = torch.randn(3, 7, D)
+    lengths = torch.tensor([7, 4, 1])
+    mask = torch.arange(7)[None] < lengths[:, None]
+    packed = torch.nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    want, _ = torch.nn.utils.rnn.pad_packed_sequence(ref(packed)[0], batch_first=True, total_length=7)
+    got = []
+    hook = ours.proj.register_forward_hook(lambda m, inp, out: got.append(inp[0]))
+    ours(VectorSet(x=x, mask=mask))
+    hook.remove()
+    assert torch.allclose(got[0] * mask[..., None], want, atol=1e-6)
+
+
+def test_reverse_padded():
+    x = torch.arange(10.0).reshape(2, 5, 1)
+    r = reverse_padded(x, torch.tensor([5, 3]))
+    assert r[:, :, 0].tolist() == [[4, 3, 2, 1, 0], [7, 6, 5, 8, 9]]
+
+
+def test_window_mlp_context_and_padding():
+    torch.manual_seed(0)
+    mlp = WindowMLP(4, context=2, hidden=16).eval()
+    x = torch.randn(1, 9, 4)
+    full = mlp(VectorSet(x=x, mask=torch.ones(1, 9, dtype=torch.bool))).x
+    x2 = x.clone()
+    x2[0, 8] += 10  # frame 8 is outside frame 5's window (5 +- 2), inside frame 6's
+    out2 = mlp(VectorSet(x=x2, mask=torch.ones(1, 9, dtype=torch.bool))).x
+    assert torch.allclose(full[0, :6], out2[0, :6]) and not torch.allclose(full[0, 6], out2[0, 6])
+    # padding behaves like the zeros past the end
+    pad = torch.cat([x[:, :6], torch.randn(1, 3, 4)], 1)
+    m = torch.tensor([[True] * 6 + [False] * 3])
+    short = mlp(VectorSet(x=x[:, :6], mask=torch.ones(1, 6, dtype=torch.bool))).x
+    assert torch.allclose(mlp(VectorSet(x=pad, mask=m)).x[0, :6], short[0], atol=1e-6)
+
+
+# --- the shipped sample and the DataModule ----------------------------------------------------------
+def test_shipped_sample_is_speaker_disjoint_and_valid():
+    lists = {s: (SAMPLE / f"{s}.lst").read_text().split() for s in ("train", "dev", "test")}
+    spk = {s: {u.split("/")[0] for u in v} for s, v in lists.items()}
+    assert not (spk["train"] & spk["test"]) and not (spk["train"] & spk["dev"]) and not (spk["dev"] & spk["test"])
+    size = sum(p.stat().st_size for p in SAMPLE.rglob("*") if p.is_file())
+    assert size <= 15_000_000
+    utt = SAMPLE / lists["test"][0]
+    n = sf.info(str(utt) + ".flac").frames
+    segs = read_phn(str(utt) + ".phn", n, PH)  # contiguous, in the phone set
+    assert segs[0].start == 0 and segs[-1].end == n and segs[0].phone == "h#" == segs[-1].phone
+
+
+def test_datamodule_on_sample_and_predictions_round_trip(tmp_path):
+    dm = SpeechFramesDataModule(root=str(SAMPLE), max_utterances=2, batch_size=2)
+    dm.setup("test")
+    batch = next(iter(dm.test_dataloader()))
+    B, T, F = batch["x"].shape
+    assert B == 2 and F == 40 and batch["y"].shape == (B, T)
+    assert dm.num_classes == 50
+    # write the true labels as predictions: the .phn written back gives the same frame labels
+    sid = int(batch["ids"][0])
+    n = int(batch["mask"][0].sum())
+    y = batch["y"][0, :n].tolist()
+    rows = dm.prediction_rows([sid], {"label": [y], "prob": [[1.0] * n]})
+    dm.write_predictions(rows, tmp_path)
+    audio = dm.paths[sid]
+    phn = tmp_path / "predictions" / f"{audio.parent.name}_{audio.stem}.phn"
+    segs = read_phn(phn, dm.n_samples[sid], PH)
+    y2, _ = frame_labels(segs, n, PH)
+    assert y2.tolist() == y
+    frames = (tmp_path / "predictions" / f"{audio.parent.name}_{audio.stem}.frames").read_text().splitlines()
+    assert len(frames) == n + 1 and frames[1].split()[:2] == ["0", "200"]
+
+
+def test_predict_paths_need_no_phn(tmp_path):
+    shutil.copy(next(SAMPLE.glob("s09kal/*.flac")), tmp_path / "x.flac")
+    dm = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(tmp_path)])
+    dm.setup("predict")
+    item = dm.sets["predict"][0]
+    assert "y" not in item and item["x"].shape[1] == 40
+
+
+# --- the CLI end to end: fit (with reports and plots), then predict on an audio file -------------
+def test_cli_fit_and_predict(tmp_path, monkeypatch):
+    import json
+
+    from vecset.pipelines.cli import run_cli
+
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(tmp_path)
+    cfg = str(repo / "configs" / "speech_frames_debug.yaml")
+    run_cli(["fit", "--config", cfg, "--data.root", str(SAMPLE)])
+    run_dir = tmp_path / "runs" / "speech_frames_debug" / "version_0"
+    results = json.loads((run_dir / "results.json").read_text())
+    assert 0.0 <= results["test"]["test_acc"] <= 1.0
+    report = json.loads((run_dir / "test_per_phone.json").read_text())
+    # the per-phone report scores the same frames as the test metric (best checkpoint = last: 1 epoch)
+    assert abs(report["frame_accuracy"] - results["test"]["test_acc"]) < 1e-3
+    assert sum(r["frames"] for r in report["per_phone"]) == report["frames"] > 0
+    for name in ("speech_segments.png", "attention.png", "test_per_phone.csv"):
+        assert (run_dir / name).stat().st_size > 0
+    # global normalization statistics were fitted and saved with the model
+    ckpt = torch.load(results["checkpoint"], map_location="cpu", weights_only=False)
+    assert bool(ckpt["state_dict"]["encoder.stats_fitted"])
+    wav = tmp_path / "one.flac"
+    shutil.copy(next(SAMPLE.glob("s10ked/*.flac")), wav)
+    run_cli(["predict", "--config", cfg, "--data.root", str(SAMPLE), "--ckpt_path", results["checkpoint"],
+             "--data.predict_paths", f"[{wav}]"])
+    phn = tmp_path / "runs" / "speech_frames_debug" / "version_1" / "predictions" / f"{tmp_path.name}_one.phn"
+    segs = read_phn(phn, sf.info(str(wav)).frames, PH)  # contiguous, covers the file, valid phones
+    assert segs[0].start == 0 and segs[-1].end == sf.info(str(wav)).frames
+
+
+def test_boundary_frames_and_the_report_split_errors(tmp_path):
+    import json
+
+    from vecset.pipelines.data.speech import boundary_frames
+
+    y = np.array([3, 3, 3, 5, 5, 7, 7, 7, 7])
+    assert boundary_frames(y).tolist() == [False, False, True, True, True, True, False, False, False]
+    assert boundary_frames(np.array([4])).tolist() == [False]
+    dm = SpeechFramesDataModule(root=str(SAMPLE))
+    # one error at a boundary (frame 2), one inside (frame 7); frame 8 is ignored (-1)
+    y = np.array([3, 3, 3, 5, 5, 7, 7, 7, -1])
+    p = np.array([3, 3, 5, 5, 5, 7, 7, 3, 3])
+    dm.per_phone_report([(0, p, y)], tmp_path)
+    rep = json.loads((tmp_path / "test_per_phone.json").read_text())
+    assert rep["frames"] == 8 and rep["frame_accuracy"] == 0.75
+    assert rep["boundary_frames"] == 4 and rep["frame_accuracy_at_boundaries"] == 0.75
+    assert rep["frame_accuracy_inside_phones"] == 0.75 and rep["share_of_errors_at_boundaries"] == 0.5

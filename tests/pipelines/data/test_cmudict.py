@@ -1,0 +1,98 @@
+"""G2P on CMUdict: the dictionary reader, the word split, and the CLI end to end (fit on
+300 words, results and alignment plots, reload from a plain-data checkpoint, predict on a
+word file)."""
+
+import csv
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from vecset.pipelines.cli import run_cli
+from vecset.pipelines.data.cmudict import CMUDictDataModule, read_dict_file, read_word_file
+from vecset.pipelines.training.task import TaskModule
+
+ROOT = Path(__file__).resolve().parents[3]
+DEBUG = str(ROOT / "configs" / "g2p_debug.yaml")
+
+SAMPLE = """;;; a CMUdict-format sample
+TOMATO  T AH0 M EY1 T OW2
+TOMATO(2)  T AH0 M AA1 T OW2
+READ  R IY1 D
+READ(2)  R EH1 D
+CAT  K AE1 T
+"""
+
+
+def test_read_dict_file_variants_and_malformed_line(tmp_path):
+    p = tmp_path / "dict.txt"
+    p.write_text(SAMPLE)
+    d = read_dict_file(p)
+    assert d["tomato"] == [["T", "AH0", "M", "EY1", "T", "OW2"], ["T", "AH0", "M", "AA1", "T", "OW2"]]
+    assert list(d) == ["tomato", "read", "cat"]
+    p.write_text(SAMPLE + "DOG\n")
+    with pytest.raises(ValueError, match=rf"{p}:7: expected 'WORD PHONE"):
+        read_dict_file(p)
+    w = tmp_path / "words.txt"
+    w.write_text("cat\n\ndog\n")
+    with pytest.raises(ValueError, match=rf"{w}:2: empty word"):
+        read_word_file(w)
+
+
+def test_split_by_word_is_seeded_and_disjoint(tmp_path):
+    p = tmp_path / "dict.txt"
+    p.write_text("".join(f"W{i}  AH{i % 3} B\n" for i in range(200)) + "W0(2)  AH1 B\n")
+    dm = CMUDictDataModule(dict_file=str(p), stress=False, pronunciations="all")
+    dm.setup("fit")
+    words = {k: {it["text"] for it in v} for k, v in dm.splits.items()}
+    assert [len(words[k]) for k in ("train", "val", "test")] == [180, 10, 10]
+    assert not (words["train"] & words["val"]) and not (words["train"] & words["test"])
+    w0 = [it for s in dm.splits.values() for it in s if it["text"] == "w0"]
+    assert all(it["references"] == ["AH B"] for it in w0) and len(w0) == 1  # merged without stress
+    dm2 = CMUDictDataModule(dict_file=str(p), stress=True, pronunciations="all")
+    dm2.setup("fit")
+    assert {k: {it["text"] for it in v} for k, v in dm2.splits.items()} == words  # same seed, same split
+    w0s = [it for s in dm2.splits.values() for it in s if it["text"] == "w0"]
+    assert w0s[0]["references"] == ["AH0 B", "AH1 B"]
+    assert len(w0s) == (2 if "w0" in words["train"] else 1)  # all pronunciations in training only
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    root = tmp_path_factory.mktemp("g2p")
+    old = os.getcwd()
+    os.chdir(root)
+    try:
+        run_cli(["fit", "--config", DEBUG, "--trainer.enable_progress_bar=false"])
+    finally:
+        os.chdir(old)
+    return root / "runs" / "g2p_debug" / "version_0"
+
+
+def test_fit_writes_metrics_and_alignment_plots(fitted):
+    res = json.loads((fitted / "results.json").read_text())
+    assert res["monitor"] == "val_per"
+    assert 0 <= res["test"]["test_per"] <= 1.5 and 0 <= res["test"]["test_wer"] <= 1
+    plots = [Path(p).name for p in res["plots"]]
+    assert sum(p.startswith("alignment_") for p in plots) == 2
+    best = fitted.parents[2] / res["checkpoint"]  # paths are relative to the run's cwd
+    ckpt = torch.load(best, map_location="cpu", weights_only=True)  # plain data only
+    assert ckpt["state_dict"]["encoder.vocab_bytes"].dtype == torch.uint8
+    model = TaskModule.load_from_checkpoint(best, map_location="cpu").eval()
+    assert model.encoder.vocab.tokens[:4] == ["<pad>", "<unk>", "<bos>", "<eos>"]
+    assert "AH" in model.head.vocab.tokens and "AH0" not in model.head.vocab.tokens
+
+
+def test_predict_on_a_word_file(fitted, tmp_path, monkeypatch):
+    words = tmp_path / "words.txt"
+    words.write_text("Cat\nbanana\nzyx\n")
+    monkeypatch.chdir(tmp_path)
+    run_cli(["predict", "--config", DEBUG, "--ckpt_path", str(fitted / "checkpoints" / "last.ckpt"),
+             "--data.init_args.predict_file", str(words), "--trainer.enable_progress_bar=false"])
+    rows = list(csv.DictReader(open(tmp_path / "runs" / "g2p_debug" / "version_0" / "predictions.csv")))
+    assert [r["word"] for r in rows] == ["Cat", "banana", "zyx"]
+    assert all(r["finished"] in ("True", "False") for r in rows)
+    vocab = TaskModule.load_from_checkpoint(fitted / "checkpoints" / "last.ckpt", map_location="cpu").head.vocab
+    for r in rows:
+        assert set(r["pronunciation"].split()) <= set(vocab.tokens[4:]) | {"<unk>"}

@@ -1,0 +1,103 @@
+"""The vecset CLI end to end on the debug config: fit, results.json, reload, predict."""
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from vecset.pipelines.cli import config_name, next_version, run_cli
+from vecset.pipelines.training.task import TaskModule, warmup_cosine
+
+ROOT = Path(__file__).resolve().parents[2]
+DEBUG = str(ROOT / "configs" / "debug.yaml")
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    run_root = tmp_path_factory.mktemp("cli")
+    import os
+    old = os.getcwd()
+    os.chdir(run_root)
+    try:
+        run_cli(["fit", "--config", DEBUG, "--trainer.enable_progress_bar=false"])
+    finally:
+        os.chdir(old)
+    return run_root / "runs" / "debug" / "version_0"
+
+
+def test_fit_writes_results_and_reaches_accuracy(fitted, capsys):
+    results = json.loads((fitted / "results.json").read_text())
+    assert results["test"]["test_acc"] >= 0.95
+    assert results["best_val"] >= 0.95
+    assert Path(results["checkpoint"]).exists() and Path(results["last_checkpoint"]).exists()
+    assert Path(results["config"]).exists()
+    assert (fitted / "metrics.csv").exists()
+    assert any(p.endswith("curves.png") for p in results["plots"])
+    assert results["epochs"] == 12 and results["wall_seconds"] > 0
+
+
+def test_checkpoint_reloads_the_same_model(fitted):
+    results = json.loads((fitted / "results.json").read_text())
+    model = TaskModule.load_from_checkpoint(results["checkpoint"], map_location="cpu").eval()
+    assert type(model.backbone).__name__ == "Backbone" and len(model.backbone.blocks) == 2
+    # the checkpoint holds only plain data: it loads without unpickling code
+    ckpt = torch.load(results["checkpoint"], map_location="cpu", weights_only=True)
+    model2 = TaskModule.load_from_checkpoint(results["checkpoint"], map_location="cpu").eval()
+    batch = {"x": torch.randn(2, 5, 2), "mask": torch.ones(2, 5, dtype=torch.bool), "ids": torch.arange(2)}
+    torch.testing.assert_close(model(batch), model2(batch))
+    assert "state_dict" in ckpt
+
+
+def test_predict_writes_predictions(fitted, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    ckpt = fitted / "checkpoints" / "last.ckpt"
+    run_cli(["predict", "--config", DEBUG, "--ckpt_path", str(ckpt), "--trainer.enable_progress_bar=false"])
+    out = capsys.readouterr().out
+    path = tmp_path / "runs" / "debug" / "version_0" / "predictions.csv"
+    assert "predictions: runs/debug/version_0/predictions.csv" in out
+    rows = list(csv.DictReader(open(path)))
+    assert len(rows) == 200  # the test split
+    labels = rows[0]["prediction"].split()
+    assert set(labels) <= {"below", "above"} and len(labels) == len(rows[0]["probability"].split())
+
+
+def test_config_name_and_versions(tmp_path):
+    assert config_name(["fit", "--config", "configs/digits.yaml"]) == "digits"
+    assert config_name(["fit", "--config=a/b.yaml", "-c", "x/last.yaml"]) == "last"
+    assert config_name(["fit"]) == "default"
+    (tmp_path / "version_0").mkdir()
+    (tmp_path / "version_3").mkdir()
+    assert next_version(tmp_path) == 4
+
+
+def test_warmup_cosine_schedule():
+    assert warmup_cosine(0, 100, 10) == pytest.approx(0.1)
+    assert warmup_cosine(9, 100, 10) == pytest.approx(1.0)
+    assert warmup_cosine(55, 100, 10) == pytest.approx(0.5)
+    assert warmup_cosine(100, 100, 10) == pytest.approx(0.0)
+
+
+def test_no_checkpoints_when_checkpointing_is_off(tmp_path, monkeypatch):
+    import pytorch_lightning as pl
+    from vecset.backbone import Backbone
+    from vecset.encoders import VectorEncoder
+    from vecset.heads import LabelingHead
+    from vecset.pipelines import SyntheticSetDataModule
+
+    monkeypatch.chdir(tmp_path)
+    model = TaskModule(VectorEncoder(2, 16), Backbone(16, 1, 2), LabelingHead(16, 2))
+    trainer = pl.Trainer(max_steps=2, enable_checkpointing=False, logger=False, enable_progress_bar=False)
+    trainer.fit(model, SyntheticSetDataModule(n_train=64, n_val=32, n_test=32))
+    assert trainer.checkpoint_callbacks == [] and list(tmp_path.iterdir()) == []
+
+
+def test_a_configured_nonfinite_guard_replaces_the_default(tmp_path, monkeypatch):
+    from vecset.pipelines.training.callbacks import NonFiniteGuard
+
+    monkeypatch.chdir(tmp_path)
+    guard = '{"class_path": "vecset.pipelines.training.callbacks.NonFiniteGuard", "init_args": {"check_inputs": false}}'
+    for extra, expected in (([], [(True, True)]), ([f"--trainer.callbacks=[{guard}]"], [(False, True)])):
+        cli = run_cli(["--config", DEBUG, "--trainer.enable_progress_bar=false", *extra], run=False)
+        guards = [c for c in cli.trainer.callbacks if isinstance(c, NonFiniteGuard)]
+        assert [(g.check_inputs, g.check_loss) for g in guards] == expected

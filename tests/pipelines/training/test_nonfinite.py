@@ -1,0 +1,79 @@
+"""NonFiniteGuard: a NaN/inf in a batch or in the loss stops training, naming the batch and
+the sample ids, before any optimizer step is taken on it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import pytorch_lightning as pl
+import torch
+from resume_helpers import PoisonedSets
+from vecset.backbone import Backbone
+from vecset.encoders import VectorEncoder
+from vecset.heads import LabelingHead
+from vecset.pipelines import NonFiniteGuard, SyntheticSetDataModule, TaskModule
+from vecset.pipelines.training.callbacks import NonFiniteError
+
+
+def model() -> TaskModule:
+    return TaskModule(VectorEncoder(2, 16), Backbone(d_model=16, depth=1, heads=2, mlp_ratio=2.0), LabelingHead(16, 2))
+
+
+def trainer(tmp_path) -> pl.Trainer:
+    return pl.Trainer(max_epochs=1, accelerator="cpu", callbacks=[NonFiniteGuard()], logger=False,
+                      enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path)
+
+
+@pytest.mark.parametrize("value,kind", [(math.nan, "nan"), (math.inf, "inf"), (-math.inf, "inf")])
+def test_nonfinite_input_names_batch_and_sample(tmp_path, value, kind):
+    pl.seed_everything(0)
+    m = model()
+    before = {k: v.clone() for k, v in m.state_dict().items()}
+    dm = PoisonedSets(poison_id=37, value=value)
+    with pytest.raises(NonFiniteError) as e:
+        trainer(tmp_path).fit(m, datamodule=dm)
+    msg = str(e.value)
+    assert msg.startswith(f"{kind} in batch['x'] of train batch ")
+    assert "sample ids: [37]" in msg
+    # the shuffled position of sample 37 is the batch named
+    batch_idx = int(msg.split("train batch ")[1].split()[0])
+    order = list(dm.train_dataloader().sampler)
+    assert order.index(37) // 16 == batch_idx
+    if batch_idx == 0:  # stopped before the first step: weights untouched
+        assert all(torch.equal(v, before[k]) for k, v in m.state_dict().items())
+
+
+def test_nonfinite_loss_stops_before_the_step(tmp_path):
+    pl.seed_everything(0)
+    m = model()
+    real_loss = m.head.loss
+    calls = []
+
+    def loss(out, batch):  # finite inputs, NaN loss on the third batch
+        calls.append(m.training)  # count training batches only (not the sanity check)
+        value = real_loss(out, batch)
+        return value * math.nan if sum(calls) == 3 else value
+
+    m.head.loss = loss
+    dm = SyntheticSetDataModule(n_train=64, n_val=16, n_test=16, batch_size=16)
+    t = trainer(tmp_path)
+    with pytest.raises(NonFiniteError, match=r"training loss is nan at train batch 2 .*sample ids in this batch: \[") as e:
+        t.fit(m, datamodule=dm)
+    assert t.global_step == 2  # two steps taken, not the third
+    ids = eval(str(e.value).split("sample ids in this batch: ")[1].split("]")[0] + "]")
+    order = list(dm.train_dataloader().sampler)
+    assert ids == order[32:48]
+    assert all(torch.isfinite(p).all() for p in m.parameters())
+
+
+def test_guard_is_a_cli_default(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from vecset.pipelines.cli import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    root = Path(__file__).resolve().parents[3]
+    with pytest.raises(NonFiniteError, match=r"nan in batch\['x'\] of train batch \d+ .*sample ids: \[5\]"):
+        run_cli(["fit", "--config", str(root / "configs/debug.yaml"), "--data=resume_helpers.PoisonedSets",
+                 "--data.init_args.poison_id=5", "--data.init_args.value=.nan", "--trainer.max_epochs=1"])
