@@ -2,7 +2,7 @@
 
 Compares Lightning 2.6's writer (``lightning_fabric.utilities.cloud_io._atomic_save``: an fsspec
 transaction, i.e. ``tempfile.mkstemp()`` in the system temp dir, then ``shutil.move``) with
-``pipelines.checkpoint.AtomicCheckpointIO`` (temp file beside the target, fsync, os.replace),
+``vecset.pipelines.training.checkpoint.AtomicCheckpointIO`` (temp file beside the target, fsync, os.replace),
 with the system temp dir on the same filesystem as the checkpoint and on another one
 (/dev/shm, tmpfs: the usual cluster layout of local /tmp and shared run directories).
 

@@ -1,5 +1,5 @@
 """Depthwise convolution over a sequence on the CPU, forward + backward: PyTorch's
-``nn.Conv1d(groups=D)`` against ``backbone.block._DepthwiseConv1d`` (the same forward; the
+``nn.Conv1d(groups=D)`` against ``vecset.backbone.block._DepthwiseConv1d`` (the same forward; the
 backward as forward convolutions and K products), at the speech configs' shapes (batch 8,
 d 128). The two take turns call by call (medians of repeats); outputs and gradients are
 checked equal first. Speech batches are padded to their longest utterance: where the corpus

@@ -1,4 +1,4 @@
-"""Digits baselines on the pinned split (pipelines.images.digits_split).
+"""Digits baselines on the pinned split (vecset.pipelines.data.images.digits_split).
 
 scikit-learn's SVC() with default settings, KNeighborsClassifier(3) and an MLPClassifier
 on the 64 raw pixel values (the usual scikit-learn recipe: pixels / 16), against vecset's

@@ -6,7 +6,7 @@ Debian packages ``festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts
 synthesizes each sentence and saves the waveform (``utt.save.wave``) and the Segment relation
 with end times (``utt.save.segs``): the phone alignment is exact by construction.
 
-Layout written under ``--out`` (the TIMIT layout that ``encoders.speech`` reads)::
+Layout written under ``--out`` (the TIMIT layout that ``vecset.encoders.speech`` reads)::
 
     <out>/<speaker>/<utt>.wav|.flac   16 kHz mono, 16-bit
     <out>/<speaker>/<utt>.phn         "start_sample end_sample phone", contiguous, covering the file
