@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from torch.utils.data import DataLoader, Dataset
 from encoders.speech import (
     FRAME_LENGTH,
     FRAME_SHIFT,
+    SAMPLE_RATE,
     Featurizer,
     PhoneSet,
     frame_labels,
@@ -136,28 +138,30 @@ class SpeechFramesDataModule(VecsetDataModule):
         self.max_utterances, self.plot_utterances = max_utterances, plot_utterances
         self.sets: dict[str, SpeechUtterances] = {}
         self.paths: dict[int, Path] = {}  # sample id -> audio file
+        # sample id -> the audio file's own length and rate (its .phn counts these samples)
         self.n_samples: dict[int, int] = {}
+        self.sample_rates: dict[int, int] = {}
         self._next_id = 0
 
     # -- reading ---------------------------------------------------------------------------
     def load_utterance(self, audio: Path, labelled: bool = True) -> dict:
-        wav = read_audio(audio)
-        n = len(wav)
-        feats = self.featurizer(torch.from_numpy(wav))  # (T, F)
-        T = num_frames(n)
+        a = read_audio(audio)
+        feats = self.featurizer(torch.from_numpy(a.wav))  # (T, F)
+        T = num_frames(len(a.wav))
         if feats.shape[0] != T:
             raise RuntimeError(f"{audio}: fbank gave {feats.shape[0]} frames, expected {T}")
         sid = self._next_id
         self._next_id += 1
-        self.paths[sid], self.n_samples[sid] = audio, n
+        self.paths[sid], self.n_samples[sid], self.sample_rates[sid] = audio, a.file_samples, a.file_rate
         item = {"x": feats, "id": sid, "y": None, "ignored": 0}
         if labelled:
             phn = find_phn(audio)
             if phn is None:
                 raise ValueError(f"{audio}: no {audio.with_suffix('.phn').name} next to it; every training, "
                                  "validation and test utterance needs its phone alignment")
-            segs = read_phn(phn, n, self.class_names, fold39=self.phone_set == "timit39")
-            y, ignored = frame_labels(segs, T, self.class_names)
+            segs = read_phn(phn, a.file_samples, self.class_names, fold39=self.phone_set == "timit39",
+                            sample_rate=a.file_rate, audio=audio)
+            y, ignored = frame_labels(segs, T, self.class_names, sample_rate=a.file_rate)
             item["y"], item["ignored"] = torch.from_numpy(y), ignored
         return item
 
@@ -231,7 +235,9 @@ class SpeechFramesDataModule(VecsetDataModule):
 
     def write_predictions(self, rows: list[dict], out_dir: Path) -> Path:
         """Per input file: ``<name>.frames`` (frame, centre sample, label, probability) and
-        ``<name>.phn`` (merged segments, TIMIT format); plus ``predictions.csv`` as an index."""
+        ``<name>.phn`` (merged segments, TIMIT format); plus ``predictions.csv`` as an index.
+        Sample numbers are the audio file's own, at its rate (TIMIT's convention); a frame centre
+        is fractional there when the rate is not a multiple of 100 Hz (exact decimals)."""
         out_dir = Path(out_dir)
         pred_dir = out_dir / "predictions"
         pred_dir.mkdir(parents=True, exist_ok=True)
@@ -242,11 +248,14 @@ class SpeechFramesDataModule(VecsetDataModule):
             if name in used:  # same folder and file name under different parents: keep both
                 name = f"{name}_{sid}"
             used.add(name)
+            rate = self.sample_rates[sid]
             with open(pred_dir / f"{name}.frames", "w") as f:
-                f.write("# frame centre_sample label probability\n")
+                f.write(f"# frame centre_sample label probability (samples at {rate} Hz, the audio file's rate)\n")
                 for t, (lab, p) in enumerate(zip(r["labels"], r["prob"], strict=False)):
-                    f.write(f"{t} {t * FRAME_SHIFT + FRAME_LENGTH // 2} {lab} {p:.4f}\n")
-            segs = frames_to_segments(r["labels"], self.n_samples[sid])
+                    # 16 kHz centre * rate / 16000: a terminating decimal, printed exactly
+                    centre = Decimal((t * FRAME_SHIFT + FRAME_LENGTH // 2) * rate) / SAMPLE_RATE
+                    f.write(f"{t} {centre} {lab} {p:.4f}\n")
+            segs = frames_to_segments(r["labels"], self.n_samples[sid], rate)
             (pred_dir / f"{name}.phn").write_text("".join(f"{s.start} {s.end} {s.phone}\n" for s in segs))
             index.append({"input": str(audio), "frames": len(r["labels"]), "segments": len(segs),
                           "phn": str(pred_dir / f"{name}.phn")})
