@@ -24,6 +24,7 @@ so a .phn written and read back gives the same frames at any r above 100 Hz).
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from dataclasses import dataclass
@@ -80,6 +81,28 @@ def phone_names(phone_set: PhoneSet) -> list[str]:
 # --- audio ----------------------------------------------------------------------------------
 _resample_notices: set[tuple[str, int]] = set()
 
+# usual extensions of formats soundfile reads besides its own rule (an extension is a format's
+# name: .wav WAV, .mp3 MP3); libsndfile reads a file by its content, whatever it is called
+_EXTENSION_ALIASES = {"AIFF": (".aif", ".aifc"), "NIST": (".sph",), "OGG": (".oga",)}
+
+
+@functools.lru_cache(maxsize=1)
+def audio_extensions() -> tuple[str, ...]:
+    """The file extensions ``read_audio`` reads (lower case, .wav and .flac first): every format
+    the installed libsndfile reads (``soundfile.available_formats()``; MP3 since libsndfile 1.1)
+    under soundfile's extension rule and the usual aliases (.aif, .sph, .oga; .opus where it
+    decodes Opus). RAW is left out: a header-less file does not say its rate or width."""
+    import soundfile as sf
+
+    formats = set(sf.available_formats()) - {"RAW"}
+    exts = [f".{f.lower()}" for f in sorted(formats)]
+    exts += [e for f, aliases in _EXTENSION_ALIASES.items() if f in formats for e in aliases]
+    if "OGG" in formats and "OPUS" in sf.available_subtypes("OGG"):
+        exts.append(".opus")
+    first = [e for e in (".wav", ".flac") if e in exts]
+    return tuple(first + [e for e in exts if e not in first])
+
+
 @dataclass
 class Audio:
     """A waveform at 16 kHz and what its file holds: a .phn counts the file's own samples.
@@ -118,7 +141,8 @@ def check_wav_complete(path: Path) -> None:
 def read_audio(path: str | Path, sample_rate: int = SAMPLE_RATE) -> Audio:
     """Read an audio file as float32 mono at ``sample_rate``, with the file's own rate and length.
 
-    soundfile first (libsndfile: wav, flac, NIST SPHERE as in TIMIT), librosa as fallback. Stereo is mixed to mono; another rate is
+    soundfile first (libsndfile: wav, flac, NIST SPHERE as in TIMIT, mp3, ogg, ... see
+    ``audio_extensions``), librosa as fallback. Stereo is mixed to mono; another rate is
     resampled (said once per directory and rate). An unreadable, empty or shorter-than-one-frame
     file is a ValueError naming it.
     """

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from encoders.speech import (
     SAMPLE_RATE,
     Featurizer,
     PhoneSet,
+    audio_extensions,
     frame_labels,
     frames_to_segments,
     num_frames,
@@ -35,7 +37,8 @@ from pipelines.datamodule import VecsetDataModule
 
 log = logging.getLogger(__name__)
 
-AUDIO_EXTS = (".wav", ".flac")
+# TIMIT's alignment and transcript files beside each utterance: skipping them is expected
+COMPANION_EXTS = (".phn", ".wrd", ".txt")
 
 
 def boundary_frames(y: np.ndarray) -> np.ndarray:
@@ -50,8 +53,9 @@ def boundary_frames(y: np.ndarray) -> np.ndarray:
 
 
 def find_audio(stem: Path) -> Path | None:
-    """``stem`` + .wav/.flac in any letter case (real TIMIT has .WAV)."""
-    for ext in AUDIO_EXTS:
+    """``stem`` + an audio extension (``audio_extensions``, .wav and .flac first) in any letter
+    case (real TIMIT has .WAV)."""
+    for ext in audio_extensions():
         for e in (ext, ext.upper()):
             if stem.with_suffix(e).exists():
                 return stem.with_suffix(e)
@@ -65,15 +69,37 @@ def find_phn(audio: Path) -> Path | None:
     return None
 
 
+def scan_audio(folder: Path) -> list[Path]:
+    """The audio files under ``folder`` (recursively, sorted): every extension the reader reads
+    (``audio_extensions``). Other files are skipped, counted by extension and reported: at
+    warning level unless they are all TIMIT's .phn/.wrd/.txt beside the utterances."""
+    exts = audio_extensions()
+    files, skipped = [], Counter()
+    for f in sorted(folder.rglob("*")):
+        if f.is_dir():
+            continue
+        if f.suffix.lower() in exts:
+            files.append(f)
+        else:
+            skipped["hidden" if f.name.startswith(".") else f.suffix.lower() or "no-extension"] += 1
+    if not files:
+        raise ValueError(f"{folder}: no audio files under this folder (extensions read: {' '.join(exts)})")
+    if skipped:
+        import soundfile as sf
+
+        level = logging.INFO if set(skipped) <= set(COMPANION_EXTS) else logging.WARNING
+        log.log(level, "%s: %d audio files; skipped %d other files (%s): not a format the audio reader reads "
+                "(soundfile with libsndfile %s: %s)", folder, len(files), sum(skipped.values()),
+                ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())), sf.__libsndfile_version__, " ".join(exts))
+    return files
+
+
 def list_audio(root: Path, spec: str) -> list[Path]:
     """A split given as a list file (utterance paths relative to ``root``, with or without the
     extension, one per line) or as a folder under ``root`` searched recursively."""
     p = root / spec
     if p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.suffix.lower() in AUDIO_EXTS)
-        if not files:
-            raise ValueError(f"{p}: no .wav or .flac files under this folder")
-        return files
+        return scan_audio(p)
     if not p.is_file():
         raise ValueError(f"{p}: split '{spec}' is neither a list file nor a folder under {root}")
     files = []
@@ -81,9 +107,10 @@ def list_audio(root: Path, spec: str) -> list[Path]:
         if not line.strip():
             continue
         stem = root / line.strip()
-        audio = stem if stem.suffix.lower() in AUDIO_EXTS and stem.exists() else find_audio(stem)
+        audio = stem if stem.suffix.lower() in audio_extensions() and stem.exists() else find_audio(stem)
         if audio is None:
-            raise ValueError(f"{p}:{ln}: no audio file {stem}.wav or {stem}.flac")
+            raise ValueError(f"{p}:{ln}: no audio file {stem}.wav, {stem}.flac or another audio extension "
+                             f"({' '.join(audio_extensions())})")
         files.append(audio)
     return files
 
@@ -189,13 +216,11 @@ class SpeechFramesDataModule(VecsetDataModule):
                 files = []
                 for p in map(Path, self.predict_paths):
                     if p.is_dir():
-                        files += sorted(f for f in p.rglob("*") if f.suffix.lower() in AUDIO_EXTS)
+                        files += scan_audio(p)
                     elif p.exists():
                         files.append(p)
                     else:
                         raise ValueError(f"{p}: predict path does not exist")
-                if not files:
-                    raise ValueError(f"no .wav/.flac files in predict_paths={self.predict_paths}")
                 self.sets["predict"] = SpeechUtterances([self.load_utterance(f, labelled=False) for f in files])
             return
         wanted = {"fit": ["train", "val"], "validate": ["val"], "test": ["test"], "predict": ["test"]}.get(

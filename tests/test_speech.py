@@ -4,6 +4,7 @@ DataModule on the shipped sample, bad input. Tiny inputs; CPU only."""
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 from fractions import Fraction
 from pathlib import Path
@@ -29,7 +30,7 @@ from encoders.speech import (
     read_audio,
     read_phn,
 )
-from pipelines.speech import SpeechFramesDataModule
+from pipelines.speech import SpeechFramesDataModule, list_audio
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "speech"
 PH = list(FESTIVAL_PHONES)
@@ -443,3 +444,33 @@ def test_resampling_keeps_time_and_length(tmp_path):
         audio = read_audio(tmp_path / f"i{sr}.wav")
         assert (audio.file_rate, audio.file_samples) == (sr, 6001)
         assert len(audio.wav) == -(-6001 * 16000 // sr) and int(np.argmax(audio.wav)) == want
+
+
+# --- predict on a folder: every format the reader reads; what is skipped is counted and reported ---
+def test_predict_folder_reads_every_format_and_reports_skips(tmp_path, caplog):
+    d = tmp_path / "in"
+    x = (np.random.default_rng(0).standard_normal(16000) * 0.1).astype(np.float32)
+    (d / "sub").mkdir(parents=True)
+    for name, fmt in (("u_wav.wav", "WAV"), ("u_flac.flac", "FLAC"), ("u_mp3.mp3", "MP3"), ("u_ogg.ogg", "OGG"),
+                      ("u_aiff.aiff", "AIFF"), ("sub/u_sph.sph", "NIST")):  # NIST SPHERE under its usual extension
+        sf.write(d / name, x, 16000, format=fmt)
+    (d / "u_wav.phn").write_text("0 16000 h#\n")
+    (d / "notes.txt").write_text("hello")
+    (d / "clip.m4a").write_bytes(b"\x00\x00\x00\x20ftypM4A ")  # a format libsndfile does not read
+    dm = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(d)])
+    with caplog.at_level(logging.INFO, logger="pipelines.speech"):
+        dm.setup("predict")
+    got = sorted(Path(dm.describe(it["id"])).name for it in dm.sets["predict"].items)
+    assert got == ["u_aiff.aiff", "u_flac.flac", "u_mp3.mp3", "u_ogg.ogg", "u_sph.sph", "u_wav.wav"]
+    msgs = [r for r in caplog.records if "skipped" in r.getMessage()]
+    assert len(msgs) == 1 and msgs[0].levelno == logging.WARNING
+    assert re.search(r"6 audio files; skipped 3 other files \(1 \.m4a, 1 \.phn, 1 \.txt\)", msgs[0].getMessage())
+    # training splits read the same formats, as a folder or as a list of stems
+    (tmp_path / "train.lst").write_text("in/u_mp3\nin/sub/u_sph\n")
+    assert [f.name for f in list_audio(tmp_path, "train.lst")] == ["u_mp3.mp3", "u_sph.sph"]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="pipelines.speech"):
+        assert len(list_audio(tmp_path, "in/sub")) == 1
+        (d / "sub" / "u_sph.phn").write_text("0 16000 h#\n")  # TIMIT's files beside an utterance: said at info
+        assert len(list_audio(tmp_path, "in/sub")) == 1
+    assert [r.levelno for r in caplog.records if "skipped" in r.getMessage()] == [logging.INFO]
