@@ -13,10 +13,18 @@ Frame t takes the label of the segment [start, end) of the .phn file with start 
 a boundary exactly at a frame centre gives the frame to the later segment. Writing predictions
 back as segments inverts this: frame t owns samples [c_t - S/2, c_t + S/2), the first segment
 starts at 0 and the last ends at the file's end.
+
+Other sample rates. A .phn counts samples of its own audio file, at the file's rate r (TIMIT's
+convention). The audio is resampled to 16 kHz, which keeps time: sample i of the result lies at
+i / 16000 s (torchaudio's sinc resampling has no delay; a test holds it). The rule is applied in
+time, exactly, in integers: start * 16000 <= c_t * r < end * 16000. Predicted boundaries are
+written back in the file's own samples, rounded to the nearest one (they lie S/2 from any centre,
+so a .phn written and read back gives the same frames at any r above 100 Hz).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import warnings
 from dataclasses import dataclass
@@ -72,6 +80,39 @@ def phone_names(phone_set: PhoneSet) -> list[str]:
 # --- audio ----------------------------------------------------------------------------------
 _resample_notices: set[tuple[str, int]] = set()
 
+# usual extensions of formats soundfile reads besides its own rule (an extension is a format's
+# name: .wav WAV, .mp3 MP3); libsndfile reads a file by its content, whatever it is called
+_EXTENSION_ALIASES = {"AIFF": (".aif", ".aifc"), "NIST": (".sph",), "OGG": (".oga",)}
+
+
+@functools.lru_cache(maxsize=1)
+def audio_extensions() -> tuple[str, ...]:
+    """The file extensions ``read_audio`` reads (lower case, .wav and .flac first): every format
+    the installed libsndfile reads (``soundfile.available_formats()``; MP3 since libsndfile 1.1)
+    under soundfile's extension rule and the usual aliases (.aif, .sph, .oga; .opus where it
+    decodes Opus). RAW is left out: a header-less file does not say its rate or width."""
+    import soundfile as sf
+
+    formats = set(sf.available_formats()) - {"RAW"}
+    exts = [f".{f.lower()}" for f in sorted(formats)]
+    exts += [e for f, aliases in _EXTENSION_ALIASES.items() if f in formats for e in aliases]
+    if "OGG" in formats and "OPUS" in sf.available_subtypes("OGG"):
+        exts.append(".opus")
+    first = [e for e in (".wav", ".flac") if e in exts]
+    return tuple(first + [e for e in exts if e not in first])
+
+
+@dataclass
+class Audio:
+    """A waveform at 16 kHz and what its file holds: a .phn counts the file's own samples.
+
+    Shapes: wav (n,) float32 at ``SAMPLE_RATE``; n = ceil(file_samples * SAMPLE_RATE / file_rate).
+    """
+
+    wav: np.ndarray
+    file_rate: int  # Hz
+    file_samples: int  # the file's length at file_rate
+
 
 def check_wav_complete(path: Path) -> None:
     """A RIFF/WAVE file whose data chunk is shorter than its header says is truncated
@@ -96,14 +137,13 @@ def check_wav_complete(path: Path) -> None:
             pos += 8 + n + (n & 1)
 
 
-def read_audio(path: str | Path, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
-    """Read a wav/flac/NIST file as float32 mono at ``sample_rate``.
+def read_audio(path: str | Path, sample_rate: int = SAMPLE_RATE) -> Audio:
+    """Read an audio file as float32 mono at ``sample_rate``, with the file's own rate and length.
 
-    soundfile first (libsndfile: wav, flac, NIST SPHERE as in TIMIT), librosa as fallback.
-    Stereo is mixed to mono; another rate is resampled (said once per directory and rate).
-    An unreadable, empty or shorter-than-one-frame file is a ValueError naming it.
-
-    Shapes: returns (n,) float32.
+    soundfile first (libsndfile: wav, flac, NIST SPHERE as in TIMIT, mp3, ogg, ... see
+    ``audio_extensions``), librosa as fallback. Stereo is mixed to mono; another rate is
+    resampled (said once per directory and rate). An unreadable, empty or shorter-than-one-frame
+    file is a ValueError naming it.
     """
     import soundfile as sf
 
@@ -130,6 +170,7 @@ def read_audio(path: str | Path, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     wav = wav[:, 0]
     if len(wav) == 0:
         raise ValueError(f"{path}: empty audio (0 samples)")
+    file_samples, sr = len(wav), int(sr)
     if sr != sample_rate:
         key = (str(path.parent), int(sr))
         if key not in _resample_notices:
@@ -140,9 +181,10 @@ def read_audio(path: str | Path, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
 
         wav = AF.resample(torch.from_numpy(np.ascontiguousarray(wav))[None], int(sr), sample_rate)[0].numpy()
     if len(wav) < FRAME_LENGTH:
-        raise ValueError(f"{path}: {len(wav)} samples at {sample_rate} Hz is shorter than one "
-                         f"25 ms frame ({FRAME_LENGTH} samples)")
-    return np.ascontiguousarray(wav, dtype=np.float32)
+        resampled = f" ({len(wav)} at {sample_rate} Hz)" if sr != sample_rate else ""
+        raise ValueError(f"{path}: {file_samples} samples at {sr} Hz{resampled} is shorter than one "
+                         f"25 ms frame ({FRAME_LENGTH} samples at {sample_rate} Hz)")
+    return Audio(np.ascontiguousarray(wav, dtype=np.float32), sr, file_samples)
 
 
 def num_frames(n_samples: int) -> int:
@@ -159,12 +201,14 @@ class Segment:
 
 
 def read_phn(path: str | Path, n_samples: int, phones: list[str] | None = None,
-             fold39: bool = False) -> list[Segment]:
-    """Read and check a TIMIT ``.phn`` file: ``start end phone`` per line, in samples.
+             fold39: bool = False, sample_rate: int = SAMPLE_RATE, audio: str | Path | None = None) -> list[Segment]:
+    """Read and check a TIMIT ``.phn`` file: ``start end phone`` per line, in samples of its
+    audio file (``audio``, named in errors), which holds ``n_samples`` at ``sample_rate``.
 
     Segments must be contiguous (each starts where the previous ended: no overlap, no gap)
-    and end within the audio (``n_samples``). With ``fold39`` phones are folded 61 -> 39
-    (``q`` becomes None: its frames are ignored). A phone outside ``phones`` is an error.
+    and end within the audio. With ``fold39`` phones are folded 61 -> 39 (``q`` becomes None:
+    its frames are ignored). A phone outside ``phones`` is an error. The segments keep the
+    file's sample numbers (``frame_labels`` takes the rate).
     """
     path = Path(path)
     segs: list[Segment] = []
@@ -189,7 +233,7 @@ def read_phn(path: str | Path, n_samples: int, phones: list[str] | None = None,
                              f"(ends at {segs[-1].end}) and {s}-{e} {ph}; segments must be contiguous")
         if e > n_samples:
             raise ValueError(f"{path}:{ln}: segment {s}-{e} {ph} runs past the end of the audio "
-                             f"({n_samples} samples)")
+                             f"({n_samples} samples at {sample_rate} Hz{f' in {audio}' if audio else ''})")
         if fold39:
             if ph not in FOLD39 and ph not in TIMIT39:
                 raise ValueError(f"{path}:{ln}: phone {ph!r} is neither a TIMIT/Festival phone nor one of "
@@ -205,13 +249,14 @@ def read_phn(path: str | Path, n_samples: int, phones: list[str] | None = None,
 
 
 def frame_centres(n_frames: int) -> np.ndarray:
-    """(T,) frame centres in samples (half-integers as float: t*S + L/2)."""
-    return np.arange(n_frames) * FRAME_SHIFT + FRAME_LENGTH / 2
+    """(T,) frame centres in 16 kHz samples, t*S + L/2 (int64: L is even)."""
+    return np.arange(n_frames, dtype=np.int64) * FRAME_SHIFT + FRAME_LENGTH // 2
 
 
 def frame_labels(segments: list[Segment], n_frames: int, phones: list[str],
-                 ignore_index: int = -100) -> tuple[np.ndarray, int]:
-    """The frame-centre rule: frame t gets the segment with start <= c_t < end.
+                 ignore_index: int = -100, sample_rate: int = SAMPLE_RATE) -> tuple[np.ndarray, int]:
+    """The frame-centre rule: frame t gets the segment with start <= c_t < end, compared in time
+    (the segments count samples at ``sample_rate``, the centres at 16 kHz; in integers, exact).
 
     Frames whose centre no segment covers (before the first or after the last segment) and
     frames of a phone without a class (``q`` under 39-folding) get ``ignore_index``.
@@ -219,9 +264,10 @@ def frame_labels(segments: list[Segment], n_frames: int, phones: list[str],
     Returns (labels (T,) int64, number of ignored frames).
     """
     index = {p: i for i, p in enumerate(phones)}
-    c = frame_centres(n_frames)
-    starts = np.array([s.start for s in segments])
-    ends = np.array([s.end for s in segments])
+    # both sides in units of 1 / (16000 * sample_rate) s: start / sample_rate <= c / 16000
+    c = frame_centres(n_frames) * sample_rate
+    starts = np.array([s.start for s in segments], dtype=np.int64) * SAMPLE_RATE
+    ends = np.array([s.end for s in segments], dtype=np.int64) * SAMPLE_RATE
     k = np.searchsorted(ends, c, side="right")  # first segment whose end > c
     ids = np.array([index[s.phone] if s.phone is not None else ignore_index for s in segments] + [ignore_index])
     labels = ids[np.minimum(k, len(segments))]
@@ -229,16 +275,19 @@ def frame_labels(segments: list[Segment], n_frames: int, phones: list[str],
     return labels.astype(np.int64), int((labels == ignore_index).sum())
 
 
-def frames_to_segments(labels: list[str], n_samples: int) -> list[Segment]:
+def frames_to_segments(labels: list[str], n_samples: int, sample_rate: int = SAMPLE_RATE) -> list[Segment]:
     """Merge runs of equal frame labels into .phn segments (the inverse of the centre rule:
-    frame t owns [c_t - S/2, c_t + S/2); the first starts at 0, the last ends at n_samples)."""
+    frame t owns [c_t - S/2, c_t + S/2); the first starts at 0, the last ends at n_samples),
+    in samples of the audio file: ``n_samples`` at ``sample_rate``, boundaries rounded to the
+    nearest file sample (half up)."""
     if not labels:
         return []
     segs: list[Segment] = []
     start = 0
     for t in range(1, len(labels) + 1):
         if t == len(labels) or labels[t] != labels[t - 1]:
-            end = n_samples if t == len(labels) else t * FRAME_SHIFT + FRAME_LENGTH // 2 - FRAME_SHIFT // 2
+            b = t * FRAME_SHIFT + FRAME_LENGTH // 2 - FRAME_SHIFT // 2  # at 16 kHz
+            end = n_samples if t == len(labels) else (2 * b * sample_rate + SAMPLE_RATE) // (2 * SAMPLE_RATE)
             segs.append(Segment(start, end, labels[t - 1]))
             start = end
     return segs

@@ -10,6 +10,8 @@ from __future__ import annotations
 import csv
 import json
 import logging
+from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
@@ -18,8 +20,10 @@ from torch.utils.data import DataLoader, Dataset
 from vecset.encoders.speech import (
     FRAME_LENGTH,
     FRAME_SHIFT,
+    SAMPLE_RATE,
     Featurizer,
     PhoneSet,
+    audio_extensions,
     frame_labels,
     frames_to_segments,
     num_frames,
@@ -32,7 +36,8 @@ from vecset.pipelines.data.collate import pad_sets
 
 log = logging.getLogger(__name__)
 
-AUDIO_EXTS = (".wav", ".flac")
+# TIMIT's alignment and transcript files beside each utterance: skipping them is expected
+COMPANION_EXTS = (".phn", ".wrd", ".txt")
 
 
 def boundary_frames(y: np.ndarray) -> np.ndarray:
@@ -47,8 +52,9 @@ def boundary_frames(y: np.ndarray) -> np.ndarray:
 
 
 def find_audio(stem: Path) -> Path | None:
-    """``stem`` + .wav/.flac in any letter case (real TIMIT has .WAV)."""
-    for ext in AUDIO_EXTS:
+    """``stem`` + an audio extension (``audio_extensions``, .wav and .flac first) in any letter
+    case (real TIMIT has .WAV)."""
+    for ext in audio_extensions():
         for e in (ext, ext.upper()):
             if stem.with_suffix(e).exists():
                 return stem.with_suffix(e)
@@ -62,15 +68,37 @@ def find_phn(audio: Path) -> Path | None:
     return None
 
 
+def scan_audio(folder: Path) -> list[Path]:
+    """The audio files under ``folder`` (recursively, sorted): every extension the reader reads
+    (``audio_extensions``). Other files are skipped, counted by extension and reported: at
+    warning level unless they are all TIMIT's .phn/.wrd/.txt beside the utterances."""
+    exts = audio_extensions()
+    files, skipped = [], Counter()
+    for f in sorted(folder.rglob("*")):
+        if f.is_dir():
+            continue
+        if f.suffix.lower() in exts:
+            files.append(f)
+        else:
+            skipped["hidden" if f.name.startswith(".") else f.suffix.lower() or "no-extension"] += 1
+    if not files:
+        raise ValueError(f"{folder}: no audio files under this folder (extensions read: {' '.join(exts)})")
+    if skipped:
+        import soundfile as sf
+
+        level = logging.INFO if set(skipped) <= set(COMPANION_EXTS) else logging.WARNING
+        log.log(level, "%s: %d audio files; skipped %d other files (%s): not a format the audio reader reads "
+                "(soundfile with libsndfile %s: %s)", folder, len(files), sum(skipped.values()),
+                ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())), sf.__libsndfile_version__, " ".join(exts))
+    return files
+
+
 def list_audio(root: Path, spec: str) -> list[Path]:
     """A split given as a list file (utterance paths relative to ``root``, with or without the
     extension, one per line) or as a folder under ``root`` searched recursively."""
     p = root / spec
     if p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.suffix.lower() in AUDIO_EXTS)
-        if not files:
-            raise ValueError(f"{p}: no .wav or .flac files under this folder")
-        return files
+        return scan_audio(p)
     if not p.is_file():
         raise ValueError(f"{p}: split '{spec}' is neither a list file nor a folder under {root}")
     files = []
@@ -78,9 +106,10 @@ def list_audio(root: Path, spec: str) -> list[Path]:
         if not line.strip():
             continue
         stem = root / line.strip()
-        audio = stem if stem.suffix.lower() in AUDIO_EXTS and stem.exists() else find_audio(stem)
+        audio = stem if stem.suffix.lower() in audio_extensions() and stem.exists() else find_audio(stem)
         if audio is None:
-            raise ValueError(f"{p}:{ln}: no audio file {stem}.wav or {stem}.flac")
+            raise ValueError(f"{p}:{ln}: no audio file {stem}.wav, {stem}.flac or another audio extension "
+                             f"({' '.join(audio_extensions())})")
         files.append(audio)
     return files
 
@@ -135,28 +164,30 @@ class SpeechFramesDataModule(VecsetDataModule):
         self.max_utterances, self.plot_utterances = max_utterances, plot_utterances
         self.sets: dict[str, SpeechUtterances] = {}
         self.paths: dict[int, Path] = {}  # sample id -> audio file
+        # sample id -> the audio file's own length and rate (its .phn counts these samples)
         self.n_samples: dict[int, int] = {}
+        self.sample_rates: dict[int, int] = {}
         self._next_id = 0
 
     # -- reading ---------------------------------------------------------------------------
     def load_utterance(self, audio: Path, labelled: bool = True) -> dict:
-        wav = read_audio(audio)
-        n = len(wav)
-        feats = self.featurizer(torch.from_numpy(wav))  # (T, F)
-        T = num_frames(n)
+        a = read_audio(audio)
+        feats = self.featurizer(torch.from_numpy(a.wav))  # (T, F)
+        T = num_frames(len(a.wav))
         if feats.shape[0] != T:
             raise RuntimeError(f"{audio}: fbank gave {feats.shape[0]} frames, expected {T}")
         sid = self._next_id
         self._next_id += 1
-        self.paths[sid], self.n_samples[sid] = audio, n
+        self.paths[sid], self.n_samples[sid], self.sample_rates[sid] = audio, a.file_samples, a.file_rate
         item = {"x": feats, "id": sid, "y": None, "ignored": 0}
         if labelled:
             phn = find_phn(audio)
             if phn is None:
                 raise ValueError(f"{audio}: no {audio.with_suffix('.phn').name} next to it; every training, "
                                  "validation and test utterance needs its phone alignment")
-            segs = read_phn(phn, n, self.class_names, fold39=self.phone_set == "timit39")
-            y, ignored = frame_labels(segs, T, self.class_names)
+            segs = read_phn(phn, a.file_samples, self.class_names, fold39=self.phone_set == "timit39",
+                            sample_rate=a.file_rate, audio=audio)
+            y, ignored = frame_labels(segs, T, self.class_names, sample_rate=a.file_rate)
             item["y"], item["ignored"] = torch.from_numpy(y), ignored
         return item
 
@@ -184,13 +215,11 @@ class SpeechFramesDataModule(VecsetDataModule):
                 files = []
                 for p in map(Path, self.predict_paths):
                     if p.is_dir():
-                        files += sorted(f for f in p.rglob("*") if f.suffix.lower() in AUDIO_EXTS)
+                        files += scan_audio(p)
                     elif p.exists():
                         files.append(p)
                     else:
                         raise ValueError(f"{p}: predict path does not exist")
-                if not files:
-                    raise ValueError(f"no .wav/.flac files in predict_paths={self.predict_paths}")
                 self.sets["predict"] = SpeechUtterances([self.load_utterance(f, labelled=False) for f in files])
             return
         wanted = {"fit": ["train", "val"], "validate": ["val"], "test": ["test"], "predict": ["test"]}.get(
@@ -230,7 +259,9 @@ class SpeechFramesDataModule(VecsetDataModule):
 
     def write_predictions(self, rows: list[dict], out_dir: Path) -> Path:
         """Per input file: ``<name>.frames`` (frame, centre sample, label, probability) and
-        ``<name>.phn`` (merged segments, TIMIT format); plus ``predictions.csv`` as an index."""
+        ``<name>.phn`` (merged segments, TIMIT format); plus ``predictions.csv`` as an index.
+        Sample numbers are the audio file's own, at its rate (TIMIT's convention); a frame centre
+        is fractional there when the rate is not a multiple of 100 Hz (exact decimals)."""
         out_dir = Path(out_dir)
         pred_dir = out_dir / "predictions"
         pred_dir.mkdir(parents=True, exist_ok=True)
@@ -241,11 +272,14 @@ class SpeechFramesDataModule(VecsetDataModule):
             if name in used:  # same folder and file name under different parents: keep both
                 name = f"{name}_{sid}"
             used.add(name)
+            rate = self.sample_rates[sid]
             with open(pred_dir / f"{name}.frames", "w") as f:
-                f.write("# frame centre_sample label probability\n")
+                f.write(f"# frame centre_sample label probability (samples at {rate} Hz, the audio file's rate)\n")
                 for t, (lab, p) in enumerate(zip(r["labels"], r["prob"], strict=False)):
-                    f.write(f"{t} {t * FRAME_SHIFT + FRAME_LENGTH // 2} {lab} {p:.4f}\n")
-            segs = frames_to_segments(r["labels"], self.n_samples[sid])
+                    # 16 kHz centre * rate / 16000: a terminating decimal, printed exactly
+                    centre = Decimal((t * FRAME_SHIFT + FRAME_LENGTH // 2) * rate) / SAMPLE_RATE
+                    f.write(f"{t} {centre} {lab} {p:.4f}\n")
+            segs = frames_to_segments(r["labels"], self.n_samples[sid], rate)
             (pred_dir / f"{name}.phn").write_text("".join(f"{s.start} {s.end} {s.phone}\n" for s in segs))
             index.append({"input": str(audio), "frames": len(r["labels"]), "segments": len(segs),
                           "phn": str(pred_dir / f"{name}.phn")})
