@@ -8,6 +8,7 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
 from vecset.backbone.attention import MultiHeadSelfAttention, Normalize, Score
 from vecset.backbone.block import Block
 from vecset.backbone.vectorset import VectorSet

@@ -18,6 +18,7 @@ from dataclasses import replace
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
 from vecset.backbone.vectorset import VectorSet
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
 from vecset.backbone.attention import MultiHeadSelfAttention
 
 # PyTorch's (oneDNN's) CPU backward of a depthwise Conv1d is about 8x slower from 512

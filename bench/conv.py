@@ -19,10 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from vecset.backbone.block import _DepthwiseConv1d  # noqa: E402
 
 from bench.attention import interleaved  # noqa: E402
 from bench.common import table, write_json  # noqa: E402
+from vecset.backbone.block import _DepthwiseConv1d  # noqa: E402
 
 B, D = 8, 128
 
@@ -50,6 +50,7 @@ def case(n: int, k: int, repeats: int) -> dict:
 def long_batch_share(corpus: Path, batch: int = B, shuffles: int = 20) -> dict | None:
     """Share of shuffled training batches whose longest utterance has >= 512 frames."""
     import soundfile as sf
+
     from vecset.backbone.block import SLOW_DEPTHWISE_BACKWARD
     from vecset.encoders.speech import num_frames
     from vecset.pipelines.data.speech import list_audio

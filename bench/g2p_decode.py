@@ -18,11 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 import yaml  # noqa: E402
+
+from bench.common import machine  # noqa: E402
 from vecset.heads.edit_metrics import PhoneErrorRate, WordErrorRate  # noqa: E402
 from vecset.pipelines.data.cmudict import CMUDictDataModule, collate_text
 from vecset.pipelines.training.task import TaskModule
-
-from bench.common import machine  # noqa: E402
 
 
 def evaluate(run: Path, beams: list[int], batch_size: int) -> list[dict]:

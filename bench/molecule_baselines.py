@@ -89,6 +89,7 @@ def our_model(name: str, split_seed: int, extra: list[str], log_dir: Path, membe
 def ensemble(name: str, split_seed: int, extra: list[str], log_dir: Path, members: int) -> dict:
     """``members`` runs with seeds 0..members-1; the test prediction is their mean (in units)."""
     import torch
+
     from vecset.pipelines.training.task import TaskModule
 
     spec = DATASETS[name]

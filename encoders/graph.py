@@ -28,6 +28,7 @@ import networkx as nx
 import numpy as np
 import torch
 from torch import Tensor, nn
+
 from vecset.backbone.vectorset import VectorSet
 
 # -- molecules as networkx graphs ------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
 from vecset.backbone.positional import Learned2D, NoPositional, Sinusoidal2D
 from vecset.backbone.vectorset import VectorSet
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+
 from vecset.backbone.vectorset import VectorSet
 
 

@@ -16,6 +16,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
 from vecset.backbone.vectorset import VectorSet
 from vecset.backbone.vocab import Level, Vocabulary, tokenize
 from vecset.encoders.vector import Positional1D, make_positional_1d

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from torch import Tensor, nn
+
 from vecset.backbone.positional import Learned1D, NoPositional, Sinusoidal1D
 from vecset.backbone.vectorset import VectorSet
 

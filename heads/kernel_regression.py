@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MeanSquaredError, MetricCollection
+
 from vecset.backbone.masked_softmax import masked_softmax
 from vecset.backbone.vectorset import VectorSet
 

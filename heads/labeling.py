@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
+
 from vecset.backbone.vectorset import VectorSet
 
 

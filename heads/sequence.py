@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MeanAbsoluteError, MeanSquaredError, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
+
 from vecset.backbone.vectorset import VectorSet
 
 Pooling = Literal["mean", "cls", "attention"]

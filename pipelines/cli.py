@@ -18,6 +18,7 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
+
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
 from vecset.pipelines.training.checkpoint import (
     CheckpointConfigCheck,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pytorch_lightning.callbacks import Callback
 from torch import nn
+
 from vecset.backbone.vectorset import VectorSet
 from vecset.pipelines.data.synthetic import SyntheticSetDataModule
 

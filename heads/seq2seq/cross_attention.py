@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch.nn.functional as F
 from torch import Tensor
+
 from vecset.backbone.attention import MultiHeadSelfAttention, Normalize, Score
 
 

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
+
 from vecset.backbone.attention import MultiHeadSelfAttention, Score
 from vecset.backbone.positional import sinusoid
 from vecset.backbone.vectorset import VectorSet

@@ -17,6 +17,7 @@ from typing import Literal
 
 import torch
 from torch.utils.data import DataLoader
+
 from vecset.pipelines.data.base import VecsetDataModule
 
 log = logging.getLogger("vecset")

@@ -16,6 +16,7 @@ from pathlib import Path
 import conllu
 import torch
 from torch.utils.data import DataLoader
+
 from vecset.pipelines.data.base import VecsetDataModule
 
 log = logging.getLogger("vecset")

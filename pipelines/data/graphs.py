@@ -17,6 +17,7 @@ import networkx as nx
 import numpy as np
 import torch
 from torch.utils.data import DataLoader
+
 from vecset.encoders.graph import NodeFeaturizer, graph_tensors, pad_graphs
 from vecset.pipelines.data.base import VecsetDataModule
 

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 from torchvision.transforms import v2
+
 from vecset.pipelines.data.base import VecsetDataModule
 
 log = logging.getLogger(__name__)

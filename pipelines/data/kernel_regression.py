@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader
+
 from vecset.pipelines.data.base import VecsetDataModule
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 from torch.utils.data import DataLoader
+
 from vecset.encoders.graph import (
     InvalidMolecule,
     NodeFeaturizer,

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
+
 from vecset.encoders.speech import (
     FRAME_LENGTH,
     FRAME_SHIFT,

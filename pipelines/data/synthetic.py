@@ -7,6 +7,7 @@ from typing import Literal
 
 import torch
 from torch.utils.data import DataLoader, Dataset
+
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.data.collate import pad_sets
 from vecset.pipelines.data.samplers import ResumableSampler, eval_sampler

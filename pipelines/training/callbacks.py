@@ -19,6 +19,7 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import Callback
 from torch import Tensor
+
 from vecset.pipelines.data.samplers import ResumableSampler
 
 log = logging.getLogger(__name__)

@@ -15,6 +15,7 @@ from pytorch_lightning.core.mixins.hparams_mixin import _given_hyperparameters
 from pytorch_lightning.utilities import CombinedLoader
 from torch import Tensor, nn
 from torchmetrics import MeanMetric
+
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.training.task import (
     adamw_warmup_cosine,

@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+
 from vecset.backbone.attention import NORMALIZES, SCORES, MultiHeadSelfAttention, local_attention
 
 

@@ -4,6 +4,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from vecset.backbone import Backbone, Learned1D, Learned2D, Sinusoidal1D, Sinusoidal2D, VectorSet
 
 D = 16

@@ -11,6 +11,7 @@ import networkx as nx
 import numpy as np
 import pytest
 import torch
+
 from vecset.backbone import Backbone
 from vecset.encoders.graph import (
     GraphEncoder,
@@ -341,6 +342,7 @@ def test_fit_plots_and_predict_with_invalid_rows(tmp_path, monkeypatch):
 
 def test_karate_node_labeling(tmp_path):
     import pytorch_lightning as pl
+
     from vecset.heads import LabelingHead
     from vecset.pipelines.data.graphs import GraphNodeDataModule
     from vecset.pipelines.training.task import TaskModule

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+
 from vecset.backbone import Backbone
 from vecset.encoders import PatchEncoder, PixelEncoder
 from vecset.heads import SequenceHead

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 import torch
+
 from vecset.backbone import BiLSTM, VectorSet, WindowMLP
 from vecset.backbone.baselines import reverse_padded
 from vecset.encoders.speech import (

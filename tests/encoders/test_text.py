@@ -6,6 +6,7 @@ import logging
 
 import pytest
 import torch
+
 from vecset.backbone.vocab import SPECIALS, Vocabulary, tokenize
 from vecset.encoders.text import TextEncoder
 

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+
 from vecset.backbone import VectorSet
 from vecset.heads import LabelingHead, SequenceHead
 

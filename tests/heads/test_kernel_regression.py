@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import torch
+
 from vecset.heads.kernel_regression import nadaraya_watson
 from vecset.pipelines.cli import run_cli
 from vecset.pipelines.data.kernel_regression import KernelRegressionDataModule, target_fn

@@ -5,6 +5,7 @@ import logging
 
 import pytest
 import torch
+
 from vecset.backbone.attention import MultiHeadSelfAttention
 from vecset.backbone.backbone import Backbone
 from vecset.backbone.masked_softmax import masked_softmax

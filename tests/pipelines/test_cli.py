@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from vecset.pipelines.cli import config_name, next_version, run_cli
 from vecset.pipelines.training.task import TaskModule, warmup_cosine
 
@@ -80,6 +81,7 @@ def test_warmup_cosine_schedule():
 
 def test_no_checkpoints_when_checkpointing_is_off(tmp_path, monkeypatch):
     import pytorch_lightning as pl
+
     from vecset.backbone import Backbone
     from vecset.encoders import VectorEncoder
     from vecset.heads import LabelingHead

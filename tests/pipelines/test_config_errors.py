@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from vecset.pipelines.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from vecset.backbone import Backbone, MultiHeadSelfAttention, VectorSet
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

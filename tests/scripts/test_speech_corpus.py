@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from vecset.encoders.speech import FESTIVAL_PHONES, read_phn
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "make_speech_corpus.py"

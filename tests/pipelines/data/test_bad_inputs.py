@@ -7,6 +7,7 @@ import re
 
 import pytest
 import torch
+
 from vecset.backbone import Backbone, VectorSet
 from vecset.encoders import VectorEncoder
 from vecset.heads import LabelingHead

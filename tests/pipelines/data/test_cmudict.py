@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from vecset.pipelines.cli import run_cli
 from vecset.pipelines.data.cmudict import CMUDictDataModule, read_dict_file, read_word_file
 from vecset.pipelines.training.task import TaskModule

@@ -7,6 +7,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from vecset.backbone import Backbone, VectorSet
 from vecset.pipelines.data.collate import pad_sets
 from vecset.pipelines.training.callbacks import NonFiniteError, NonFiniteGuard

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from vecset.pipelines.cli import run_cli
 from vecset.pipelines.data.conllu import UPOS, read_conllu
 

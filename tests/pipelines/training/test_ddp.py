@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import vecset.pipelines.data.samplers as samplers
 import yaml
+
+import vecset.pipelines.data.samplers as samplers
 from vecset.pipelines.data.samplers import ResumableSampler, eval_sampler, even_eval_batch_size
 
 ROOT = Path(__file__).resolve().parents[3]

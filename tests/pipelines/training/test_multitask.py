@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from vecset.backbone import Backbone
 from vecset.encoders import VectorEncoder
 from vecset.heads import LabelingHead, SequenceHead

@@ -9,6 +9,7 @@ import pytest
 import pytorch_lightning as pl
 import torch
 from resume_helpers import PoisonedSets
+
 from vecset.backbone import Backbone
 from vecset.encoders import VectorEncoder
 from vecset.heads import LabelingHead

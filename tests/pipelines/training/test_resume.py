@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+
 from vecset.pipelines.training.checkpoint import (
     AtomicCheckpointIO,
     run_version,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 from torch import Tensor
+
 from vecset.pipelines.cli import run_cli
 from vecset.pipelines.training.checkpoint import CheckpointMismatchError, check_checkpoint
 
