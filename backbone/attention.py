@@ -125,10 +125,12 @@ class MultiHeadSelfAttention(nn.Module):
         score: ``scaled_dot`` (q.k/sqrt(Dh)), ``dot`` (q.k), ``additive``
             (w_v^T tanh(W_q q + W_k k)), ``gaussian`` (-|q-k|^2/2: softmax gives
             Nadaraya-Watson's Gaussian-kernel weights).
-        normalize: ``softmax``, ``relu`` or ``sigmoid`` over the allowed keys.
-        window: if set, vector i attends only to j with |i - j| <= window (truncated
+        normalize: ``softmax``, ``relu`` or ``sigmoid`` over the allowed keys. ``gaussian``
+            with ``relu`` is rejected: the score is never positive, so nothing would learn.
+        window: if set (>= 1), vector i attends only to j with |i - j| <= window (truncated
             attention for long sequences).
-        dropout: dropout on the attention weights.
+        dropout: dropout on the attention weights, in [0, 1).
+        additive_dim: width of the additive score's hidden layer (None: the head width).
         relative_positions: R > 0 adds a learned score bias per head and key-minus-query
             offset, offsets clipped to [-R, R] (T5-style relative positions; it starts at
             zero). Vector order is then the sequence order: for speech frames and text,
@@ -144,22 +146,39 @@ class MultiHeadSelfAttention(nn.Module):
                  dropout: float = 0.0, additive_dim: int | None = None,
                  relative_positions: int = 0) -> None:
         super().__init__()
+        if d_model < 1:
+            raise ValueError(f"d_model must be >= 1, got {d_model}")
+        if heads < 1:
+            raise ValueError(f"heads must be >= 1, got {heads}")
         if d_model % heads:
             raise ValueError(f"d_model={d_model} must be divisible by heads={heads}")
         if score not in SCORES:
             raise ValueError(f"score must be one of {SCORES}, got {score!r}")
         if normalize not in NORMALIZES:
             raise ValueError(f"normalize must be one of {NORMALIZES}, got {normalize!r}")
-        if window is not None and window < 0:
-            raise ValueError(f"window must be >= 0, got {window}")
+        if score == "gaussian" and normalize == "relu":
+            # relu'(s) = 0 for s <= 0: the output is the out_proj bias and no gradient reaches
+            # the projections (nor a relative-position or graph bias: they start at zero)
+            raise ValueError(
+                "score='gaussian' with normalize='relu' cannot learn: the Gaussian score -|q - k|^2 / 2 "
+                "is never positive, so relu gives every pair weight 0 and the projections gradient 0; "
+                "use normalize='softmax' (Nadaraya-Watson weights) or 'sigmoid'"
+            )
+        if window is not None and window < 1:
+            raise ValueError(f"window must be >= 1 (vector i sees j with |i - j| <= window) or None, got {window}")
+        if not 0 <= dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        if additive_dim is not None and additive_dim < 1:
+            raise ValueError(f"additive_dim must be >= 1 (or None: the head width), got {additive_dim}")
         if relative_positions < 0:
             raise ValueError(f"relative_positions must be >= 0, got {relative_positions}")
         self.d_model, self.heads, self.head_dim = d_model, heads, d_model // heads
         self.score, self.normalize, self.window, self.dropout = score, normalize, window, dropout
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
+        self.additive_dim = additive_dim or self.head_dim
         if score == "additive":
-            a = additive_dim or self.head_dim
+            a = self.additive_dim
             self.add_wq = nn.Parameter(torch.randn(heads, self.head_dim, a) / math.sqrt(self.head_dim))
             self.add_wk = nn.Parameter(torch.randn(heads, self.head_dim, a) / math.sqrt(self.head_dim))
             self.add_wv = nn.Parameter(torch.randn(heads, a) / math.sqrt(a))
@@ -256,7 +275,7 @@ class MultiHeadSelfAttention(nn.Module):
         p = self.dropout if self.training else 0.0
         use_local = (
             window is not None and bias is None
-            and (self.local_impl == "blocked" or (self.local_impl == "auto" and N > 4 * max(window, 1)))
+            and (self.local_impl == "blocked" or (self.local_impl == "auto" and N > 4 * window))
         )
         rel = self.offset_bias if self.relative_positions else None
         if use_local:

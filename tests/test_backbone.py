@@ -120,7 +120,7 @@ def test_vectorset_window_overrides_backbone_window():
     via_set = full(VectorSet(x=vs.x, mask=vs.mask, window=2)).x
     torch.testing.assert_close(via_set, windowed(vs).x)
     assert not torch.allclose(via_set, full(vs).x)
-    with pytest.raises(ValueError, match="window must be >= 0"):
+    with pytest.raises(ValueError, match="window must be >= 1"):
         VectorSet(x=vs.x, mask=vs.mask, window=-1)
 
 
@@ -208,3 +208,30 @@ def test_conv_module_long_path_equals_the_short_one(monkeypatch):
     torch.testing.assert_close(out, out2)
     torch.testing.assert_close(gx, gx2, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(gw, gw2, atol=1e-3, rtol=1e-4)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(depth=0), "depth must be >= 1 .* got 0"),
+    (dict(depth=-1), "depth must be >= 1 .* got -1"),
+    (dict(heads=0), "heads must be >= 1, got 0"),
+    (dict(d_model=10, heads=4), "d_model=10 must be divisible by heads=4"),
+    (dict(window=0), "window must be >= 1 .* got 0"),
+    (dict(dropout=1.0), r"dropout must be in \[0, 1\), got 1.0"),
+    (dict(mlp_ratio=0.0), "mlp_ratio must be > 0 .* got 0.0"),
+])
+def test_backbone_sizes_are_validated_naming_the_argument(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Backbone(**{"d_model": D, "depth": 2, "heads": 4, **kwargs})
+
+
+def test_vectorset_window_must_be_at_least_one():
+    vs = VectorSet.from_list([torch.randn(3, D)])
+    with pytest.raises(ValueError, match=r"VectorSet.window must be >= 1 .* got 0"):
+        VectorSet(x=vs.x, mask=vs.mask, window=0)
+
+
+def test_learned_positional_tables_need_a_size():
+    with pytest.raises(ValueError, match="max_len must be >= 1, got 0"):
+        Learned1D(8, max_len=0)
+    with pytest.raises(ValueError, match="max_h and max_w must be >= 1, got 0 x 4"):
+        Learned2D(8, 0, 4)

@@ -338,3 +338,8 @@ def test_boundary_frames_and_the_report_split_errors(tmp_path):
     assert rep["frames"] == 8 and rep["frame_accuracy"] == 0.75
     assert rep["boundary_frames"] == 4 and rep["frame_accuracy_at_boundaries"] == 0.75
     assert rep["frame_accuracy_inside_phones"] == 0.75 and rep["share_of_errors_at_boundaries"] == 0.5
+
+
+def test_speech_encoder_window_must_be_at_least_one():
+    with pytest.raises(ValueError, match=r"window must be >= 1 \(each frame sees \+-window frames\) or None, got 0"):
+        SpeechEncoder(40, 8, window=0)
