@@ -98,16 +98,22 @@ class Backbone(nn.Module):
         >>> with backbone.capture_attention(layer=-1) as get:
         ...     backbone(vs)
         >>> weights = get()  # (B, H, N, N)
+        >>> first = get(queries=300)  # (B, H, 300, N)
+
+        A windowed layer keeps only its band of weights, (B, H, N, 2 x window + 1) in
+        ``blocks[layer].attn.last_weights``; ``get`` expands the queries asked for (see
+        ``MultiHeadSelfAttention.captured_weights``).
         """
         attn = self.blocks[layer].attn
         attn.capture = True
         try:
-            yield lambda: attn.last_weights
+            yield attn.captured_weights
         finally:
             attn.capture = False
-            attn.last_weights = None
+            attn.last_weights = attn.last_window = None
 
-    def attention_weights(self, vs: VectorSet, layer: int = -1) -> Tensor:
+    def attention_weights(self, vs: VectorSet, layer: int = -1, queries: int | None = None) -> Tensor:
+        """(B, H, Nq, N) attention weights of block ``layer`` for the first ``queries`` queries."""
         with self.capture_attention(layer) as get:
             self(vs)
-            return get()
+            return get(queries)

@@ -210,6 +210,34 @@ def test_conv_module_long_path_equals_the_short_one(monkeypatch):
     torch.testing.assert_close(gw, gw2, atol=1e-3, rtol=1e-4)
 
 
+def test_capture_of_a_windowed_layer_keeps_the_band_and_expands_chosen_queries(monkeypatch):
+    import backbone.attention as A
+
+    bb = make_backbone(window=2).eval()
+    vs = VectorSet.from_list([torch.randn(30, D), torch.randn(21, D)])
+    with bb.capture_attention(layer=0) as get:
+        bb(vs)
+        band = bb.blocks[0].attn.last_weights
+        w, first = get(), get(queries=5)
+    assert band.shape == (2, 4, 30, 5)  # (B, H, N, 2 x window + 1): no N x N tensor kept
+    assert w.shape == (2, 4, 30, 30) and first.shape == (2, 4, 5, 30)
+    torch.testing.assert_close(first, w[:, :, :5])
+    torch.testing.assert_close(w.sum(-1)[1, :, :21], torch.ones(4, 21))
+    idx = torch.arange(30)
+    assert torch.all(w[..., (idx[:, None] - idx[None, :]).abs() > 2] == 0)
+    # the same weights as the dense reference path
+    bb.blocks[0].attn.path = "reference"
+    with bb.capture_attention(layer=0) as get:
+        bb(vs)
+        torch.testing.assert_close(get(), w, atol=1e-5, rtol=1e-4)
+    bb.blocks[0].attn.path = "auto"
+    # expanding all queries of a long windowed layer is refused with the sizes, not attempted
+    monkeypatch.setattr(A, "available_memory", lambda device: 10_000)  # 10 kB
+    with pytest.raises(MemoryError, match=r"2 x 4 x 30 x 30 .* queries="):
+        bb.attention_weights(vs, layer=0)
+    assert bb.attention_weights(vs, layer=0, queries=2).shape == (2, 4, 2, 30)
+
+
 @pytest.mark.parametrize("kwargs,message", [
     (dict(depth=0), "depth must be >= 1 .* got 0"),
     (dict(depth=-1), "depth must be >= 1 .* got -1"),
