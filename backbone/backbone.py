@@ -24,10 +24,10 @@ class Backbone(nn.Module):
 
     Args:
         d_model: vector width D (encoders project to it).
-        depth: number of blocks.
-        heads: attention heads per block.
+        depth: number of blocks (>= 1).
+        heads: attention heads per block (D divisible by it).
         mlp_ratio: MLP hidden width / D.
-        dropout: dropout in blocks and on attention weights.
+        dropout: dropout in blocks and on attention weights, in [0, 1).
         score, normalize, window: see ``MultiHeadSelfAttention``. A VectorSet whose encoder
             set ``window`` uses that one instead (in a multi-task backbone, speech can use
             truncated attention while images and molecules attend to all vectors).
@@ -49,6 +49,8 @@ class Backbone(nn.Module):
                  window: int | None = None, cls_token: bool = False, relative_positions: int = 0,
                  conv_kernel: int = 0) -> None:
         super().__init__()
+        if depth < 1:
+            raise ValueError(f"depth must be >= 1 (the number of blocks), got {depth}")
         if cls_token and window is not None:
             raise ValueError(CLS_WINDOW_ERROR)
         if cls_token and conv_kernel:
@@ -96,16 +98,22 @@ class Backbone(nn.Module):
         >>> with backbone.capture_attention(layer=-1) as get:
         ...     backbone(vs)
         >>> weights = get()  # (B, H, N, N)
+        >>> first = get(queries=300)  # (B, H, 300, N)
+
+        A windowed layer keeps only its band of weights, (B, H, N, 2 x window + 1) in
+        ``blocks[layer].attn.last_weights``; ``get`` expands the queries asked for (see
+        ``MultiHeadSelfAttention.captured_weights``).
         """
         attn = self.blocks[layer].attn
         attn.capture = True
         try:
-            yield lambda: attn.last_weights
+            yield attn.captured_weights
         finally:
             attn.capture = False
-            attn.last_weights = None
+            attn.last_weights = attn.last_window = None
 
-    def attention_weights(self, vs: VectorSet, layer: int = -1) -> Tensor:
+    def attention_weights(self, vs: VectorSet, layer: int = -1, queries: int | None = None) -> Tensor:
+        """(B, H, Nq, N) attention weights of block ``layer`` for the first ``queries`` queries."""
         with self.capture_attention(layer) as get:
             self(vs)
-            return get()
+            return get(queries)

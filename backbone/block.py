@@ -78,10 +78,15 @@ class Block(nn.Module):
                  conv_kernel: int = 0) -> None:
         super().__init__()
         d = attn.d_model
+        hidden = int(d * mlp_ratio)
+        if hidden < 1:
+            raise ValueError(f"mlp_ratio must be > 0 with int(d_model x mlp_ratio) >= 1 (the MLP's hidden width), "
+                             f"got {mlp_ratio} for d_model={d}")
+        if not 0 <= dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.attn = attn
         self.norm1 = nn.LayerNorm(d)
         self.norm2 = nn.LayerNorm(d)
-        hidden = int(d * mlp_ratio)
         self.mlp = nn.Sequential(nn.Linear(d, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, d))
         self.drop = nn.Dropout(dropout)
         self.conv = ConvModule(d, conv_kernel, dropout) if conv_kernel else None

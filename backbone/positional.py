@@ -50,6 +50,8 @@ class Learned1D(nn.Module):
 
     def __init__(self, d_model: int, max_len: int) -> None:
         super().__init__()
+        if max_len < 1:
+            raise ValueError(f"max_len must be >= 1, got {max_len}")
         self.max_len = max_len
         self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
 
@@ -84,6 +86,8 @@ class Learned2D(nn.Module):
 
     def __init__(self, d_model: int, max_h: int, max_w: int) -> None:
         super().__init__()
+        if max_h < 1 or max_w < 1:
+            raise ValueError(f"max_h and max_w must be >= 1, got {max_h} x {max_w}")
         self.max_h, self.max_w = max_h, max_w
         self.rows = nn.Parameter(torch.randn(max_h, d_model) * 0.02)
         self.cols = nn.Parameter(torch.randn(max_w, d_model) * 0.02)

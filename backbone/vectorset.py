@@ -49,8 +49,9 @@ class VectorSet:
             )
         if self.mask.dtype != torch.bool:
             raise ValueError(f"VectorSet.mask must be bool, got dtype {self.mask.dtype}")
-        if self.window is not None and self.window < 0:
-            raise ValueError(f"VectorSet.window must be >= 0 or None, got {self.window}")
+        if self.window is not None and self.window < 1:
+            raise ValueError(f"VectorSet.window must be >= 1 (vector i sees j with |i - j| <= window) or None, "
+                             f"got {self.window}")
         if self.pos is not None and self.pos.shape[:2] != (B, N):
             raise ValueError(
                 f"VectorSet.pos must start with (B, N) = {(B, N)}, got {tuple(self.pos.shape)}"

@@ -119,9 +119,8 @@ def attention_share(n: int, repeats: int, step: dict[str, dict], gflops: float) 
     g = torch.Generator().manual_seed(n)
     q, k, v = (torch.randn(B, HEADS, n, dh, generator=g).requires_grad_() for _ in range(3))
     mask = torch.ones(B, n, dtype=torch.bool)
-    allowed, _ = attn._masks(mask, None, None)
     t = interleaved({"fused": lambda: attn._fast(q, k, v, mask, None, None).sum().backward(),
-                     "plain": lambda: attn.reference(q, k, v, allowed, None)[0].sum().backward()}, repeats)
+                     "plain": lambda: attn.reference(q, k, v, mask, None, None)[0].sum().backward()}, repeats)
     fused, plain = DEPTH * t["fused"]["median_s"], DEPTH * t["plain"]["median_s"]
     flops = DEPTH * 12 * B * HEADS * n * n * dh
     shared = step["vecset"]["median_s"] - fused

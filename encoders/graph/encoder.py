@@ -43,6 +43,8 @@ class GraphEncoder(nn.Module):
         self.lap_sign_flip = lap_sign_flip
         if attention not in ("neighbours", "all_pairs", "none"):
             raise ValueError(f"attention must be 'neighbours', 'all_pairs' or 'none', got {attention!r}")
+        if heads < 1:
+            raise ValueError(f"heads must be >= 1 (the backbone's attention heads), got {heads}")
         self.node_dim, self.attention, self.heads = node_dim, attention, heads
         self.max_dist, self.max_degree, self.lap_pe_k = max_dist, max_degree, lap_pe_k
         self.proj = nn.Linear(node_dim, d_model)

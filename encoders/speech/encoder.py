@@ -45,6 +45,8 @@ class SpeechEncoder(nn.Module):
                  time_masks: int = 2, positional: Positional1D = "sinusoidal", max_len: int | None = None,
                  conv_kernel: int = 0, dropout: float = 0.0, window: int | None = None) -> None:
         super().__init__()
+        if window is not None and window < 1:
+            raise ValueError(f"window must be >= 1 (each frame sees +-window frames) or None, got {window}")
         self.window = window
         if normalization not in ("utterance", "global", "none"):
             raise ValueError(f"normalization must be 'utterance', 'global' or 'none', got {normalization!r}")

@@ -54,7 +54,7 @@ class MultiHeadCrossAttention(MultiHeadSelfAttention):
             p = self.dropout if self.training else 0.0
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p, scale=scale)
         else:
-            out, weights = self.reference(q, k, v, allowed, None)
+            out, weights = self.reference(q, k, v, memory_mask, None, None)
             if self.capture:
                 self.last_weights = weights.detach()
         out = out.transpose(1, 2).reshape(B, T, D)  # (B, T, D)

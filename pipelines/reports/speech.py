@@ -76,12 +76,15 @@ def plot_attention(dm, model, sample_id: int, out: Path, layer: int = -1, max_fr
     batch = {k: v.to(dev) for k, v in batch.items()}
     was = model.training
     model.eval()
-    w = model.backbone.attention_weights(model.encoder(batch), layer=layer)  # (1, H, T, T)
+    vs = model.encoder(batch)
+    # only the plotted queries are expanded: a windowed layer keeps its band, not T x T
+    w = model.backbone.attention_weights(vs, layer=layer, queries=max_frames)  # (1, H, min(T, max_frames), T)
     model.train(was)
-    a = w[0].mean(0).cpu().numpy()[:max_frames, :max_frames]
+    a = w[0].mean(0).cpu().numpy()[:, :max_frames]
     fig, ax = plt.subplots(figsize=(6, 5.5))
     im = ax.imshow(a, cmap="viridis", origin="upper", interpolation="nearest")
-    win = getattr(model.backbone.blocks[layer].attn, "window", None)
+    # the encoder's window overrides the backbone's (as in Backbone.forward)
+    win = vs.window if vs.window is not None else getattr(model.backbone.blocks[layer].attn, "window", None)
     ax.set_title(f"layer {layer} attention, mean over heads (window={win})\n{dm.describe(sample_id)}", fontsize=8)
     ax.set_xlabel("key frame")
     ax.set_ylabel("query frame")

@@ -120,7 +120,7 @@ def test_vectorset_window_overrides_backbone_window():
     via_set = full(VectorSet(x=vs.x, mask=vs.mask, window=2)).x
     torch.testing.assert_close(via_set, windowed(vs).x)
     assert not torch.allclose(via_set, full(vs).x)
-    with pytest.raises(ValueError, match="window must be >= 0"):
+    with pytest.raises(ValueError, match="window must be >= 1"):
         VectorSet(x=vs.x, mask=vs.mask, window=-1)
 
 
@@ -208,3 +208,58 @@ def test_conv_module_long_path_equals_the_short_one(monkeypatch):
     torch.testing.assert_close(out, out2)
     torch.testing.assert_close(gx, gx2, atol=1e-4, rtol=1e-4)
     torch.testing.assert_close(gw, gw2, atol=1e-3, rtol=1e-4)
+
+
+def test_capture_of_a_windowed_layer_keeps_the_band_and_expands_chosen_queries(monkeypatch):
+    import vecset.backbone.attention as A
+
+    bb = make_backbone(window=2).eval()
+    vs = VectorSet.from_list([torch.randn(30, D), torch.randn(21, D)])
+    with bb.capture_attention(layer=0) as get:
+        bb(vs)
+        band = bb.blocks[0].attn.last_weights
+        w, first = get(), get(queries=5)
+    assert band.shape == (2, 4, 30, 5)  # (B, H, N, 2 x window + 1): no N x N tensor kept
+    assert w.shape == (2, 4, 30, 30) and first.shape == (2, 4, 5, 30)
+    torch.testing.assert_close(first, w[:, :, :5])
+    torch.testing.assert_close(w.sum(-1)[1, :, :21], torch.ones(4, 21))
+    idx = torch.arange(30)
+    assert torch.all(w[..., (idx[:, None] - idx[None, :]).abs() > 2] == 0)
+    # the same weights as the dense reference path
+    bb.blocks[0].attn.path = "reference"
+    with bb.capture_attention(layer=0) as get:
+        bb(vs)
+        torch.testing.assert_close(get(), w, atol=1e-5, rtol=1e-4)
+    bb.blocks[0].attn.path = "auto"
+    # expanding all queries of a long windowed layer is refused with the sizes, not attempted
+    monkeypatch.setattr(A, "available_memory", lambda device: 10_000)  # 10 kB
+    with pytest.raises(MemoryError, match=r"2 x 4 x 30 x 30 .* queries="):
+        bb.attention_weights(vs, layer=0)
+    assert bb.attention_weights(vs, layer=0, queries=2).shape == (2, 4, 2, 30)
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(depth=0), "depth must be >= 1 .* got 0"),
+    (dict(depth=-1), "depth must be >= 1 .* got -1"),
+    (dict(heads=0), "heads must be >= 1, got 0"),
+    (dict(d_model=10, heads=4), "d_model=10 must be divisible by heads=4"),
+    (dict(window=0), "window must be >= 1 .* got 0"),
+    (dict(dropout=1.0), r"dropout must be in \[0, 1\), got 1.0"),
+    (dict(mlp_ratio=0.0), "mlp_ratio must be > 0 .* got 0.0"),
+])
+def test_backbone_sizes_are_validated_naming_the_argument(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Backbone(**{"d_model": D, "depth": 2, "heads": 4, **kwargs})
+
+
+def test_vectorset_window_must_be_at_least_one():
+    vs = VectorSet.from_list([torch.randn(3, D)])
+    with pytest.raises(ValueError, match=r"VectorSet.window must be >= 1 .* got 0"):
+        VectorSet(x=vs.x, mask=vs.mask, window=0)
+
+
+def test_learned_positional_tables_need_a_size():
+    with pytest.raises(ValueError, match="max_len must be >= 1, got 0"):
+        Learned1D(8, max_len=0)
+    with pytest.raises(ValueError, match="max_h and max_w must be >= 1, got 0 x 4"):
+        Learned2D(8, 0, 4)

@@ -365,3 +365,8 @@ def test_karate_node_labeling(tmp_path):
     trainer.fit(model, datamodule=dm)
     acc = trainer.test(model, datamodule=dm, ckpt_path=None, verbose=False)[0]["test_acc"]  # last epoch
     assert acc >= 0.85  # measured 0.933 (14 of 15); 2 labelled people per club, chance about 0.5
+
+
+def test_graph_encoder_needs_at_least_one_head():
+    with pytest.raises(ValueError, match="heads must be >= 1 .* got 0"):
+        GraphEncoder(16, heads=0)

@@ -127,18 +127,20 @@ def test_digits_prediction_rows():
 
 # -- attention maps --------------------------------------------------------------------------
 
-def _tiny_model(pooling: str, cls_token: bool = False) -> TaskModule:
+def _tiny_model(pooling: str, cls_token: bool = False, window: int | None = None) -> TaskModule:
     torch.manual_seed(0)
-    return TaskModule(PatchEncoder(1, 16, 2), Backbone(16, depth=1, heads=2, cls_token=cls_token),
+    return TaskModule(PatchEncoder(1, 16, 2), Backbone(16, depth=1, heads=2, cls_token=cls_token, window=window),
                       SequenceHead(16, 10, pooling=pooling))
 
 
-@pytest.mark.parametrize("pooling,cls_token", [("attention", False), ("mean", False), ("cls", True)])
-def test_attention_grid_is_a_distribution_over_patches(pooling, cls_token):
+@pytest.mark.parametrize("pooling,cls_token,window", [("attention", False, None), ("mean", False, None),
+                                                      ("cls", True, None), ("mean", False, 1)])
+def test_attention_grid_is_a_distribution_over_patches(pooling, cls_token, window):
     dm = DigitsDataModule()
     dm.setup("test")
     batch = collate_images([dm.sets["test"][i] for i in range(3)])
-    grid, probs, _ = attention_grid(_tiny_model(pooling, cls_token), batch)
+    # window 1 over 16 patches: the layer keeps only its band, which the grid expands
+    grid, probs, _ = attention_grid(_tiny_model(pooling, cls_token, window), batch)
     assert grid.shape == (3, 4, 4) and probs.shape == (3, 10)
     torch.testing.assert_close(grid.sum((1, 2)), torch.ones(3))
 

@@ -31,6 +31,10 @@ CASES = {
     "blocked_local": dict(n=200, pad=True, window=8, local_impl="blocked"),
     "dense_band": dict(n=40, pad=True, window=8, local_impl="dense"),
     "relative_positions": dict(n=200, pad=True, window=8, relative_positions=8, local_impl="blocked"),
+    # the blocked path for the scores and normalizations SDPA does not take
+    "blocked_sigmoid": dict(n=200, pad=True, window=8, normalize="sigmoid", local_impl="blocked"),
+    "blocked_additive_relu": dict(n=200, pad=True, window=8, score="additive", normalize="relu",
+                                  relative_positions=8, local_impl="blocked"),
     "gaussian": dict(n=96, pad=True, score="gaussian"),
     "reference": dict(n=96, pad=True, path="reference"),
 }
