@@ -365,3 +365,52 @@ def test_karate_node_labeling(tmp_path):
     trainer.fit(model, datamodule=dm)
     acc = trainer.test(model, datamodule=dm, ckpt_path=None, verbose=False)[0]["test_acc"]  # last epoch
     assert acc >= 0.85  # measured 0.933 (14 of 15); 2 labelled people per club, chance about 0.5
+
+
+# -- reading the CSV: header, lines, encoding; what a sample is called -------------------
+
+
+def test_duplicate_column_names_are_an_error(tmp_path):
+    # pandas would rename the second 'expt' to 'expt.1' and train on the first without a word
+    path = write_csv(tmp_path / "dup.csv", [["smiles", "expt", "expt"]] + [["C" * (i % 4 + 1), str(i), "0"] for i in range(10)])
+    dm = MoleculeDataModule(str(path), target_columns=["expt"])
+    with pytest.raises(ValueError, match=rf"{path}:1: duplicate column name\(s\) \['expt'\] \(columns 2, 3\)"):
+        dm.setup("fit")
+
+
+def test_blank_lines_keep_line_numbers_and_describe_names_file_and_line(tmp_path):
+    path = tmp_path / "gaps.csv"
+    path.write_text("smiles,y\nCCO,1\n\nCCN,2\nC1CC,3\n\n\n" + "".join(f"{'C' * (i % 4 + 1)},{i}\n" for i in range(10)))
+    dm = MoleculeDataModule(str(path), target_columns=["y"])
+    dm.setup("fit")
+    assert [(s["line"], s["smiles"]) for s in dm.skipped] == [(5, "C1CC")]  # not line 4: blank lines count
+    lines = {it["smiles"]: it["line"] for it in dm.items}
+    assert lines["CCO"] == 2 and lines["CCN"] == 4 and len(dm.items) == 12
+    ccn = next(it for it in dm.items if it["smiles"] == "CCN")
+    assert dm.describe(ccn["id"]) == f"{path}:4 CCN"
+
+
+def test_rows_with_a_wrong_number_of_fields_name_file_and_line(tmp_path):
+    path = tmp_path / "ragged.csv"
+    path.write_text("smiles,y\nCCO,1\nCC,2,3\n")
+    with pytest.raises(ValueError, match=rf"{path}:3: 3 fields, the header \(line 1\) has 2"):
+        MoleculeDataModule(str(path), target_columns=["y"]).setup("fit")
+    path.write_text("smiles,y\nCCO\n")
+    with pytest.raises(ValueError, match=rf"{path}:2: 1 field, the header \(line 1\) has 2"):
+        MoleculeDataModule(str(path), target_columns=["y"]).setup("fit")
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("smiles,y,name\nCCO,1,ethanol\nCC,2,caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=rf"{path}:3: not valid UTF-8 \(byte 0xe9 at column 9: "):
+        MoleculeDataModule(str(path), target_columns=["y"]).setup("fit")
+
+
+def test_target_beyond_float32_is_skipped_not_inf(tmp_path):
+    # 1e39 is finite in float64 but inf in the float32 batch
+    rows = [["smiles", "y"]] + [["C" * (i % 4 + 1), str(i)] for i in range(10)] + [["CCO", "1e39"]]
+    dm = MoleculeDataModule(str(write_csv(tmp_path / "big.csv", rows)), target_columns=["y"])
+    dm.setup("fit")
+    assert [(s["line"], s["reason"]) for s in dm.skipped] == [(12, "target out of float32 range (y='1e39')")]
+    assert all(torch.isfinite(it["y"]).all() for it in dm.items)
