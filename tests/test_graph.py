@@ -414,3 +414,11 @@ def test_target_beyond_float32_is_skipped_not_inf(tmp_path):
     dm.setup("fit")
     assert [(s["line"], s["reason"]) for s in dm.skipped] == [(12, "target out of float32 range (y='1e39')")]
     assert all(torch.isfinite(it["y"]).all() for it in dm.items)
+
+
+def test_byte_order_mark_is_not_part_of_the_first_column_name(tmp_path):
+    path = tmp_path / "excel.csv"
+    path.write_bytes(b"\xef\xbb\xbfsmiles,y\r\n" + b"".join(f"{'C' * (i % 4 + 1)},{i}\r\n".encode() for i in range(10)))
+    dm = MoleculeDataModule(str(path), target_columns=["y"])
+    dm.setup("fit")
+    assert len(dm.items) == 10 and dm.describe(dm.items[3]["id"]) == f"{path}:5 CCCC"
