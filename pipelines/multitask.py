@@ -52,6 +52,15 @@ class MultiTaskDataModule(VecsetDataModule):
     def test_dataloader(self):
         return CombinedLoader([dm.test_dataloader() for dm in self.tasks.values()], "sequential")
 
+    def describe(self, sample_id: int, task: str | None = None) -> str:
+        """The task's data module's ``describe`` (sample ids are per task; the task may be
+        left out where there is only one)."""
+        if task is None:
+            if len(self.tasks) != 1:
+                raise ValueError(f"MultiTaskDataModule.describe({sample_id}) needs the task, one of {self.names}")
+            (task,) = self.tasks
+        return self.tasks[task].describe(sample_id)
+
     def plots(self, model, run_dir):
         return []
 
