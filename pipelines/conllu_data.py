@@ -10,7 +10,6 @@ their own: they are skipped and counted.
 
 from __future__ import annotations
 
-import io
 import logging
 import re
 from pathlib import Path
@@ -20,7 +19,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from pipelines.datamodule import VecsetDataModule
-from pipelines.text_files import read_utf8
+from pipelines.text_files import read_utf8_lines
 
 log = logging.getLogger("vecset")
 
@@ -99,9 +98,7 @@ def read_conllu(path: str | Path, tags: list[str] = UPOS) -> tuple[list[dict], d
             labels.append(index[tok["upos"]])
         sentences.append({"forms": forms, "tags": labels, "line": start})
 
-    # universal newlines, as open() in text mode; decoded whole, so that a bad byte has a line
-    for n, raw in enumerate(io.StringIO(read_utf8(path), newline=None), 1):
-        line = raw.rstrip("\n")
+    for n, line in enumerate(read_utf8_lines(path), 1):
         if not line.strip():
             flush()
             block, start, order = [], n + 1, IdOrder()

@@ -6,6 +6,7 @@ Python's own decoding (``open(path, encoding="utf-8")``, pandas' ``read_csv``) r
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 
@@ -22,3 +23,10 @@ def read_utf8(path: str | Path) -> str:
         raise ValueError(f"{path}:{line}: not valid UTF-8 (byte 0x{data[e.start]:02x} at column {column}: "
                          f"{e.reason}); save the file as UTF-8") from None
     return text.removeprefix("\ufeff")
+
+
+def read_utf8_lines(path: str | Path) -> list[str]:
+    """``read_utf8``'s text split into lines as ``open()`` in text mode splits them (``\\n``,
+    ``\\r\\n`` or ``\\r``; not ``str.splitlines``' form feeds and Unicode separators), without
+    their line ends. Line ``n`` of the file is item ``n - 1``."""
+    return [line.rstrip("\n") for line in io.StringIO(read_utf8(path), newline=None)]
