@@ -422,3 +422,17 @@ def test_byte_order_mark_is_not_part_of_the_first_column_name(tmp_path):
     dm = MoleculeDataModule(str(path), target_columns=["y"])
     dm.setup("fit")
     assert len(dm.items) == 10 and dm.describe(dm.items[3]["id"]) == f"{path}:5 CCCC"
+
+
+def test_node_graph_describe_names_the_graph_file(tmp_path):
+    from pipelines.graphs import GraphNodeDataModule
+
+    path = tmp_path / "karate.json"
+    path.write_text(json.dumps(nx.node_link_data(nx.karate_club_graph(), edges="links")))
+    dm = GraphNodeDataModule(graph_path=str(path), lap_pe_k=2)
+    dm.setup("fit")
+    batch = next(iter(dm.train_dataloader()))
+    assert [dm.describe(i) for i in batch["ids"].tolist()] == [f"{path} (34 nodes)"]
+    default = GraphNodeDataModule(lap_pe_k=2)
+    default.setup("fit")
+    assert default.describe(0) == "networkx.karate_club_graph() (34 nodes)"
