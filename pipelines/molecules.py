@@ -63,7 +63,8 @@ def read_csv_rows(path: Path) -> tuple[pd.DataFrame, list[int]]:
             if record:  # a blank line reads as []
                 if header is None:
                     header, header_line = record, start
-                    dup = sorted({c for c in header if header.count(c) > 1})
+                    # unnamed columns (a spreadsheet's trailing commas) cannot be selected: not duplicates
+                    dup = sorted({c for c in header if c and header.count(c) > 1})
                     if dup:
                         where = ", ".join(str(i + 1) for i, c in enumerate(header) if c in dup)
                         raise ValueError(f"{path}:{start}: duplicate column name(s) {dup} (columns {where}); "

@@ -376,6 +376,12 @@ def test_duplicate_column_names_are_an_error(tmp_path):
     dm = MoleculeDataModule(str(path), target_columns=["expt"])
     with pytest.raises(ValueError, match=rf"{path}:1: duplicate column name\(s\) \['expt'\] \(columns 2, 3\)"):
         dm.setup("fit")
+    # unnamed columns are not duplicates of each other
+    rows = [["smiles", "expt", "", ""]] + [["C" * (i % 4 + 1), str(i), "", ""] for i in range(10)]
+    unnamed = write_csv(tmp_path / "commas.csv", rows)
+    dm = MoleculeDataModule(str(unnamed), target_columns=["expt"])
+    dm.setup("fit")
+    assert len(dm.items) == 10
 
 
 def test_blank_lines_keep_line_numbers_and_describe_names_file_and_line(tmp_path):
