@@ -128,6 +128,7 @@ def test_multitask_guard_names_the_input_through_the_tasks_data_module():
     dm = MultiTaskDataModule({"a": DescribedSets("a"), "b": DescribedSets("b")})
     dm.setup("fit")
     assert dm.describe(5, task="b") == "b-set-5"
+    assert MultiTaskDataModule({"plain": pl.LightningDataModule()}).describe(5) == "5"
     batches = {k: pad_sets(dm.tasks[k].sets["train"].items[:4]) for k in ("a", "b")}
     batches["b"]["x"][2, 0, 0] = math.nan
     fake = SimpleNamespace(datamodule=dm, current_epoch=0, global_step=0, world_size=1)
