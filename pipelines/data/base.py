@@ -14,6 +14,7 @@ class VecsetDataModule(pl.LightningDataModule):
     - ``class_names``: label names (classification/labeling) or None;
     - ``num_classes``: checked against the head before training;
     - ``train_targets()``: regression targets of the training split (for the scaler);
+    - ``describe(sample_id)``: what the sample's input was (a file, a CSV line), for messages;
     - ``write_predictions(rows, path)``: turn the head's predictions into a file.
     """
 
@@ -47,7 +48,9 @@ class VecsetDataModule(pl.LightningDataModule):
         return None
 
     def describe(self, sample_id: int) -> str:
-        """What a prediction row calls its input (an index, a file path, a SMILES...)."""
+        """What the input of sample ``sample_id`` was: a file path, ``file:line`` and SMILES, a
+        word... (here the id itself). Prediction rows and ``NonFiniteGuard``'s messages use
+        it, for any split, so a data module that overrides it gives ids unique over its splits."""
         return str(sample_id)
 
     def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:

@@ -19,6 +19,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.text_files import read_utf8_lines
 
 log = logging.getLogger("vecset")
 Pronunciations = Literal["first", "all"]
@@ -28,18 +29,17 @@ def read_dict_file(path: str | Path) -> dict[str, list[list[str]]]:
     """A CMUdict-format file: ``WORD  P1 P2 ...`` per line, ``WORD(2)`` for variants,
     ``;;;`` comments. A line without phones is an error naming the file and line."""
     out: dict[str, list[list[str]]] = {}
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line or line.startswith(";;;"):
-                continue
-            parts = line.split()
-            if len(parts) < 2:
-                raise ValueError(f"{path}:{n}: expected 'WORD PHONE [PHONE ...]', got {line!r}")
-            word = parts[0].lower()
-            if word.endswith(")") and "(" in word:
-                word = word[: word.rindex("(")]
-            out.setdefault(word, []).append(parts[1:])
+    for n, line in enumerate(read_utf8_lines(path), 1):
+        line = line.strip()
+        if not line or line.startswith(";;;"):
+            continue
+        parts = line.split()
+        if len(parts) < 2:
+            raise ValueError(f"{path}:{n}: expected 'WORD PHONE [PHONE ...]', got {line!r}")
+        word = parts[0].lower()
+        if word.endswith(")") and "(" in word:
+            word = word[: word.rindex("(")]
+        out.setdefault(word, []).append(parts[1:])
     return out
 
 
@@ -50,12 +50,11 @@ def strip_stress(phones: list[str]) -> list[str]:
 def read_word_file(path: str | Path) -> list[str]:
     """One word per line; an empty line is an error (file and line number)."""
     words = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            w = line.strip()
-            if not w:
-                raise ValueError(f"{path}:{n}: empty word (one word per line expected)")
-            words.append(w)
+    for n, line in enumerate(read_utf8_lines(path), 1):
+        w = line.strip()
+        if not w:
+            raise ValueError(f"{path}:{n}: empty word (one word per line expected)")
+        words.append(w)
     if not words:
         raise ValueError(f"{path}: no words")
     return words
@@ -104,6 +103,8 @@ class CMUDictDataModule(VecsetDataModule):
         self.batch_size, self.predict_file, self.num_plots = batch_size, predict_file, num_plots
         self.num_workers = num_workers
         self.words: list[str] = []
+        self.predict_words: list[str] = []
+        self.predict_offset = 0
         self.splits: dict[str, list[dict]] = {}
 
     def _load(self) -> dict[str, list[list[str]]]:
@@ -115,9 +116,11 @@ class CMUDictDataModule(VecsetDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         if stage == "predict" and self.predict_file:
-            # the model brings its vocabularies: predicting needs only the word file
+            # the model brings its vocabularies: predicting needs only the word file; its ids
+            # follow the dictionary's word indices (if loaded), so that an id names one word
             self.predict_words = read_word_file(self.predict_file)
-            self.splits["predict"] = [{"id": i, "text": w} for i, w in enumerate(self.predict_words)]
+            self.predict_offset = len(self.words)
+            self.splits["predict"] = [{"id": self.predict_offset + i, "text": w} for i, w in enumerate(self.predict_words)]
             return
         if "train" in self.splits:
             return
@@ -159,7 +162,10 @@ class CMUDictDataModule(VecsetDataModule):
 
     # -- predictions and plots ------------------------------------------------------------
     def describe(self, sample_id: int) -> str:
-        return self.predict_words[sample_id] if self.predict_file else self.words[sample_id]
+        """The word: the dictionary's (ids are word indices) or the predict file's."""
+        if self.predict_words and sample_id >= self.predict_offset:
+            return self.predict_words[sample_id - self.predict_offset]
+        return self.words[sample_id]
 
     def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
         return [{"word": self.describe(sid), "pronunciation": " ".join(preds["tokens"][i]),

@@ -111,6 +111,11 @@ class GraphNodeDataModule(VecsetDataModule):
     def predict_split(self) -> str:
         return "predict"
 
+    def describe(self, sample_id: int) -> str:
+        """The one graph every batch holds (sample id 0): its file."""
+        where = self.graph_path or "networkx.karate_club_graph()"
+        return f"{where} ({len(self.nodes)} nodes)"
+
     def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
         """One row per node: its predicted class, probability and split."""
         split_of = {n: k for k, v in self.split_nodes.items() for n in v}

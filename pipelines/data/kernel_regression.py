@@ -51,8 +51,13 @@ class KernelRegressionDataModule(VecsetDataModule):
         # validation queries sit halfway between the test grid's, so model selection never sees test points
         self.grid = torch.arange(0, self.x_max, self.grid_step)
         val_grid = self.grid + self.grid_step / 2
-        grid = [{"id": j, "query": q, "keys": x, "values": y, "y": target_fn(q)} for j, q in enumerate(self.grid)]
-        val = [{"id": j, "query": q, "keys": x, "values": y, "y": target_fn(q)} for j, q in enumerate(val_grid)]
+        # ids: training points, then validation queries, then test queries (an id names one point)
+        n_val = len(val_grid)
+        val = [{"id": self.n_train + j, "query": q, "keys": x, "values": y, "y": target_fn(q)}
+               for j, q in enumerate(val_grid)]
+        grid = [{"id": self.n_train + n_val + j, "query": q, "keys": x, "values": y, "y": target_fn(q)}
+                for j, q in enumerate(self.grid)]
+        self.val_grid = val_grid
         self.splits = {"train": train, "val": val, "test": grid}
 
     def train_targets(self):
@@ -67,7 +72,12 @@ class KernelRegressionDataModule(VecsetDataModule):
         return DataLoader(self.splits[split], batch_size=self.batch_size, shuffle=shuffle, collate_fn=self.collate)
 
     def describe(self, sample_id: int) -> str:
-        return f"x={float(self.grid[sample_id]):.2f}"
+        if sample_id < self.n_train:
+            return f"training point {sample_id} (x={float(self.x_train[sample_id]):.3f})"
+        j = sample_id - self.n_train
+        if j < len(self.val_grid):
+            return f"validation query x={float(self.val_grid[j]):.3f}"
+        return f"test query x={float(self.grid[j - len(self.val_grid)]):.3f}"
 
     def plots(self, model, run_dir: Path) -> list[Path]:
         """fits.png (truth, data, nonparametric and learned-width fits), attention.png

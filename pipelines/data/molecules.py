@@ -9,13 +9,15 @@ rows, drawn with ``split_seed``, validate).
 
 Every molecule is featurized once in ``setup`` (graph tensors, optional descriptors) and
 kept for all epochs. Rows that cannot be used are skipped, counted and logged with their
-line number (missing or non-numeric target; SMILES that RDKit rejects, is empty, or has more
-than ``max_atoms`` heavy atoms); a missing column is an error.
+line number (missing or non-numeric target, or one beyond float32; SMILES that RDKit rejects,
+is empty, or has more than ``max_atoms`` heavy atoms); a missing or duplicated column, a row
+with the wrong number of fields and invalid UTF-8 are errors naming the file and line.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import logging
 import math
 from pathlib import Path
@@ -36,15 +38,50 @@ from vecset.encoders.graph import (
     parse_smiles,
 )
 from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.text_files import read_utf8
 
 log = logging.getLogger(__name__)
 
 Split = Literal["random", "scaffold", "column"]
 
 
-def line_of(row: int) -> int:
-    """File line number of a 0-based data row (line 1 is the header)."""
-    return row + 2
+def read_csv_rows(path: Path) -> tuple[pd.DataFrame, list[int]]:
+    """The data rows of a CSV file as strings, and the line each row starts on.
+
+    Read with the ``csv`` module rather than ``pandas.read_csv``, which drops blank lines
+    without counting them (every later row's line number would be off) and renames a
+    duplicate column (``expt``, ``expt.1``). Blank lines are skipped but counted; duplicate
+    column names, a row with another number of fields than the header and invalid UTF-8 are
+    ValueErrors naming the file and line.
+    """
+    reader = csv.reader(io.StringIO(read_utf8(path), newline=""))
+    header: list[str] | None = None
+    header_line, start = 0, 1
+    rows, lines = [], []
+    try:
+        for record in reader:
+            if record:  # a blank line reads as []
+                if header is None:
+                    header, header_line = record, start
+                    # unnamed columns (a spreadsheet's trailing commas) cannot be selected: not duplicates
+                    dup = sorted({c for c in header if c and header.count(c) > 1})
+                    if dup:
+                        where = ", ".join(str(i + 1) for i, c in enumerate(header) if c in dup)
+                        raise ValueError(f"{path}:{start}: duplicate column name(s) {dup} (columns {where}); "
+                                         "each column needs its own name")
+                elif len(record) != len(header):
+                    n = len(record)
+                    raise ValueError(f"{path}:{start}: {n} field{'s' if n != 1 else ''}, the header (line "
+                                     f"{header_line}) has {len(header)}: {record}")
+                else:
+                    rows.append(record)
+                    lines.append(start)
+            start = reader.line_num + 1  # a quoted field may span lines
+    except csv.Error as e:
+        raise ValueError(f"{path}:{reader.line_num}: {e}") from None
+    if header is None:
+        raise ValueError(f"{path}: empty file (expected a header line of column names)")
+    return pd.DataFrame(rows, columns=header, dtype=str), lines
 
 
 def random_split(n: int, seed: int, fractions: tuple[float, float] = (0.8, 0.1)) -> dict[str, np.ndarray]:
@@ -126,14 +163,25 @@ class MoleculeDataModule(VecsetDataModule):
         self.desc_std: np.ndarray | None = None
 
     # -- reading --------------------------------------------------------------------
-    def _read(self, path: Path, columns: list[str]) -> pd.DataFrame:
+    def _read(self, path: Path, columns: list[str]) -> tuple[pd.DataFrame, list[int]]:
         if not path.exists():
             raise FileNotFoundError(f"molecule CSV not found: {path}")
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+        df, lines = read_csv_rows(path)
         missing = [c for c in columns if c not in df.columns]
         if missing:
             raise ValueError(f"{path}: column(s) {missing} not in the file; its columns are {list(df.columns)}")
-        return df
+        return df, lines
+
+    def _target_problem(self, df: pd.DataFrame, row: int, y: np.ndarray) -> str | None:
+        """Why the targets ``y`` (T,) of data row ``row`` cannot be used, or None."""
+        with np.errstate(over="ignore"):  # the batch holds float32: 1e39 is finite here but inf there
+            as_float32 = y.astype(np.float32)
+        for finite, why in ((np.isfinite(y), "missing or non-numeric target"),
+                            (np.isfinite(as_float32), "target out of float32 range")):
+            if not finite.all():
+                bad = [f"{c}={df[c].iat[row]!r}" for c, ok in zip(self.target_names, finite, strict=True) if not ok]
+                return f"{why} ({', '.join(bad)})"
+        return None
 
     def _featurize(self, smiles: str) -> dict:
         mol = parse_smiles(smiles, self.max_atoms)
@@ -145,23 +193,22 @@ class MoleculeDataModule(VecsetDataModule):
 
     def _load(self) -> None:
         cols = [self.smiles_column, *self.target_names] + ([self.split_column] if self.split == "column" else [])
-        df = self._read(self.csv_path, cols)
+        df, lines = self._read(self.csv_path, cols)
         targets = df[self.target_names].apply(lambda c: pd.to_numeric(c.str.strip(), errors="coerce"))
         items, skipped = [], []
         for row in range(len(df)):
             smi = df[self.smiles_column].iat[row].strip()
             y = targets.iloc[row].to_numpy(dtype=np.float64)
-            if not np.isfinite(y).all():
-                bad = [f"{c}={df[c].iat[row]!r}" for c, v in zip(self.target_names, y, strict=True) if not np.isfinite(v)]
-                skipped.append({"line": line_of(row), "smiles": smi,
-                                "reason": f"missing or non-numeric target ({', '.join(bad)})"})
+            reason = self._target_problem(df, row, y)
+            if reason is None:
+                try:
+                    item = self._featurize(smi)
+                except InvalidMolecule as e:
+                    reason = e.reason
+            if reason is not None:
+                skipped.append({"line": lines[row], "smiles": smi, "reason": reason})
                 continue
-            try:
-                item = self._featurize(smi)
-            except InvalidMolecule as e:
-                skipped.append({"line": line_of(row), "smiles": smi, "reason": e.reason})
-                continue
-            item.update(id=row, y=torch.tensor(y, dtype=torch.float32))
+            item.update(id=row, line=lines[row], y=torch.tensor(y, dtype=torch.float32))
             if self.split == "column":
                 item["split_value"] = df[self.split_column].iat[row].strip().lower()
             items.append(item)
@@ -230,16 +277,16 @@ class MoleculeDataModule(VecsetDataModule):
                 f"{self.descriptor_dim} or data.init_args.descriptors: {not self.descriptors}")
 
     def _load_predict(self) -> None:
-        df = self._read(self.predict_csv, [self.smiles_column])
+        df, lines = self._read(self.predict_csv, [self.smiles_column])
         items, invalid = [], []
         for row in range(len(df)):
             smi = df[self.smiles_column].iat[row].strip()
             try:
                 item = self._featurize(smi)
             except InvalidMolecule as e:
-                invalid.append({"line": line_of(row), "smiles": smi, "reason": e.reason})
+                invalid.append({"line": lines[row], "smiles": smi, "reason": e.reason})
                 continue
-            item["id"] = row
+            item.update(id=row, line=lines[row])
             items.append(item)
         if self.descriptors:
             self._normalize_descriptors(items)
@@ -281,18 +328,23 @@ class MoleculeDataModule(VecsetDataModule):
     def train_targets(self) -> torch.Tensor:
         return torch.stack([it["y"] for it in self.splits["train"]])
 
+    def _predicting(self) -> bool:
+        """Ids name rows of ``predict_csv`` (once it is read) rather than of ``csv_path``."""
+        return self.predict_csv is not None and self.predict_items is not None
+
     def _by_id(self) -> dict[int, dict]:
-        source = self.predict_items if self.predict_csv is not None and self.predict_items is not None else self.items
-        return {it["id"]: it for it in source}
+        return {it["id"]: it for it in (self.predict_items if self._predicting() else self.items)}
 
     def describe(self, sample_id: int) -> str:
-        return self._by_id()[sample_id]["smiles"]
+        """``path:line SMILES`` of the row the sample came from."""
+        item = self._by_id()[sample_id]
+        return f"{self.predict_csv if self._predicting() else self.csv_path}:{item['line']} {item['smiles']}"
 
     def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
         by_id = self._by_id()
         rows = []
         for i, sid in enumerate(ids):
-            row = {"line": line_of(sid), "smiles": by_id[sid]["smiles"]}
+            row = {"line": by_id[sid]["line"], "smiles": by_id[sid]["smiles"]}
             row.update({name: float(v) for name, v in zip(self.target_names, preds["value"][i], strict=True)})
             rows.append(row)
         return rows

@@ -56,6 +56,16 @@ class MultiTaskDataModule(VecsetDataModule):
     def test_dataloader(self):
         return CombinedLoader([dm.test_dataloader() for dm in self.tasks.values()], "sequential")
 
+    def describe(self, sample_id: int, task: str | None = None) -> str:
+        """The task's data module's ``describe`` (sample ids are per task; the task may be
+        left out where there is only one); the id itself for a plain LightningDataModule."""
+        if task is None:
+            if len(self.tasks) != 1:
+                raise ValueError(f"MultiTaskDataModule.describe({sample_id}) needs the task, one of {self.names}")
+            (task,) = self.tasks
+        describe = getattr(self.tasks[task], "describe", None)
+        return describe(sample_id) if describe is not None else str(sample_id)
+
     def plots(self, model, run_dir):
         return []
 

@@ -370,3 +370,80 @@ def test_karate_node_labeling(tmp_path):
 def test_graph_encoder_needs_at_least_one_head():
     with pytest.raises(ValueError, match="heads must be >= 1 .* got 0"):
         GraphEncoder(16, heads=0)
+
+
+# -- reading the CSV: header, lines, encoding; what a sample is called -------------------
+
+
+def test_duplicate_column_names_are_an_error(tmp_path):
+    # pandas would rename the second 'expt' to 'expt.1' and train on the first without a word
+    path = write_csv(tmp_path / "dup.csv", [["smiles", "expt", "expt"]] + [["C" * (i % 4 + 1), str(i), "0"] for i in range(10)])
+    dm = MoleculeDataModule(str(path), target_columns=["expt"])
+    with pytest.raises(ValueError, match=rf"{path}:1: duplicate column name\(s\) \['expt'\] \(columns 2, 3\)"):
+        dm.setup("fit")
+    # unnamed columns are not duplicates of each other
+    rows = [["smiles", "expt", "", ""]] + [["C" * (i % 4 + 1), str(i), "", ""] for i in range(10)]
+    unnamed = write_csv(tmp_path / "commas.csv", rows)
+    dm = MoleculeDataModule(str(unnamed), target_columns=["expt"])
+    dm.setup("fit")
+    assert len(dm.items) == 10
+
+
+def test_blank_lines_keep_line_numbers_and_describe_names_file_and_line(tmp_path):
+    path = tmp_path / "gaps.csv"
+    path.write_text("smiles,y\nCCO,1\n\nCCN,2\nC1CC,3\n\n\n" + "".join(f"{'C' * (i % 4 + 1)},{i}\n" for i in range(10)))
+    dm = MoleculeDataModule(str(path), target_columns=["y"])
+    dm.setup("fit")
+    assert [(s["line"], s["smiles"]) for s in dm.skipped] == [(5, "C1CC")]  # not line 4: blank lines count
+    lines = {it["smiles"]: it["line"] for it in dm.items}
+    assert lines["CCO"] == 2 and lines["CCN"] == 4 and len(dm.items) == 12
+    ccn = next(it for it in dm.items if it["smiles"] == "CCN")
+    assert dm.describe(ccn["id"]) == f"{path}:4 CCN"
+
+
+def test_rows_with_a_wrong_number_of_fields_name_file_and_line(tmp_path):
+    path = tmp_path / "ragged.csv"
+    path.write_text("smiles,y\nCCO,1\nCC,2,3\n")
+    with pytest.raises(ValueError, match=rf"{path}:3: 3 fields, the header \(line 1\) has 2"):
+        MoleculeDataModule(str(path), target_columns=["y"]).setup("fit")
+    path.write_text("smiles,y\nCCO\n")
+    with pytest.raises(ValueError, match=rf"{path}:2: 1 field, the header \(line 1\) has 2"):
+        MoleculeDataModule(str(path), target_columns=["y"]).setup("fit")
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("smiles,y,name\nCCO,1,ethanol\nCC,2,caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=rf"{path}:3: not valid UTF-8 \(byte 0xe9 at column 9: "):
+        MoleculeDataModule(str(path), target_columns=["y"]).setup("fit")
+
+
+def test_target_beyond_float32_is_skipped_not_inf(tmp_path):
+    # 1e39 is finite in float64 but inf in the float32 batch
+    rows = [["smiles", "y"]] + [["C" * (i % 4 + 1), str(i)] for i in range(10)] + [["CCO", "1e39"]]
+    dm = MoleculeDataModule(str(write_csv(tmp_path / "big.csv", rows)), target_columns=["y"])
+    dm.setup("fit")
+    assert [(s["line"], s["reason"]) for s in dm.skipped] == [(12, "target out of float32 range (y='1e39')")]
+    assert all(torch.isfinite(it["y"]).all() for it in dm.items)
+
+
+def test_byte_order_mark_is_not_part_of_the_first_column_name(tmp_path):
+    path = tmp_path / "excel.csv"
+    path.write_bytes(b"\xef\xbb\xbfsmiles,y\r\n" + b"".join(f"{'C' * (i % 4 + 1)},{i}\r\n".encode() for i in range(10)))
+    dm = MoleculeDataModule(str(path), target_columns=["y"])
+    dm.setup("fit")
+    assert len(dm.items) == 10 and dm.describe(dm.items[3]["id"]) == f"{path}:5 CCCC"
+
+
+def test_node_graph_describe_names_the_graph_file(tmp_path):
+    from vecset.pipelines.data.graphs import GraphNodeDataModule
+
+    path = tmp_path / "karate.json"
+    path.write_text(json.dumps(nx.node_link_data(nx.karate_club_graph(), edges="links")))
+    dm = GraphNodeDataModule(graph_path=str(path), lap_pe_k=2)
+    dm.setup("fit")
+    batch = next(iter(dm.train_dataloader()))
+    assert [dm.describe(i) for i in batch["ids"].tolist()] == [f"{path} (34 nodes)"]
+    default = GraphNodeDataModule(lap_pe_k=2)
+    default.setup("fit")
+    assert default.describe(0) == "networkx.karate_club_graph() (34 nodes)"

@@ -44,3 +44,14 @@ def test_config_learns_a_width_that_beats_the_nonparametric_fit(tmp_path, monkey
     learned = next(v for k, v in rmse.items() if k.startswith("learned"))
     assert kr["width"] > 1.5 and learned < rmse["nonparametric (w=1)"]
     assert (run / "fits.png").exists() and (run / "attention.png").exists()
+
+
+def test_describe_names_the_point_of_every_split():
+    dm = KernelRegressionDataModule(n_train=20, seed=3, grid_step=0.5)
+    dm.setup("fit")
+    ids = [it["id"] for split in ("train", "val", "test") for it in dm.splits[split]]
+    assert len(set(ids)) == len(ids) == 20 + 10 + 10  # an id names one point
+    tr, va, te = dm.splits["train"][5], dm.splits["val"][3], dm.splits["test"][7]
+    assert dm.describe(tr["id"]) == f"training point 5 (x={float(dm.x_train[5]):.3f})"
+    assert dm.describe(va["id"]) == "validation query x=1.750"
+    assert dm.describe(te["id"]) == "test query x=3.500"

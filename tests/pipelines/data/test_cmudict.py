@@ -97,3 +97,27 @@ def test_predict_on_a_word_file(fitted, tmp_path, monkeypatch):
     vocab = TaskModule.load_from_checkpoint(fitted / "checkpoints" / "last.ckpt", map_location="cpu").head.vocab
     for r in rows:
         assert set(r["pronunciation"].split()) <= set(vocab.tokens[4:]) | {"<unk>"}
+
+
+def test_describe_names_the_word_of_every_split_with_a_predict_file(tmp_path):
+    p = tmp_path / "dict.txt"
+    p.write_text("".join(f"W{i}  AH B\n" for i in range(40)))
+    words = tmp_path / "words.txt"
+    words.write_text("zebra\nyak\n")
+    dm = CMUDictDataModule(dict_file=str(p), predict_file=str(words))
+    dm.setup("fit")  # a config may name the predict file while fitting
+    assert all(dm.describe(it["id"]) == it["text"] for split in ("train", "val", "test") for it in dm.splits[split])
+    dm.setup("predict")
+    assert [dm.describe(it["id"]) for it in dm.splits["predict"]] == ["zebra", "yak"]
+    assert all(dm.describe(it["id"]) == it["text"] for it in dm.splits["train"])  # still the dictionary's words
+
+
+def test_invalid_utf8_in_the_dictionary_or_word_file_names_file_and_line(tmp_path):
+    p = tmp_path / "dict.txt"
+    p.write_bytes("CAT  K AE1 T\nCAF\u00c9  K AE0 F EY1\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=rf"{p}:2: not valid UTF-8 \(byte 0xc9 at column 4: "):
+        read_dict_file(p)
+    w = tmp_path / "words.txt"
+    w.write_bytes("cat\ncaf\u00e9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=rf"{w}:2: not valid UTF-8 \(byte 0xe9 at column 4: "):
+        read_word_file(w)

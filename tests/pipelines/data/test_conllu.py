@@ -3,6 +3,7 @@ named by file and line), and the POS config end to end on the shipped sample, wh
 word form takes two tags ("I saw a saw")."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,68 @@ def test_pos_config_learns_the_two_tags_of_saw(tmp_path, monkeypatch):
     batch = {"text": [["I", "saw", "a", "saw", "."]]}
     tags = [UPOS[i] for i in model(batch).argmax(-1)[0].tolist()]
     assert tags == ["PRON", "VERB", "DET", "NOUN", "PUNCT"]  # same form, two tags: context decides
+
+
+def word(id_: str, form: str = "w") -> str:
+    return f"{id_}\t{form}\t{form}\tX\t_\t_\t0\tdep\t_\t_"
+
+
+@pytest.mark.parametrize("ids, line, message", [
+    (["2", "3"], 4, "word ID 2 out of order, expected 1"),
+    (["1", "3"], 5, "word ID 3 out of order, expected 2"),
+    (["1", "2", "2"], 6, "word ID 2 out of order, expected 3"),
+    (["2-3", "1", "2"], 4, "range 2-3 must start at the next word, 1"),
+    (["1-1", "1"], 4, "range 1-1 must span two or more words"),
+    (["1-2", "1", "2-3", "2", "3"], 6, "range 2-3 overlaps the range before it"),
+    (["1-3", "1", "2"], 4, "range 1-3 ends past the sentence's last word, 2"),
+    (["1", "2.1", "2"], 5, "empty node 2.1 must follow word 2 (the last word is 1)"),
+    (["1", "1.2", "2"], 5, "empty node 1.2 out of order, expected 1.1"),
+])
+def test_ids_out_of_order_name_file_and_line(tmp_path, ids, line, message):
+    p = tmp_path / "order.conllu"
+    p.write_text("# text = Hi.\n1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n\n" + "\n".join(word(i) for i in ids) + "\n\n")
+    with pytest.raises(ValueError, match=re.escape(f"{p}:{line}: {message}")):
+        read_conllu(p)
+
+
+def test_ids_restart_in_every_sentence_and_allow_ranges_and_empty_nodes(tmp_path):
+    p = tmp_path / "ok.conllu"
+    p.write_text("\n".join(word(i) for i in ["0.1", "1-2", "1", "2", "2.1", "2.2", "3"]) + "\n\n"
+                 + "\n".join(word(i) for i in ["1", "2"]) + "\n\n")
+    sents, skipped = read_conllu(p)
+    assert [len(s["forms"]) for s in sents] == [3, 2] and skipped == {"multiword_tokens": 1, "empty_nodes": 3}
+    assert [s["line"] for s in sents] == [1, 9]
+
+
+@pytest.mark.parametrize("column, name", [(1, "FORM"), (2, "LEMMA"), (6, "HEAD")])
+def test_empty_field_names_file_and_line(tmp_path, column, name):
+    cols = word("2").split("\t")
+    cols[column] = ""
+    p = tmp_path / "empty.conllu"
+    p.write_text("# text = Hi.\n" + word("1") + "\n" + "\t".join(cols) + "\n\n")
+    with pytest.raises(ValueError, match=rf"{p}:3: column {column + 1} \({name}\) is empty"):
+        read_conllu(p)
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path):
+    p = tmp_path / "latin1.conllu"
+    p.write_bytes(("# text = Hi.\n" + word("1") + "\n\n" + word("1", "caf\u00e9") + "\n\n").encode("latin-1"))
+    with pytest.raises(ValueError, match=rf"{p}:4: not valid UTF-8 \(byte 0xe9 at column 6: "):
+        read_conllu(p)
+
+
+def test_describe_names_the_file_and_line_of_every_split(tmp_path):
+    from vecset.pipelines.data.conllu import CoNLLUDataModule
+
+    files = {}
+    for split, words in {"train": ["a", "b"], "val": ["c"], "test": ["d", "e", "f"]}.items():
+        files[split] = tmp_path / f"{split}.conllu"
+        files[split].write_text("".join(f"# sent_id = {w}\n{word('1', w)}\n\n" for w in words))
+    dm = CoNLLUDataModule(str(files["train"]), str(files["val"]), str(files["test"]))
+    dm.setup("fit")
+    described = {split: [dm.describe(s["id"]) for s in dm.splits[split]] for split in ("train", "val", "test")}
+    assert described == {"train": [f"{files['train']}:1 a", f"{files['train']}:4 b"],
+                         "val": [f"{files['val']}:1 c"],
+                         "test": [f"{files['test']}:1 d", f"{files['test']}:4 e", f"{files['test']}:7 f"]}
+    batch = next(iter(dm.train_dataloader()))
+    assert sorted(dm.describe(i) for i in batch["ids"].tolist()) == described["train"]

@@ -1,9 +1,11 @@
-"""NonFiniteGuard: a NaN/inf in a batch or in the loss stops training, naming the batch and
-the sample ids, before any optimizer step is taken on it."""
+"""NonFiniteGuard: a NaN/inf in a batch or in the loss stops training, naming the batch, the
+sample ids and the inputs they came from (the data module's ``describe``), before any
+optimizer step is taken on it."""
 
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 import pytorch_lightning as pl
@@ -11,10 +13,36 @@ import torch
 from resume_helpers import PoisonedSets
 
 from vecset.backbone import Backbone
-from vecset.encoders import VectorEncoder
-from vecset.heads import LabelingHead
-from vecset.pipelines import NonFiniteGuard, SyntheticSetDataModule, TaskModule
+from vecset.encoders import GraphEncoder, VectorEncoder
+from vecset.heads import LabelingHead, SequenceHead
+from vecset.pipelines import (
+    MoleculeDataModule,
+    MultiTaskDataModule,
+    NonFiniteGuard,
+    SyntheticSetDataModule,
+    TaskModule,
+)
+from vecset.pipelines.data.collate import pad_sets
 from vecset.pipelines.training.callbacks import NonFiniteError
+
+
+class DescribedSets(SyntheticSetDataModule):
+    """The synthetic sets, each called ``<name>-set-<id>`` by ``describe``."""
+
+    def __init__(self, name: str = "syn") -> None:
+        super().__init__(n_train=64, n_val=16, n_test=16, batch_size=16)
+        self.name = name
+
+    def describe(self, sample_id: int) -> str:
+        return f"{self.name}-set-{sample_id}"
+
+
+class PoisonedMolecules(MoleculeDataModule):
+    """A molecule CSV whose first training molecule gets a NaN node feature once featurized."""
+
+    def setup(self, stage: str | None = None) -> None:
+        super().setup(stage)
+        self.splits["train"][0]["x"][0, 0] = math.nan
 
 
 def model() -> TaskModule:
@@ -57,7 +85,7 @@ def test_nonfinite_loss_stops_before_the_step(tmp_path):
         return value * math.nan if sum(calls) == 3 else value
 
     m.head.loss = loss
-    dm = SyntheticSetDataModule(n_train=64, n_val=16, n_test=16, batch_size=16)
+    dm = DescribedSets()
     t = trainer(tmp_path)
     with pytest.raises(NonFiniteError, match=r"training loss is nan at train batch 2 .*sample ids in this batch: \[") as e:
         t.fit(m, datamodule=dm)
@@ -65,6 +93,8 @@ def test_nonfinite_loss_stops_before_the_step(tmp_path):
     ids = eval(str(e.value).split("sample ids in this batch: ")[1].split("]")[0] + "]")
     order = list(dm.train_dataloader().sampler)
     assert ids == order[32:48]
+    named = "; ".join(f"syn-set-{i}" for i in ids[:10])
+    assert f"sample ids in this batch: {ids} ({named}; and 6 more)" in str(e.value)
     assert all(torch.isfinite(p).all() for p in m.parameters())
 
 
@@ -78,3 +108,33 @@ def test_guard_is_a_cli_default(tmp_path, monkeypatch):
     with pytest.raises(NonFiniteError, match=r"nan in batch\['x'\] of train batch \d+ .*sample ids: \[5\]"):
         run_cli(["fit", "--config", str(root / "configs/debug.yaml"), "--data=resume_helpers.PoisonedSets",
                  "--data.init_args.poison_id=5", "--data.init_args.value=.nan", "--trainer.max_epochs=1"])
+
+
+def test_nonfinite_input_names_the_csv_file_and_line(tmp_path):
+    path = tmp_path / "mols.csv"
+    path.write_text("smiles,y\n\n" + "".join(f"{'C' * (i % 5 + 1)}O,{i}\n" for i in range(20)))  # line 2 blank
+    dm = PoisonedMolecules(str(path), target_columns=["y"])
+    m = TaskModule(GraphEncoder(d_model=16, heads=2), Backbone(d_model=16, depth=1, heads=2, mlp_ratio=2.0),
+                   SequenceHead(16, 1, task="regression"))
+    with pytest.raises(NonFiniteError) as e:
+        trainer(tmp_path).fit(m, datamodule=dm)
+    item = dm.splits["train"][0]
+    assert item["line"] == item["id"] + 3  # the blank line counts
+    assert "nan in batch['x'] of train batch 0 " in str(e.value)
+    assert f"sample ids: [{item['id']}] ({path}:{item['line']} {item['smiles']})" in str(e.value)
+
+
+def test_multitask_guard_names_the_input_through_the_tasks_data_module():
+    dm = MultiTaskDataModule({"a": DescribedSets("a"), "b": DescribedSets("b")})
+    dm.setup("fit")
+    assert dm.describe(5, task="b") == "b-set-5"
+    assert MultiTaskDataModule({"plain": pl.LightningDataModule()}).describe(5) == "5"
+    batches = {k: pad_sets(dm.tasks[k].sets["train"].items[:4]) for k in ("a", "b")}
+    batches["b"]["x"][2, 0, 0] = math.nan
+    fake = SimpleNamespace(datamodule=dm, current_epoch=0, global_step=0, world_size=1)
+    guard = NonFiniteGuard()
+    with pytest.raises(NonFiniteError, match=r"of train \(b\) batch 0 .*sample ids: \[2\] \(b-set-2\)"):
+        guard.on_train_batch_start(fake, None, batches, 0)
+    # validation runs the tasks' loaders one after another: the loader's index is the task
+    with pytest.raises(NonFiniteError, match=r"of validation \(b\) batch 0 .*sample ids: \[2\] \(b-set-2\)"):
+        guard.on_validation_batch_start(fake, None, batches["b"], 0, dataloader_idx=1)
