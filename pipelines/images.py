@@ -68,9 +68,12 @@ class TensorImages(Dataset):
 class ImageDataModule(VecsetDataModule):
     """Shared loaders, prediction naming and plots of the image DataModules.
 
-    Subclasses fill ``self.sets`` ({"train", "val", "test"} -> Dataset) and ``class_names``
-    in ``setup`` and implement ``describe``.
+    Subclasses fill ``self.sets`` ({"train", "val", "test"} -> Dataset), ``class_names`` and
+    ``image_shape`` (the (C, H, W) of every image a batch holds: the model checks at setup that
+    its attention can hold the set an image makes) in ``setup`` and implement ``describe``.
     """
+
+    image_shape: tuple[int, int, int] | None = None
 
     def __init__(self, batch_size: int, num_workers: int, attention_images: int, attention_layer: int) -> None:
         super().__init__()
@@ -137,6 +140,7 @@ class DigitsDataModule(ImageDataModule):
     """
 
     class_names = [str(d) for d in range(10)]
+    image_shape = (1, 8, 8)
 
     def __init__(self, batch_size: int = 64, augment: bool = True, degrees: float = 10.0,
                  translate: float = 0.1, scale: Sequence[float] = (0.9, 1.1), num_workers: int = 0,
@@ -434,6 +438,9 @@ class ImageFolderDataModule(ImageDataModule):
             split_files["train"] = ([paths[i] for i in tr], [labels[i] for i in tr])
             split_files["val"] = ([paths[i] for i in va], [labels[i] for i in va])
         self.class_names = classes
+        # every image is resized to image_size, or (_check_files) all share one size; PIL's is (W, H)
+        h, w = self.image_size if self.image_size is not None else next(iter(self._sizes))[::-1]
+        self.image_shape = (self.channels, h, w)
         for s in ("train", "val", "test"):
             paths, labels = split_files[s]
             self.sets[s] = FileImages(paths, labels, self._add(paths), self.channels,
@@ -482,6 +489,7 @@ class Cifar10DataModule(ImageDataModule):
         batch_size, num_workers, attention_images, attention_layer: as in DigitsDataModule.
     """
 
+    image_shape = (3, 32, 32)
     MEAN = (0.4914, 0.4822, 0.4465)
     STD = (0.2470, 0.2435, 0.2616)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import pytorch_lightning as pl
 import torch
 from PIL import Image
 from torch import Tensor
@@ -408,6 +409,81 @@ def test_8bit_images_read_as_before(tmp_path, mode, channels):
     unresized.setup("fit")
     want = torch.as_tensor(pixel, dtype=torch.float32).reshape(-1) / 255 / 0.5 - 1
     torch.testing.assert_close(_all_images(unresized)["0.png"][:, 0, 0], want, atol=1e-6, rtol=0)
+
+
+# -- sets too large for the attention ------------------------------------------------------------
+
+class _NoStep(pl.Callback):
+    """Fails the test if any batch reaches a step (sanity check, training or evaluation)."""
+
+    def on_train_batch_start(self, *args) -> None:
+        raise AssertionError("a training step started")
+
+    def on_validation_batch_start(self, *args) -> None:
+        raise AssertionError("a validation step started")
+
+    def on_test_batch_start(self, *args) -> None:
+        raise AssertionError("a test step started")
+
+
+def _big_folder(root: Path, side: int) -> Path:
+    for k in range(10):
+        _write(root / ("cat" if k < 5 else "dog") / f"{k}.png", "L", size=(side, side))
+    return root
+
+
+def _fit(model: TaskModule, dm, stage: str = "fit") -> None:
+    trainer = pl.Trainer(max_epochs=1, accelerator="cpu", logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False, callbacks=[_NoStep()])
+    trainer.fit(model, datamodule=dm) if stage == "fit" else trainer.predict(model, datamodule=dm)
+
+
+def test_full_size_images_too_large_for_attention_are_refused_before_a_step(tmp_path, monkeypatch):
+    monkeypatch.setattr("pipelines.task.available_memory", lambda device: 8 * 2**30)
+    dm = ImageFolderDataModule(str(_big_folder(tmp_path, 1024)), channels=1, image_size=None, batch_size=2, **SPLIT)
+    model = TaskModule(PixelEncoder(1, 8), Backbone(8, depth=1, heads=2), SequenceHead(8, 2))
+    # one 1024x1024 image is 1048576 pixel vectors: its 2 x N x N float32 weights are 8192 GiB
+    want = (r"ImageFolderDataModule's images of 1024x1024 pixels make sets of 1048576 vectors \(PixelEncoder: a "
+            r"1024x1024 grid\); full attention over one set holds 2 x 1048576 x 1048576 weights \(heads x N x N, "
+            r"float32\), about 8192.0 GiB, but 8.0 GiB is free on cpu\. At most 32768 vectors fit: set the data's "
+            r"image_size \(e\.g\. \[181, 181\]\), larger patches "
+            r"\(PatchEncoder's patch_size\), or truncated attention \(the backbone's window\)")
+    for stage in ("fit", "predict"):
+        with pytest.raises(MemoryError, match=want):
+            _fit(model, dm, stage)
+    from pipelines.multitask import MultiTaskDataModule, MultiTaskModule
+
+    multi = MultiTaskModule(Backbone(8, depth=1, heads=2), {"img": PixelEncoder(1, 8)}, {"img": SequenceHead(8, 2)})
+    with pytest.raises(MemoryError, match="task 'img': " + want):
+        _fit(multi, MultiTaskDataModule({"img": dm}))
+    # patches: 1024/16 = 64 per side, 4096 vectors, 2 x 4096^2 x 4 bytes = 0.125 GiB: no refusal
+    # (the step then runs, which _NoStep reports)
+    small = TaskModule(PatchEncoder(1, 8, 16), Backbone(8, depth=1, heads=2), SequenceHead(8, 2))
+    with pytest.raises(AssertionError, match="step started"):
+        _fit(small, dm)
+
+
+def test_set_size_check_counts_patches_cls_and_window(tmp_path, monkeypatch):
+    monkeypatch.setattr("pipelines.task.available_memory", lambda device: 2**30)
+    dm = ImageFolderDataModule(str(_big_folder(tmp_path, 1024)), channels=1, batch_size=2, **SPLIT)
+    # 4x4 patches: 256x256 = 65536 vectors, + CLS; 4 x 65537^2 x 4 bytes = 64 GiB
+    cls = TaskModule(PatchEncoder(1, 8, 4), Backbone(8, depth=1, heads=4, cls_token=True),
+                     SequenceHead(8, 2, pooling="cls"))
+    with pytest.raises(MemoryError, match=r"sets of 65537 vectors \(PatchEncoder: a 256x256 "
+                                          r"grid, plus the CLS vector\); full attention over one set holds 4 x 65537 x 65537 weights "
+                                          r"\(heads x N x N, float32\), about 64.0 GiB, but 1.0 GiB is free on cpu\. "
+                                          r"At most 8192 vectors fit: set the data's image_size \(e\.g\. \[360, 360\]\)"):
+        _fit(cls, dm)
+    # truncated attention: each vector sees 3 x window keys at most (the blocked path): 4 x 65536 x 48 x 4 bytes
+    windowed = TaskModule(PatchEncoder(1, 8, 4), Backbone(8, depth=1, heads=4, window=16), SequenceHead(8, 2))
+    with pytest.raises(AssertionError, match="step started"):
+        _fit(windowed, dm)
+    monkeypatch.setattr("pipelines.task.available_memory", lambda device: 2**20)
+    with pytest.raises(MemoryError, match=r"truncated attention \(window 16\) over one set holds 4 x 65536 x 48 "
+                                          r"weights \(heads x N x 3 window, float32\), about 48.0 MiB, but 1.0 MiB "
+                                          r"is free on cpu\. At most 1365 vectors fit: set the data's image_size "
+                                          r"\(e\.g\. \[144, 144\]\)"):
+        _fit(windowed, dm)
 
 
 def test_cifar_missing_folder_says_where_it_looked(tmp_path):
