@@ -21,6 +21,7 @@ from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 
 from pipelines.callbacks import NonFiniteGuard, ResumeState
 from pipelines.checkpoint import CheckpointConfigCheck, run_version, with_atomic_checkpoint_io
+from pipelines.signals import stop_on_signals
 
 RUNS_DIR = "runs"
 
@@ -160,8 +161,10 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
 
 
 def main() -> None:
-    """Console entry point ``vecset``."""
-    run_cli()
+    """Console entry point ``vecset``; SIGTERM and Ctrl-C end it within seconds, also in the
+    middle of a long step (``pipelines/signals.py``)."""
+    with stop_on_signals():
+        run_cli()
 
 
 if __name__ == "__main__":
