@@ -19,6 +19,7 @@ import torch
 from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 
+from vecset.pipelines.signals import stop_on_signals
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
 from vecset.pipelines.training.checkpoint import (
     CheckpointConfigCheck,
@@ -164,8 +165,10 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
 
 
 def main() -> None:
-    """Console entry point ``vecset``."""
-    run_cli()
+    """Console entry point ``vecset``; SIGTERM and Ctrl-C end it within seconds, also in the
+    middle of a long step (``pipelines/signals.py``)."""
+    with stop_on_signals():
+        run_cli()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,13 @@ from vecset.pipelines.data.base import VecsetDataModule
 log = logging.getLogger(__name__)
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp", ".gif")
-GREY_MODES = ("1", "L", "I", "I;16", "F")
+# Pillow's modes (its "Concepts: Modes" page) by what a pixel value means. Every other mode holds
+# 8-bit samples (0..255). 16-bit grey: 0..65535. F: 32-bit floats, no range of their own. I: 32-bit
+# signed integers, no range either, except that Pillow's PPM/PGM reader puts 16-bit files there
+# rescaled to 0..65535.
+GREY16_MODES = ("I;16", "I;16L", "I;16B", "I;16N")
+GREY_MODES = ("1", "L", "I", "F", *GREY16_MODES)
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def collate_images(items: list[dict]) -> dict:
@@ -62,9 +68,12 @@ class TensorImages(Dataset):
 class ImageDataModule(VecsetDataModule):
     """Shared loaders, prediction naming and plots of the image DataModules.
 
-    Subclasses fill ``self.sets`` ({"train", "val", "test"} -> Dataset) and ``class_names``
-    in ``setup`` and implement ``describe``.
+    Subclasses fill ``self.sets`` ({"train", "val", "test"} -> Dataset), ``class_names`` and
+    ``image_shape`` (the (C, H, W) of every image a batch holds: the model checks at setup that
+    its attention can hold the set an image makes) in ``setup`` and implement ``describe``.
     """
+
+    image_shape: tuple[int, int, int] | None = None
 
     def __init__(self, batch_size: int, num_workers: int, attention_images: int, attention_layer: int) -> None:
         super().__init__()
@@ -131,6 +140,7 @@ class DigitsDataModule(ImageDataModule):
     """
 
     class_names = [str(d) for d in range(10)]
+    image_shape = (1, 8, 8)
 
     def __init__(self, batch_size: int = 64, augment: bool = True, degrees: float = 10.0,
                  translate: float = 0.1, scale: Sequence[float] = (0.9, 1.1), num_workers: int = 0,
@@ -209,22 +219,82 @@ def scan_image_folder(root: Path, skip_non_images: bool) -> tuple[list[str], dic
     return classes, files
 
 
-class FileImages(Dataset):
-    """Image files with labels; loads with PIL, converts the mode if asked, then transforms."""
+def unscalable_mode(mode: str, image_format: str | None) -> bool:
+    """True for a PIL mode whose pixel values have no fixed range to scale to [0, 1] from:
+    32-bit integers (mode I) from anything but Pillow's PPM/PGM reader (which rescales 16-bit
+    files to 0..65535 there)."""
+    return mode == "I" and image_format != "PPM"
 
-    def __init__(self, paths: list[Path], labels: list[int], ids: list[int], mode: str,
+
+def unscalable_message(path: Path, mode: str) -> str:
+    return (f"{path}: PIL mode {mode!r} (32-bit integer pixels) has no fixed range to scale them to [0, 1] "
+            "from; save the image as 8- or 16-bit PNG/TIFF, or as a float (mode F) TIFF with values in [0, 1]")
+
+
+def png_bit_depth(path: Path) -> int | None:
+    """Bits per sample of a PNG file (its IHDR chunk, byte 24 of the file: PNG spec 11.2.2),
+    None for other files."""
+    with open(path, "rb") as f:
+        head = f.read(26)
+    return head[24] if head[:8] == PNG_SIGNATURE and head[12:16] == b"IHDR" else None
+
+
+def read_image(path: Path, channels: int) -> Tensor:
+    """One image file as (C, H, W) pixels, C = ``channels`` (1 grey, 3 RGB).
+
+    8-bit images are read with PIL and converted by it (RGB -> L by ITU-R 601-2 luma, L/P/RGBA
+    -> RGB), as uint8 0..255: the transforms scale them by 255. Deeper images come back as float32
+    scaled by their own range, because PIL's conversion to L/RGB clips them to 8 bits: 16-bit grey
+    (I;16, and 16-bit PGM, which Pillow reads as mode I) and 16-bit PNGs (torchvision's decoder:
+    Pillow reads 16-bit RGB PNGs as 8-bit) are divided by 65535; float images (mode F) are taken
+    as they are (torchvision's convention for float images: [0, 1]). A deep grey image becomes
+    RGB by copying it into the three channels, a deep RGB one grey by ITU-R 601-2 luma, an
+    alpha channel is dropped (as PIL's conversions do). A NaN or inf pixel is an error naming
+    the file.
+    """
+    from PIL import Image
+
+    if png_bit_depth(path) == 16:
+        from torchvision.io import ImageReadMode, decode_image
+
+        img = v2.functional.to_dtype(decode_image(str(path), ImageReadMode.UNCHANGED), torch.float32, scale=True)
+        img = img[:3] if img.shape[0] >= 3 else img[:1]  # (C, H, W) without alpha: RGBA -> RGB, LA -> L
+    else:
+        with Image.open(path) as im:
+            if im.mode not in ("I", "F", *GREY16_MODES):
+                mode = "L" if channels == 1 else "RGB"
+                return v2.functional.pil_to_tensor(im.convert(mode) if im.mode != mode else im)  # (C, H, W) uint8
+            if unscalable_mode(im.mode, im.format):
+                raise ValueError(unscalable_message(path, im.mode))
+            values = np.asarray(im)  # (H, W): uint16 for I;16*, int32 for I, float32 for F
+        if values.dtype.kind in "iu":  # 0..65535: I;16* and Pillow's 16-bit PGM
+            img = v2.functional.to_dtype(torch.from_numpy(values.astype(np.uint16))[None], torch.float32, scale=True)
+        else:
+            img = torch.from_numpy(values.astype(np.float32))[None]  # (1, H, W)
+            bad = ~torch.isfinite(img[0])
+            if bad.any():
+                r, c = (int(v) for v in bad.nonzero()[0])
+                raise ValueError(f"{path}: {int(bad.sum())} of {bad.numel()} pixels are not finite (NaN or inf); "
+                                 f"the first at row {r}, column {c}. Fix or remove the file")
+    if img.shape[0] != channels:
+        img = img.expand(3, -1, -1).clone() if channels == 3 else v2.functional.rgb_to_grayscale(img)
+    return img
+
+
+class FileImages(Dataset):
+    """Image files with labels; reads each with ``read_image`` (converting it to ``channels``),
+    then transforms."""
+
+    def __init__(self, paths: list[Path], labels: list[int], ids: list[int], channels: int,
                  transform) -> None:
-        self.paths, self.labels, self.ids, self.mode, self.transform = paths, labels, ids, mode, transform
+        self.paths, self.labels, self.ids, self.channels, self.transform = paths, labels, ids, channels, transform
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def __getitem__(self, i: int) -> dict:
-        from PIL import Image
-
-        with Image.open(self.paths[i]) as im:
-            im = im.convert(self.mode) if im.mode != self.mode else im.copy()
-        return {"image": self.transform(im), "y": self.labels[i], "id": self.ids[i]}
+        return {"image": self.transform(read_image(self.paths[i], self.channels)), "y": self.labels[i],
+                "id": self.ids[i]}
 
 
 class ImageFolderDataModule(ImageDataModule):
@@ -236,9 +306,13 @@ class ImageFolderDataModule(ImageDataModule):
     classes) is read from the training folders; a class in val/test that training lacks is
     an error.
 
-    Every image is checked in ``setup`` (header only): a corrupt file, or one whose mode
-    does not match ``channels`` (1 grey, 3 RGB) without ``convert: true``, is an error
-    naming the file.
+    Every image is checked in ``setup`` (header only): a corrupt file, one whose mode
+    does not match ``channels`` (1 grey, 3 RGB) without ``convert: true``, or one of 32-bit
+    integer pixels (no range to scale from) is an error naming the file.
+
+    Pixels are scaled to [0, 1] by their depth's range (``read_image``): 8-bit by 255,
+    16-bit (grey PNG/TIFF/PGM, RGB PNG) by 65535; float images (mode F) are taken as they
+    are, and a NaN or inf pixel in one is an error naming the file.
 
     Args:
         root: the folder.
@@ -246,7 +320,7 @@ class ImageFolderDataModule(ImageDataModule):
         convert: convert images of another mode (RGB -> L, L/P/RGBA -> RGB) instead of failing.
         image_size: resize every image to (H, W) (an int: a square); None keeps the size,
             and then every image must share it.
-        mean, std: per-channel normalization after scaling pixels to [0, 1].
+        mean, std: per-channel normalization after scaling pixels to [0, 1] (see above).
         augment: random horizontal flip and small affine on training images.
         val_fraction, test_fraction, split_seed: the split of a single folder (and of
             train into train/val when there is no val folder).
@@ -286,10 +360,12 @@ class ImageFolderDataModule(ImageDataModule):
             try:
                 with Image.open(p) as im:
                     im.verify()  # reads the file's structure without decoding all pixels
-                    mode, size = im.mode, im.size
+                    mode, size, image_format = im.mode, im.size, im.format
             except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
                 raise ValueError(f"{p}: not a readable image ({type(e).__name__}: {e}); "
                                  "expected an image file PIL can open") from e
+            if unscalable_mode(mode, image_format):
+                raise ValueError(unscalable_message(p, mode))
             have = _image_channels(mode)
             if have != self.channels and not self.convert:
                 what = {1: "grey", 3: "RGB", None: f"mode {mode}"}[have]
@@ -322,7 +398,6 @@ class ImageFolderDataModule(ImageDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self.sets:
             return
-        mode = "L" if self.channels == 1 else "RGB"
         subdirs = {s: self.root / s for s in ("train", "val", "test")}
         split_files: dict[str, tuple[list[Path], list[int]]] = {}
         if subdirs["train"].is_dir():
@@ -363,9 +438,13 @@ class ImageFolderDataModule(ImageDataModule):
             split_files["train"] = ([paths[i] for i in tr], [labels[i] for i in tr])
             split_files["val"] = ([paths[i] for i in va], [labels[i] for i in va])
         self.class_names = classes
+        # every image is resized to image_size, or (_check_files) all share one size; PIL's is (W, H)
+        h, w = self.image_size if self.image_size is not None else next(iter(self._sizes))[::-1]
+        self.image_shape = (self.channels, h, w)
         for s in ("train", "val", "test"):
             paths, labels = split_files[s]
-            self.sets[s] = FileImages(paths, labels, self._add(paths), mode, self._transform(s == "train"))
+            self.sets[s] = FileImages(paths, labels, self._add(paths), self.channels,
+                                      self._transform(s == "train"))
         log.info("%s: %d classes, %s images (train/val/test)", self.root, len(classes),
                  "/".join(str(len(self.sets[s])) for s in ("train", "val", "test")))
 
@@ -410,6 +489,7 @@ class Cifar10DataModule(ImageDataModule):
         batch_size, num_workers, attention_images, attention_layer: as in DigitsDataModule.
     """
 
+    image_shape = (3, 32, 32)
     MEAN = (0.4914, 0.4822, 0.4465)
     STD = (0.2470, 0.2435, 0.2616)
 

@@ -20,6 +20,7 @@ from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.training.task import (
     adamw_warmup_cosine,
     best_and_last_checkpoint,
+    check_set_size,
     prepare_head,
 )
 
@@ -119,6 +120,12 @@ class MultiTaskModule(pl.LightningModule):
         if set(names) != set(self.tasks):
             raise ValueError(f"the data's tasks {sorted(names)} differ from the model's {sorted(self.tasks)}")
         return names
+
+    def setup(self, stage: str) -> None:
+        dm = getattr(self.trainer, "datamodule", None)
+        if isinstance(dm, MultiTaskDataModule):
+            for t in self._task_names():
+                check_set_size(self.encoders[t], self.backbone, dm.tasks[t], self.trainer.strategy.root_device, task=t)
 
     def on_fit_start(self) -> None:
         dm = self.trainer.datamodule

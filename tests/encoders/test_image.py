@@ -8,8 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import pytorch_lightning as pl
 import torch
 from PIL import Image
+from torch import Tensor
 
 from vecset.backbone import Backbone
 from vecset.encoders import PatchEncoder, PixelEncoder
@@ -250,6 +252,240 @@ def test_image_folder_smaller_than_patch_through_encoder(tmp_path):
     dm.setup("fit")
     with pytest.raises(ValueError, match=r"8x8 pixels are smaller than patch_size=16"):
         PatchEncoder(3, 8, 16)(next(iter(dm.train_dataloader())))
+
+
+# -- pixel depth: 8-bit, 16-bit and float files --------------------------------------------------
+
+def _png16(path: Path, pixels: np.ndarray) -> None:
+    """A 16-bit PNG written by hand (Pillow cannot write 16-bit RGB): (H, W) grey or (H, W, 3) RGB
+    uint16 samples, big-endian, filter 0 on every row (PNG spec, sections 11.2.2 and 7.3)."""
+    import struct
+    import zlib
+
+    h, w = pixels.shape[:2]
+    colour = 0 if pixels.ndim == 2 else 2
+    raw = b"".join(b"\x00" + pixels[r].astype(">u2").tobytes() for r in range(h))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, colour, 0, 0, 0))
+                     + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def _deep_folder(root: Path, write, n: int = 5) -> Path:
+    """Two classes of n images each; ``write(path, k)`` writes image k (0 .. 2n-1). Split with
+    ``SPLIT`` (2 of each class in val and test)."""
+    for k in range(2 * n):
+        write(root / ("cat" if k < n else "dog") / f"{k}.png", k)
+    return root
+
+
+def _all_images(dm: ImageFolderDataModule) -> dict[str, Tensor]:
+    """file name -> the (C, H, W) model input the data module makes of it."""
+    return {Path(dm.describe(ds.ids[i])).name: ds[i]["image"] for ds in dm.sets.values() for i in range(len(ds))}
+
+
+SPLIT = {"val_fraction": 0.2, "test_fraction": 0.2}
+GRADIENT16 = (np.arange(64, dtype=np.uint16).reshape(8, 8) * 1000)  # 0 .. 63000 of 65535
+
+
+def test_16bit_grey_png_is_scaled_by_its_range(tmp_path):
+    def write(path, k):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(GRADIENT16 + k).save(path)
+
+    root = _deep_folder(tmp_path, write)
+    with Image.open(root / "cat" / "0.png") as im:
+        assert im.mode == "I;16"
+    dm = ImageFolderDataModule(str(root), channels=1, **SPLIT)
+    dm.setup("fit")
+    for name, img in _all_images(dm).items():
+        want = torch.from_numpy((GRADIENT16 + int(Path(name).stem)) / 65535.0).float()[None] / 0.5 - 1
+        torch.testing.assert_close(img, want, atol=1e-6, rtol=0)
+    # grey to RGB (convert: true) copies the 16-bit values into the three channels
+    dm = ImageFolderDataModule(str(root), channels=3, convert=True, **SPLIT)
+    dm.setup("fit")
+    img = _all_images(dm)["0.png"]
+    torch.testing.assert_close(img, (torch.from_numpy(GRADIENT16 / 65535.0).float() / 0.5 - 1).expand(3, 8, 8),
+                               atol=1e-6, rtol=0)
+
+
+def test_16bit_rgb_png_keeps_its_16_bits(tmp_path):
+    rgb = np.stack([GRADIENT16, GRADIENT16[::-1], np.full((8, 8), 40001, np.uint16)], -1)  # (8, 8, 3)
+    root = _deep_folder(tmp_path, lambda path, k: _png16(path, rgb + k))
+    dm = ImageFolderDataModule(str(root), channels=3, **SPLIT)
+    dm.setup("fit")
+    for name, img in _all_images(dm).items():
+        want = torch.from_numpy((rgb + int(Path(name).stem)) / 65535.0).float().permute(2, 0, 1) / 0.5 - 1
+        torch.testing.assert_close(img, want, atol=1e-6, rtol=0)  # 8 bits would be off by up to 1/255
+    # RGB to grey (convert: true): ITU-R 601-2 luma of the 16-bit values (torchvision's coefficients)
+    dm = ImageFolderDataModule(str(root), channels=1, convert=True, **SPLIT)
+    dm.setup("fit")
+    luma = torch.from_numpy(rgb / 65535.0).float() @ torch.tensor([0.2989, 0.587, 0.114])
+    torch.testing.assert_close(_all_images(dm)["0.png"], luma[None] / 0.5 - 1, atol=1e-5, rtol=0)
+
+
+def test_16bit_pgm_is_scaled_by_its_range(tmp_path):
+    def write(path, k):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(GRADIENT16 + k).save(path.with_suffix(".pgm"))
+
+    root = _deep_folder(tmp_path, write)
+    with Image.open(root / "cat" / "0.pgm") as im:
+        assert im.mode == "I"  # Pillow reads 16-bit PGM as 32-bit integers
+    dm = ImageFolderDataModule(str(root), channels=1, **SPLIT)
+    dm.setup("fit")
+    want = torch.from_numpy(GRADIENT16 / 65535.0).float()[None] / 0.5 - 1
+    torch.testing.assert_close(_all_images(dm)["0.pgm"], want, atol=1e-6, rtol=0)
+
+
+def test_float_tiff_is_taken_as_it_is_and_resized(tmp_path):
+    ramp = np.linspace(0, 1, 64, dtype=np.float32).reshape(8, 8)
+
+    def write(path, k):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(ramp if k else np.full((8, 8), 0.3, np.float32)).save(path.with_suffix(".tif"))
+
+    root = _deep_folder(tmp_path, write)
+    with Image.open(root / "cat" / "1.tif") as im:
+        assert im.mode == "F"
+    dm = ImageFolderDataModule(str(root), channels=1, **SPLIT)
+    dm.setup("fit")
+    images = _all_images(dm)
+    torch.testing.assert_close(images["1.tif"], torch.from_numpy(ramp)[None] / 0.5 - 1, atol=1e-6, rtol=0)
+    dm = ImageFolderDataModule(str(root), channels=1, image_size=4, **SPLIT)
+    dm.setup("fit")
+    torch.testing.assert_close(_all_images(dm)["0.tif"], torch.full((1, 4, 4), 0.3 / 0.5 - 1), atol=1e-6, rtol=0)
+
+
+def test_non_finite_pixel_is_error_naming_the_file(tmp_path):
+    def write(path, k):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        a = np.full((8, 8), 0.5, np.float32)
+        if k == 7:
+            a[2, 3] = np.nan
+            a[5, 1] = np.inf
+        Image.fromarray(a).save(path.with_suffix(".tif"))
+
+    dm = ImageFolderDataModule(str(_deep_folder(tmp_path, write)), channels=1, **SPLIT)
+    dm.setup("fit")
+    with pytest.raises(ValueError, match=r"dog/7.tif: 2 of 64 pixels are not finite \(NaN or inf\); the first at "
+                                         r"row 2, column 3"):
+        _all_images(dm)
+
+
+def test_32bit_integer_image_is_error_naming_the_file(tmp_path):
+    def write(path, k):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.full((8, 8), 70000 * k, np.int32)).save(path.with_suffix(".tif"))
+
+    with pytest.raises(ValueError, match=r"cat/0.tif: PIL mode 'I' \(32-bit integer pixels\) has no fixed range"):
+        ImageFolderDataModule(str(_deep_folder(tmp_path, write)), channels=1, **SPLIT).setup("fit")
+
+
+@pytest.mark.parametrize("mode,channels", [("L", 1), ("RGB", 3)])
+def test_8bit_images_read_as_before(tmp_path, mode, channels):
+    rng = np.random.default_rng(0)
+
+    def write(path, k):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shape = (8, 6) if mode == "L" else (8, 6, 3)
+        Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8), mode).save(path)
+
+    root = _deep_folder(tmp_path, write)
+    dm = ImageFolderDataModule(str(root), channels=channels, image_size=[5, 4], **SPLIT)
+    dm.setup("fit")
+    # the reference: PIL image -> uint8 tensor -> resize -> / 255 -> normalize (torchvision)
+    from torchvision.transforms import v2
+
+    ref = v2.Compose([v2.ToImage(), v2.Resize([5, 4], antialias=True), v2.ToDtype(torch.float32, scale=True),
+                      v2.Normalize([0.5] * channels, [0.5] * channels)])
+    for name, img in _all_images(dm).items():
+        with Image.open(root / ("cat" if int(Path(name).stem) < 5 else "dog") / name) as im:
+            assert torch.equal(img, ref(im))
+    with Image.open(root / "cat" / "0.png") as im:
+        pixel = np.array(im)[0, 0]
+    unresized = ImageFolderDataModule(str(root), channels=channels, **SPLIT)
+    unresized.setup("fit")
+    want = torch.as_tensor(pixel, dtype=torch.float32).reshape(-1) / 255 / 0.5 - 1
+    torch.testing.assert_close(_all_images(unresized)["0.png"][:, 0, 0], want, atol=1e-6, rtol=0)
+
+
+# -- sets too large for the attention ------------------------------------------------------------
+
+class _NoStep(pl.Callback):
+    """Fails the test if any batch reaches a step (sanity check, training or evaluation)."""
+
+    def on_train_batch_start(self, *args) -> None:
+        raise AssertionError("a training step started")
+
+    def on_validation_batch_start(self, *args) -> None:
+        raise AssertionError("a validation step started")
+
+    def on_test_batch_start(self, *args) -> None:
+        raise AssertionError("a test step started")
+
+
+def _big_folder(root: Path, side: int) -> Path:
+    for k in range(10):
+        _write(root / ("cat" if k < 5 else "dog") / f"{k}.png", "L", size=(side, side))
+    return root
+
+
+def _fit(model: TaskModule, dm, stage: str = "fit") -> None:
+    trainer = pl.Trainer(max_epochs=1, accelerator="cpu", logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False, callbacks=[_NoStep()])
+    trainer.fit(model, datamodule=dm) if stage == "fit" else trainer.predict(model, datamodule=dm)
+
+
+def test_full_size_images_too_large_for_attention_are_refused_before_a_step(tmp_path, monkeypatch):
+    monkeypatch.setattr("vecset.pipelines.training.task.available_memory", lambda device: 8 * 2**30)
+    dm = ImageFolderDataModule(str(_big_folder(tmp_path, 1024)), channels=1, image_size=None, batch_size=2, **SPLIT)
+    model = TaskModule(PixelEncoder(1, 8), Backbone(8, depth=1, heads=2), SequenceHead(8, 2))
+    # one 1024x1024 image is 1048576 pixel vectors: its 2 x N x N float32 weights are 8192 GiB
+    want = (r"ImageFolderDataModule's images of 1024x1024 pixels make sets of 1048576 vectors \(PixelEncoder: a "
+            r"1024x1024 grid\); full attention over one set holds 2 x 1048576 x 1048576 weights \(heads x N x N, "
+            r"float32\), about 8192.0 GiB, but 8.0 GiB is free on cpu\. At most 32768 vectors fit: set the data's "
+            r"image_size \(e\.g\. \[181, 181\]\), larger patches "
+            r"\(PatchEncoder's patch_size\), or truncated attention \(the backbone's window\)")
+    for stage in ("fit", "predict"):
+        with pytest.raises(MemoryError, match=want):
+            _fit(model, dm, stage)
+    from vecset.pipelines.training.multitask import MultiTaskDataModule, MultiTaskModule
+
+    multi = MultiTaskModule(Backbone(8, depth=1, heads=2), {"img": PixelEncoder(1, 8)}, {"img": SequenceHead(8, 2)})
+    with pytest.raises(MemoryError, match="task 'img': " + want):
+        _fit(multi, MultiTaskDataModule({"img": dm}))
+    # patches: 1024/16 = 64 per side, 4096 vectors, 2 x 4096^2 x 4 bytes = 0.125 GiB: no refusal
+    # (the step then runs, which _NoStep reports)
+    small = TaskModule(PatchEncoder(1, 8, 16), Backbone(8, depth=1, heads=2), SequenceHead(8, 2))
+    with pytest.raises(AssertionError, match="step started"):
+        _fit(small, dm)
+
+
+def test_set_size_check_counts_patches_cls_and_window(tmp_path, monkeypatch):
+    monkeypatch.setattr("vecset.pipelines.training.task.available_memory", lambda device: 2**30)
+    dm = ImageFolderDataModule(str(_big_folder(tmp_path, 1024)), channels=1, batch_size=2, **SPLIT)
+    # 4x4 patches: 256x256 = 65536 vectors, + CLS; 4 x 65537^2 x 4 bytes = 64 GiB
+    cls = TaskModule(PatchEncoder(1, 8, 4), Backbone(8, depth=1, heads=4, cls_token=True),
+                     SequenceHead(8, 2, pooling="cls"))
+    with pytest.raises(MemoryError, match=r"sets of 65537 vectors \(PatchEncoder: a 256x256 "
+                                          r"grid, plus the CLS vector\); full attention over one set holds 4 x 65537 x 65537 weights "
+                                          r"\(heads x N x N, float32\), about 64.0 GiB, but 1.0 GiB is free on cpu\. "
+                                          r"At most 8192 vectors fit: set the data's image_size \(e\.g\. \[360, 360\]\)"):
+        _fit(cls, dm)
+    # truncated attention: each vector sees 3 x window keys at most (the blocked path): 4 x 65536 x 48 x 4 bytes
+    windowed = TaskModule(PatchEncoder(1, 8, 4), Backbone(8, depth=1, heads=4, window=16), SequenceHead(8, 2))
+    with pytest.raises(AssertionError, match="step started"):
+        _fit(windowed, dm)
+    monkeypatch.setattr("vecset.pipelines.training.task.available_memory", lambda device: 2**20)
+    with pytest.raises(MemoryError, match=r"truncated attention \(window 16\) over one set holds 4 x 65536 x 48 "
+                                          r"weights \(heads x N x 3 window, float32\), about 48.0 MiB, but 1.0 MiB "
+                                          r"is free on cpu\. At most 1365 vectors fit: set the data's image_size "
+                                          r"\(e\.g\. \[144, 144\]\)"):
+        _fit(windowed, dm)
 
 
 def test_cifar_missing_folder_says_where_it_looked(tmp_path):
