@@ -22,6 +22,7 @@ from vecset.pipelines.training.task import (
     best_and_last_checkpoint,
     prepare_head,
 )
+from vecset.pipelines.training.task_view import TaskView
 
 
 class MultiTaskDataModule(VecsetDataModule):
@@ -112,6 +113,10 @@ class MultiTaskModule(pl.LightningModule):
     def forward(self, task: str, batch: dict) -> Tensor:
         vs = self.backbone(self.encoders[task](batch))
         return self.heads[task](vs, batch.get("features"))
+
+    def task_view(self, task: str) -> TaskView:
+        """Task ``task`` as a single-task model (the shared backbone, its encoder and head)."""
+        return TaskView(self, task)
 
     def _task_names(self) -> list[str]:
         dm = self.trainer.datamodule
