@@ -67,9 +67,6 @@ class MultiTaskDataModule(VecsetDataModule):
         describe = getattr(self.tasks[task], "describe", None)
         return describe(sample_id) if describe is not None else str(sample_id)
 
-    def plots(self, model, run_dir):
-        return []
-
 
 class MultiTaskModule(pl.LightningModule):
     """Tasks named by the keys of ``encoders`` and ``heads`` (the same keys as the data's).
