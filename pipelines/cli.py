@@ -69,6 +69,9 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--plots", type=bool, default=True,
                             help="write the curves and each task's reports and plots into the run directory after test")
+        parser.add_argument("--task_reference", type=str | None, default=None,
+                            help="a multi-task run prints each task's test metric beside this JSON table's single-task "
+                                 "value (bench/multitask.py writes bench/results/multitask.json; `make run` passes it)")
 
     def _instantiate_trainer(self, config: dict, callbacks: list):
         # vecset's defaults: a rich progress bar unless turned off, and the prediction writer
@@ -122,7 +125,8 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         from vecset.pipelines.training.multitask import MultiTaskModule, task_table
 
         if isinstance(model, MultiTaskModule):
-            results["per_task"], text = task_table(results["test"], model.tasks)
+            reference = self._subcommand_config().get("task_reference")
+            results["per_task"], text = task_table(results["test"], model.tasks, Path(reference) if reference else None)
             print(text)
         path = run_dir / "results.json"
         path.write_text(json.dumps(results, indent=2))

@@ -191,14 +191,12 @@ def shared_backbone_grads(model: MultiTaskModule, batches: dict[str, dict]) -> d
     return norms
 
 
-REFERENCE = Path(__file__).resolve().parents[1] / "bench" / "results" / "multitask.json"
-
-
-def task_table(test: dict[str, float], tasks: list[str], reference: Path = REFERENCE) -> tuple[list[dict], str]:
-    """Per task: its test metric, and the single-task value measured by bench/multitask.py
-    (same number of optimizer steps) where that file exists."""
+def task_table(test: dict[str, float], tasks: list[str], reference: Path | None = None) -> tuple[list[dict], str]:
+    """Per task: its test metric, and the single-task value of ``reference`` (a JSON table
+    written by bench/multitask.py: the same number of optimizer steps) when one is given.
+    The pipelines never read bench/results themselves: the CLI passes none."""
     ref = {}
-    if reference.exists():
+    if reference is not None and reference.exists():
         data = json.loads(reference.read_text())
         ref = {(r["task"], r["metric"]): r for r in data.get("rows", [])}
     rows = []
