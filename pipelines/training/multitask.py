@@ -194,7 +194,7 @@ def shared_backbone_grads(model: MultiTaskModule, batches: dict[str, dict]) -> d
 def task_table(test: dict[str, float], tasks: list[str], reference: Path | None = None) -> tuple[list[dict], str]:
     """Per task: its test metric, and the single-task value of ``reference`` (a JSON table
     written by bench/multitask.py: the same number of optimizer steps) when one is given.
-    The pipelines never read bench/results themselves: the CLI passes none."""
+    The pipelines never read bench/results themselves: the CLI passes ``--task_reference``."""
     ref = {}
     if reference is not None and reference.exists():
         data = json.loads(reference.read_text())
