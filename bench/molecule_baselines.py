@@ -88,8 +88,9 @@ def our_model(name: str, split_seed: int, extra: list[str], log_dir: Path, membe
 
 def ensemble(name: str, split_seed: int, extra: list[str], log_dir: Path, members: int) -> dict:
     """``members`` runs with seeds 0..members-1; the test prediction is their mean (in units)."""
-    import torch
 
+    from vecset.pipelines.reports.base import ReportContext
+    from vecset.pipelines.reports.regression import scored_values
     from vecset.pipelines.training.task import TaskModule
 
     spec = DATASETS[name]
@@ -101,8 +102,7 @@ def ensemble(name: str, split_seed: int, extra: list[str], log_dir: Path, member
     for r in runs:
         res = json.loads((ROOT / r["run_dir"] / "results.json").read_text())
         model = TaskModule.load_from_checkpoint(ROOT / res["checkpoint"], map_location="cpu")
-        with torch.no_grad():
-            pred, true, _ = dm.test_predictions(model)
+        pred, true = scored_values(ReportContext(model, dm, ROOT / r["run_dir"]))
         # the members' own RMSE, recomputed here, must equal what Lightning logged
         assert abs(rmse(pred, true) - r["test_rmse"]) < 1e-3, (rmse(pred, true), r["test_rmse"])
         preds.append(pred)

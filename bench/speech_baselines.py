@@ -67,12 +67,15 @@ def run(config: str, root: str, epochs: int, max_utts: int, extra: list[str]) ->
 def rescore(checkpoint: str, root: str, max_utts: int, run_dir: Path) -> dict:
     """Rewrite a run's per-phone test report from its checkpoint."""
     from vecset.pipelines.data.speech import SpeechFramesDataModule
+    from vecset.pipelines.reports.base import ReportContext
+    from vecset.pipelines.reports.speech import PerPhoneReport
     from vecset.pipelines.training.task import TaskModule
 
     model = TaskModule.load_from_checkpoint(checkpoint, map_location="cpu")
     dm = SpeechFramesDataModule(root=root, max_utterances=max_utts)
     dm.setup("test")
-    return json.loads(dm.per_phone_report(dm.test_outputs(model), run_dir).read_text())
+    (path,) = PerPhoneReport().write(ReportContext(model, dm, run_dir))
+    return json.loads(path.read_text())
 
 
 def main() -> None:

@@ -2,7 +2,9 @@
 
 ``vecset fit --config configs/debug.yaml`` trains, keeps checkpoints (best and last),
 TensorBoard and CSV logs and the config in ``runs/<config name>/version_<n>/``, then tests
-the best checkpoint and writes ``results.json`` there.
+the best checkpoint and writes ``results.json`` there. After every test ``ReportWriter``
+(pipelines/reports/callback.py) writes the run's curves and each task's reports there too,
+unless ``--plots false``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import torch
 from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 
+from vecset.pipelines.reports.callback import ReportWriter
 from vecset.pipelines.signals import stop_on_signals
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
 from vecset.pipelines.training.checkpoint import (
@@ -65,7 +68,11 @@ class PredictionWriter(BasePredictionWriter):
 
 class VecsetCLI(CheckpointConfigCheck, LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
-        parser.add_argument("--plots", type=bool, default=True, help="write plots into the run directory after fit")
+        parser.add_argument("--plots", type=bool, default=True,
+                            help="write the curves and each task's reports and plots into the run directory after test")
+        parser.add_argument("--task_reference", type=str | None, default=None,
+                            help="a multi-task run prints each task's test metric beside this JSON table's single-task "
+                                 "value (bench/multitask.py writes bench/results/multitask.json; `make run` passes it)")
 
     def _instantiate_trainer(self, config: dict, callbacks: list):
         # vecset's defaults: a rich progress bar unless turned off, and the prediction writer
@@ -74,12 +81,19 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         callbacks = list(callbacks) + [PredictionWriter(), ResumeState()]
         # a NonFiniteGuard in trainer.callbacks (e.g. init_args {check_inputs: false}, or both
         # checks off) replaces the default one
-        if not any(isinstance(c, NonFiniteGuard) for c in [*(config.get("callbacks") or []), *callbacks]):
+        configured = [*(config.get("callbacks") or []), *callbacks]
+        if not any(isinstance(c, NonFiniteGuard) for c in configured):
             callbacks.append(NonFiniteGuard())
+        if self._subcommand_config().get("plots", True) and not any(isinstance(c, ReportWriter) for c in configured):
+            callbacks.append(ReportWriter())
         config["plugins"] = with_atomic_checkpoint_io(config.get("plugins"))
         if config.get("enable_progress_bar", True) is not False:
             callbacks.append(RichProgressBar())
         return super()._instantiate_trainer(config, callbacks)
+
+    def _subcommand_config(self):
+        """This subcommand's parsed options (the whole config when built with run=False)."""
+        return self.config[self.subcommand] if self.subcommand else self.config
 
     def before_fit(self) -> None:
         self._t0 = time.time()
@@ -106,13 +120,14 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
             "global_steps": trainer.global_step,
             "wall_seconds": round(wall, 2),
         }
-        if self.config[self.subcommand].get("plots", True):
-            from vecset.pipelines.reports.curves import write_plots
-            results["plots"] = [str(p) for p in write_plots(trainer, model, dm, run_dir)]
+        writer = next((c for c in trainer.callbacks if isinstance(c, ReportWriter)), None)
+        if writer is not None:  # it wrote them at the end of the test above
+            results["plots"] = [str(p) for p in writer.written]
         from vecset.pipelines.training.multitask import MultiTaskModule, task_table
 
         if isinstance(model, MultiTaskModule):
-            results["per_task"], text = task_table(results["test"], model.tasks)
+            reference = self._subcommand_config().get("task_reference")
+            results["per_task"], text = task_table(results["test"], model.tasks, Path(reference) if reference else None)
             print(text)
         path = run_dir / "results.json"
         path.write_text(json.dumps(results, indent=2))

@@ -15,7 +15,9 @@ class VecsetDataModule(pl.LightningDataModule):
     - ``num_classes``: checked against the head before training;
     - ``train_targets()``: regression targets of the training split (for the scaler);
     - ``describe(sample_id)``: what the sample's input was (a file, a CSV line), for messages;
-    - ``write_predictions(rows, path)``: turn the head's predictions into a file.
+    - ``write_predictions(rows, path)``: turn the head's predictions into a file;
+    - ``reports()``: the reports written after test (``pipelines/reports``, run by
+      ``ReportWriter``; a data module names them, it never runs the model itself).
     """
 
     class_names: list[str] | None = None
@@ -81,3 +83,18 @@ class VecsetDataModule(pl.LightningDataModule):
             w.writeheader()
             w.writerows(rows)
         return path
+
+    def reports(self) -> list:
+        """The reports of this task, run after test: by default the per-class report
+        (accuracy per class, confusion matrix) of a task with ``class_names``, the parity
+        report of one with ``target_names`` (regression), none otherwise. Subclasses add or
+        replace them (speech: per-phone; images: attention maps; ...)."""
+        # imported here: the reports bring matplotlib, which importing the data need not
+        from vecset.pipelines.reports.classification import ClassificationReport
+        from vecset.pipelines.reports.regression import ParityReport
+
+        if self.class_names:
+            return [ClassificationReport()]
+        if getattr(self, "target_names", None):
+            return [ParityReport()]
+        return []

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import logging
-import re
 from pathlib import Path
 from typing import Literal
 
@@ -83,7 +82,7 @@ class CMUDictDataModule(VecsetDataModule):
         batch_size: words per batch.
         predict_file: ``vecset predict`` reads words from it (one per line); default: the
             test split.
-        num_plots: words whose alignment heatmaps ``plots`` draws.
+        num_plots: test words whose alignment heatmaps are drawn after test.
 
     Batch: ``text`` (B words), ``target`` (B phone strings), ``references`` (B lists of
     phone strings), ``ids`` (B,).
@@ -153,14 +152,16 @@ class CMUDictDataModule(VecsetDataModule):
         self.setup("fit")
         return [it[field] for it in self.splits["train"]]
 
+    collate = staticmethod(collate_text)
+
     def _loader(self, split: str, shuffle: bool = False) -> DataLoader:
         return DataLoader(self.splits[split], batch_size=self.batch_size, shuffle=shuffle,
-                          collate_fn=collate_text, num_workers=self.num_workers)
+                          collate_fn=self.collate, num_workers=self.num_workers)
 
     def predict_split(self) -> str:
         return "predict" if self.predict_file else "test"
 
-    # -- predictions and plots ------------------------------------------------------------
+    # -- predictions and reports ------------------------------------------------------------
     def describe(self, sample_id: int) -> str:
         """The word: the dictionary's (ids are word indices) or the predict file's."""
         if self.predict_words and sample_id >= self.predict_offset:
@@ -184,23 +185,8 @@ class CMUDictDataModule(VecsetDataModule):
                         unfinished, len(rows), path)
         return path
 
-    def plots(self, model, run_dir: Path) -> list[Path]:
-        """Alignment heatmaps (output phones x input letters) for the first test words."""
-        from vecset.pipelines.reports.curves import plot_alignment
+    def reports(self) -> list:
+        """Alignment heatmaps of the first ``num_plots`` test words (``pipelines/reports/seq2seq.py``)."""
+        from vecset.pipelines.reports.seq2seq import AlignmentReport
 
-        items = self.splits["test"][: self.num_plots]
-        if not items:
-            return []
-        batch = collate_text(items)
-        model.eval()
-        with torch.no_grad():
-            out = model(batch)
-            pred = model.head.predict(out, batch)
-        paths = []
-        for k, it in enumerate(items):
-            safe = re.sub(r"[^A-Za-z0-9_-]", "_", it["text"])
-            p = Path(run_dir) / f"alignment_{k}_{safe}.png"
-            title = f"{it['text']}: {' '.join(pred['tokens'][k])}  (ref {it['target']})"
-            out_labels = pred["tokens"][k] + (["<eos>"] if pred["finished"][k] else [])
-            paths.append(plot_alignment(pred["alignment"][k], list(it["text"]), out_labels, p, title))
-        return paths
+        return [AlignmentReport(self.num_plots)]

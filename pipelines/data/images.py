@@ -66,7 +66,7 @@ class TensorImages(Dataset):
 
 
 class ImageDataModule(VecsetDataModule):
-    """Shared loaders, prediction naming and plots of the image DataModules.
+    """Shared loaders, prediction naming and reports of the image DataModules.
 
     Subclasses fill ``self.sets`` ({"train", "val", "test"} -> Dataset), ``class_names`` and
     ``image_shape`` (the (C, H, W) of every image a batch holds: the model checks at setup that
@@ -81,26 +81,19 @@ class ImageDataModule(VecsetDataModule):
         self.attention_images, self.attention_layer = attention_images, attention_layer
         self.sets: dict[str, Dataset] = {}
 
+    collate = staticmethod(collate_images)
+
     def _loader(self, split: str, shuffle: bool = False) -> DataLoader:
         return DataLoader(self.sets[split], batch_size=self.batch_size, shuffle=shuffle,
-                          num_workers=self.num_workers, collate_fn=collate_images,
+                          num_workers=self.num_workers, collate_fn=self.collate,
                           persistent_workers=self.num_workers > 0)
 
-    def plots(self, model, run_dir: Path) -> list[Path]:
-        """Confusion matrix of the test set and attention maps of a few test images."""
-        from vecset.pipelines.reports.images import plot_attention_maps, plot_confusion
+    def reports(self) -> list:
+        """The confusion matrix with per-class accuracy, and the attention maps of
+        ``attention_images`` test images (``pipelines/reports/classification.py``, ``images.py``)."""
+        from vecset.pipelines.reports.images import AttentionMapsReport
 
-        if "test" not in self.sets:
-            self.setup("test")
-        run_dir = Path(run_dir)
-        paths = [plot_confusion(model, self.test_dataloader(), self.class_names, run_dir / "confusion_matrix.png")]
-        n = min(self.attention_images, len(self.sets["test"]))
-        if n > 0:
-            items = [self.sets["test"][i] for i in range(n)]
-            paths.append(plot_attention_maps(model, collate_images(items), self.class_names,
-                                             run_dir / "attention_maps.png", self.display_image,
-                                             layer=self.attention_layer))
-        return paths
+        return [*super().reports(), AttentionMapsReport(self.attention_images, self.attention_layer)]
 
     def display_image(self, image: Tensor) -> np.ndarray:
         """(C, H, W) model input -> (H, W) or (H, W, 3) array in [0, 1] for plotting."""

@@ -3,14 +3,11 @@
 Training: n points x ~ U(0, 5), each a query whose keys/values are the other training
 points (leave-one-out, so the learned width cannot collapse onto the point itself).
 Validation/test: two interleaved grids of queries over [0, 5) against all training points,
-scored on the noise-free function. Plots: the fits (nonparametric w = 1 and the learned width) and the
-attention weights (queries x keys heatmaps).
+scored on the noise-free function. Its report (``pipelines/reports/kernel_regression.py``): the fits
+(nonparametric w = 1 and the learned width) and the attention weights (queries x keys heatmaps).
 """
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader
@@ -79,37 +76,8 @@ class KernelRegressionDataModule(VecsetDataModule):
             return f"validation query x={float(self.val_grid[j]):.3f}"
         return f"test query x={float(self.grid[j - len(self.val_grid)]):.3f}"
 
-    def plots(self, model, run_dir: Path) -> list[Path]:
-        """fits.png (truth, data, nonparametric and learned-width fits), attention.png
-        (queries x keys weights for both), kernel_regression.json (their test RMSEs)."""
-        from vecset.heads.kernel_regression import nadaraya_watson
-        from vecset.pipelines.reports.curves import plt
+    def reports(self) -> list:
+        """fits.png, attention.png and kernel_regression.json (``pipelines/reports/kernel_regression.py``)."""
+        from vecset.pipelines.reports.kernel_regression import KernelRegressionReport
 
-        run_dir = Path(run_dir)
-        q, k, v = self.grid[None], self.x_train[None], self.y_train[None]
-        width = float(model.head.width.detach())
-        fits = {}
-        for name, w in (("nonparametric (w=1)", 1.0), (f"learned width (w={width:.2f})", width)):
-            pred, att = nadaraya_watson(q, k, v, None, w)
-            fits[name] = (pred[0], att[0])
-        truth = target_fn(self.grid)
-        fig, ax = plt.subplots(figsize=(6, 4))
-        ax.plot(self.grid, truth, "k-", label="truth")
-        ax.plot(self.x_train, self.y_train, "o", alpha=0.5, label="training data")
-        for name, (pred, _) in fits.items():
-            ax.plot(self.grid, pred, label=name)
-        ax.set_xlabel("x"), ax.set_ylabel("y"), ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(run_dir / "fits.png", dpi=100)
-        plt.close(fig)
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        for ax, (name, (_, att)) in zip(axes, fits.items(), strict=True):
-            im = ax.imshow(att, aspect="auto", cmap="Reds")
-            ax.set_title(name, fontsize=9), ax.set_xlabel("training keys (sorted x)"), ax.set_ylabel("queries (grid x)")
-            fig.colorbar(im, ax=ax, fraction=0.046)
-        fig.tight_layout()
-        fig.savefig(run_dir / "attention.png", dpi=100)
-        plt.close(fig)
-        rmse = {name: float(((pred - truth) ** 2).mean().sqrt()) for name, (pred, _) in fits.items()}
-        (run_dir / "kernel_regression.json").write_text(json.dumps({"width": width, "test_rmse": rmse}, indent=2))
-        return [run_dir / "fits.png", run_dir / "attention.png", run_dir / "kernel_regression.json"]
+        return [KernelRegressionReport()]

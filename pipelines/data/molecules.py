@@ -360,26 +360,13 @@ class MoleculeDataModule(VecsetDataModule):
             print(f"{len(self.invalid_predict)} rows not predicted (invalid SMILES): {bad}")
         return path
 
-    # -- plots ----------------------------------------------------------------------
-    @torch.no_grad()
-    def test_predictions(self, model) -> tuple[np.ndarray, np.ndarray, list[dict]]:
-        """(pred, true) in target units on the test split, plus the items in the same order."""
-        model.eval()
-        preds, trues = [], []
-        for batch in self.test_dataloader():
-            batch = {k: v.to(model.device) if torch.is_tensor(v) else v for k, v in batch.items()}
-            preds.append(model.head.to_units(model(batch)).cpu())
-            trues.append(batch["y"].cpu())
-        return torch.cat(preds).numpy(), torch.cat(trues).numpy(), self.splits["test"]
+    # -- reports after test ------------------------------------------------------------
+    def reports(self) -> list:
+        """The parity plot and test errors, and the atoms' pooling attention
+        (``pipelines/reports/regression.py``, ``molecules.py``)."""
+        from vecset.pipelines.reports.molecules import PoolingAttentionReport
 
-    def plots(self, model, run_dir: Path) -> list[Path]:
-        from vecset.pipelines.reports.molecules import plot_parity, plot_pooling_attention
-
-        pred, true, items = self.test_predictions(model)
-        paths = [plot_parity(pred, true, self.target_names, Path(run_dir) / "parity.png")]
-        if getattr(model.head, "pooling", None) == "attention":
-            paths.append(plot_pooling_attention(model, items[:6], self.collate, Path(run_dir) / "pool_attention.png"))
-        return paths
+        return [*super().reports(), PoolingAttentionReport()]
 
 
 def rmse(pred: np.ndarray, true: np.ndarray) -> float:

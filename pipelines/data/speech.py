@@ -8,13 +8,11 @@ the same way. Features and labels are computed once in ``setup`` and kept in mem
 from __future__ import annotations
 
 import csv
-import json
 import logging
 from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
@@ -39,17 +37,6 @@ log = logging.getLogger(__name__)
 
 # TIMIT's alignment and transcript files beside each utterance: skipping them is expected
 COMPANION_EXTS = (".phn", ".wrd", ".txt")
-
-
-def boundary_frames(y: np.ndarray) -> np.ndarray:
-    """(T,) bool: the frames on either side of a change of label (the last frame of a segment
-    and the first of the next), where frame-level labels are least certain. Ignored frames
-    (label < 0) make no boundary."""
-    change = (y[1:] != y[:-1]) & (y[1:] >= 0) & (y[:-1] >= 0)
-    out = np.zeros(len(y), dtype=bool)
-    out[:-1] |= change
-    out[1:] |= change
-    return out
 
 
 def find_audio(stem: Path) -> Path | None:
@@ -146,7 +133,8 @@ class SpeechFramesDataModule(VecsetDataModule):
         predict_paths: audio files or folders for ``vecset predict`` (no .phn needed);
             default: the test split.
         max_utterances: keep only the first n utterances of each split (quick runs; 0 = all).
-        plot_utterances: test utterances drawn with true and predicted segments after fit.
+        plot_utterances: test utterances drawn with true and predicted segments after test
+            (0: no segments and no attention picture).
     """
 
     def __init__(self, root: str = "data/speech", train: str = "train.lst", val: str = "dev.lst",
@@ -243,9 +231,11 @@ class SpeechFramesDataModule(VecsetDataModule):
                      len(self.sets["train"]))
 
     # -- loaders ---------------------------------------------------------------------------
+    collate = staticmethod(pad_sets)
+
     def _loader(self, split: str, shuffle: bool = False, batch_size: int | None = None) -> DataLoader:
         return DataLoader(self.sets[split], batch_size=batch_size or self.batch_size, shuffle=shuffle,
-                          collate_fn=pad_sets, num_workers=self.num_workers)
+                          collate_fn=self.collate, num_workers=self.num_workers)
 
     def predict_split(self) -> str:
         return "predict" if "predict" in self.sets else "test"
@@ -291,86 +281,16 @@ class SpeechFramesDataModule(VecsetDataModule):
             w.writerows(index)
         return path
 
-    # -- reports and plots after fit -------------------------------------------------------
-    @torch.no_grad()
-    def test_outputs(self, model) -> list[tuple[int, np.ndarray, np.ndarray]]:
-        """(id, predicted labels (T,), true labels (T,)) for every test utterance."""
-        was = model.training
-        model.eval()
-        out = []
-        dev = next(model.parameters()).device
-        for batch in self._loader("test"):
-            batch = {k: v.to(dev) if torch.is_tensor(v) else v for k, v in batch.items()}
-            pred = model(batch).argmax(-1).cpu()  # (B, T)
-            for i, sid in enumerate(batch["ids"].tolist()):
-                n = int(batch["mask"][i].sum())
-                out.append((sid, pred[i, :n].numpy(), batch["y"][i, :n].cpu().numpy()))
-        model.train(was)
-        return out
+    # -- reports after test -----------------------------------------------------------------
+    def reports(self) -> list:
+        """Per-phone accuracy, the segments of ``plot_utterances`` test utterances and the
+        attention over the first one's frames (``pipelines/reports/speech.py``)."""
+        from vecset.pipelines.reports.speech import (
+            FrameAttentionReport,
+            PerPhoneReport,
+            SegmentsReport,
+        )
 
-    def per_phone_report(self, outputs, run_dir: Path) -> Path:
-        """Per-phone frame accuracy on the test split (recall per true phone) and the most
-        frequent confusions: ``test_per_phone.csv`` and ``test_per_phone.json``."""
-        C = len(self.class_names)
-        conf = np.zeros((C, C), dtype=np.int64)
-        at_edge = np.zeros(2, dtype=np.int64)  # [frames, correct] next to a phone change
-        for _, p, y in outputs:
-            keep = y >= 0
-            np.add.at(conf, (y[keep], p[keep]), 1)
-            edge = boundary_frames(y) & keep
-            at_edge += [edge.sum(), (p[edge] == y[edge]).sum()]
-        rows = []
-        for c in range(C):
-            n = int(conf[c].sum())
-            if n:
-                rows.append({"phone": self.class_names[c], "frames": n, "accuracy": round(conf[c, c] / n, 4)})
-        off = conf.copy()
-        np.fill_diagonal(off, 0)
-        top = np.dstack(np.unravel_index(np.argsort(off.ravel())[::-1][:10], off.shape))[0]
-        confusions = [{"true": self.class_names[i], "predicted": self.class_names[j], "frames": int(off[i, j])}
-                      for i, j in top if off[i, j]]
-        total = int(conf.sum())
-        with open(run_dir / "test_per_phone.csv", "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=["phone", "frames", "accuracy"])
-            w.writeheader()
-            w.writerows(rows)
-        # TIMIT-style scoring counts the silences (h#, pau, brth; sil/h#/pau/epi/closures are already
-        # one class under timit39) as one: confusing them is no phone error
-        sil = [i for i, p in enumerate(self.class_names) if p in ("h#", "pau", "brth")]
-        folded = np.trace(conf) + (conf[np.ix_(sil, sil)].sum() - np.trace(conf[np.ix_(sil, sil)]) if sil else 0)
-        inside = total - int(at_edge[0]), int(np.trace(conf) - at_edge[1])  # frames, correct
-        report = {"frame_accuracy": round(float(np.trace(conf)) / max(1, total), 4),
-                  "frame_accuracy_silences_merged": round(float(folded) / max(1, total), 4), "frames": total,
-                  # where the errors are: on the two frames either side of a phone change, or inside
-                  "boundary_frames": int(at_edge[0]),
-                  "frame_accuracy_at_boundaries": round(float(at_edge[1]) / max(1, int(at_edge[0])), 4),
-                  "frame_accuracy_inside_phones": round(inside[1] / max(1, inside[0]), 4),
-                  "share_of_errors_at_boundaries": round(float(at_edge[0] - at_edge[1]) / max(1, total - int(np.trace(conf))), 4),
-                  "per_phone": rows, "top_confusions": confusions}
-        path = run_dir / "test_per_phone.json"
-        path.write_text(json.dumps(report, indent=2))
-        print(f"test frame accuracy {report['frame_accuracy']:.4f}, with h#/pau/brth merged "
-              f"{report['frame_accuracy_silences_merged']:.4f}; on the frames either side of a phone change "
-              f"{report['frame_accuracy_at_boundaries']:.4f} (they hold {report['share_of_errors_at_boundaries']:.0%} "
-              f"of the errors), inside phones {report['frame_accuracy_inside_phones']:.4f}")
-        print("per-phone test frame accuracy (" + str(total) + " frames): " +
-              ", ".join(f"{r['phone']} {r['accuracy']:.2f}" for r in rows))
-        return path
-
-    def plots(self, model, run_dir: Path) -> list[Path]:
-        from vecset.pipelines.reports.speech import plot_attention, plot_segments
-
-        if "test" not in self.sets:
-            self.setup("test")
-        run_dir = Path(run_dir)
-        outputs = self.test_outputs(model)
-        paths = [self.per_phone_report(outputs, run_dir)]
-        chosen = outputs[: self.plot_utterances]
-        if chosen:
-            paths.append(plot_segments(self, chosen, run_dir / "speech_segments.png"))
-        backbone = getattr(model, "backbone", None)
-        if chosen and hasattr(backbone, "attention_weights"):
-            paths.append(plot_attention(self, model, chosen[0][0], run_dir / "attention.png"))
-        else:
-            log.info("speech: %s has no attention weights to plot", type(backbone).__name__)
-        return paths
+        if not self.plot_utterances:
+            return [PerPhoneReport()]
+        return [PerPhoneReport(), SegmentsReport(self.plot_utterances), FrameAttentionReport()]

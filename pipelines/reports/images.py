@@ -1,4 +1,5 @@
-"""Plots of an image classifier: the test confusion matrix and attention maps.
+"""Attention maps of an image classifier (``attention_maps.png``); its confusion matrix is the
+classification report (classification.py).
 
 The attention map of an image is what the model reads when it pools: the weights of
 ``SequenceHead(pooling="attention")``'s query over the pixel/patch vectors, or, for other
@@ -12,62 +13,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import torch.nn.functional as F
+from torch import Tensor
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from sklearn.metrics import ConfusionMatrixDisplay  # noqa: E402
-from torch import Tensor  # noqa: E402
+from vecset.pipelines.reports.base import Report, ReportContext, plt
+from vecset.pipelines.reports.outputs import inference, to_device
 
 
-def _to(batch: dict, device: torch.device) -> dict:
-    return {k: v.to(device) if isinstance(v, Tensor) else v for k, v in batch.items()}
-
-
-@torch.no_grad()
-def test_predictions(model, loader) -> tuple[np.ndarray, np.ndarray]:
-    """(true labels, predicted labels) of every batch of ``loader``, model in eval mode."""
-    was_training = model.training
-    model.eval()
-    ys, ps = [], []
-    try:
-        for batch in loader:
-            batch = _to(batch, model.device)
-            ys.append(batch["y"].cpu())
-            ps.append(model(batch).argmax(-1).cpu())
-    finally:
-        model.train(was_training)
-    return torch.cat(ys).numpy(), torch.cat(ps).numpy()
-
-
-def plot_confusion(model, loader, class_names: list[str], out: Path) -> Path:
-    y, p = test_predictions(model, loader)
-    n = len(class_names)
-    size = max(4.0, 0.45 * n + 2)
-    fig, ax = plt.subplots(figsize=(size, size))
-    ConfusionMatrixDisplay.from_predictions(y, p, labels=list(range(n)), display_labels=class_names,
-                                            ax=ax, colorbar=False, xticks_rotation=45 if n > 10 else "horizontal")
-    ax.set_title(f"test set: accuracy {np.mean(y == p):.4f} ({int(np.sum(y != p))} errors of {len(y)})")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
-
-
-@torch.no_grad()
 def attention_grid(model, batch: dict, layer: int = -1) -> tuple[Tensor, Tensor, str]:
     """(B, gh, gw) attention over the encoder's grid, (B, C) class probabilities, a title.
 
     Uses the pooling query's weights when the head pools by attention, otherwise block
     ``layer``'s attention averaged over heads and queries (or the CLS query's row).
     """
-    was_training = model.training
-    model.eval()
-    try:
-        batch = _to(batch, model.device)
+    with inference(model):
+        batch = to_device(batch, model.device)
         H, W = batch["image"].shape[-2:]
         gh, gw = model.encoder.grid(H, W)
         if getattr(model.head, "pooling", None) == "attention":
@@ -84,13 +45,12 @@ def attention_grid(model, batch: dict, layer: int = -1) -> tuple[Tensor, Tensor,
             else:
                 weights = a.mean(1)  # (B, N) mean over queries
             what = f"block {layer}, {'CLS query' if vs_cls else 'mean over queries'}"
-    finally:
-        model.train(was_training)
     return weights.reshape(-1, gh, gw).cpu(), probs.cpu(), what
 
 
-def plot_attention_maps(model, batch: dict, class_names: list[str], out: Path,
-                        display: Callable[[Tensor], np.ndarray], layer: int = -1) -> Path:
+def attention_maps_figure(model, batch: dict, class_names: list[str],
+                          display: Callable[[Tensor], np.ndarray], layer: int = -1):
+    """Row 1: the images with true and predicted class; row 2: the attention over them."""
     grid, probs, what = attention_grid(model, batch, layer)
     images = batch["image"]
     B = images.shape[0]
@@ -111,6 +71,26 @@ def plot_attention_maps(model, batch: dict, class_names: list[str], out: Path,
         axes[0, i].set_title(f"true {true}\npred {class_names[int(k)]} ({p:.2f})", fontsize=8)
     fig.suptitle(f"attention over the image ({what})", fontsize=9)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
+    return fig
+
+
+class AttentionMapsReport(Report):
+    """``attention_maps.png``: the first ``images`` test images and the attention over them.
+
+    Args:
+        images: how many test images to show (0: none).
+        layer: the backbone block whose attention is drawn when the head does not pool by
+            attention.
+    """
+
+    def __init__(self, images: int = 8, layer: int = -1) -> None:
+        self.images, self.layer = images, layer
+
+    def write(self, ctx: ReportContext) -> list[Path]:
+        test = ctx.data.sets["test"]
+        n = min(self.images, len(test))
+        if n <= 0:
+            return []
+        batch = ctx.data.collate([test[i] for i in range(n)])
+        fig = attention_maps_figure(ctx.model, batch, list(ctx.data.class_names), ctx.data.display_image, self.layer)
+        return [ctx.save_figure(fig, "attention_maps.png", dpi=110)]

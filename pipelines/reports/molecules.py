@@ -1,55 +1,30 @@
-"""Molecule plots: parity (predicted vs measured) and atoms coloured by pooling attention
-(RDKit's MolDraw2D; the weights are ``SequenceHead.last_pool_weights``)."""
+"""Molecules drawn with their atoms coloured by the pooling attention the model gives them
+(``pool_attention.png``; RDKit's MolDraw2D; the weights are ``SequenceHead.last_pool_weights``).
+The parity plot of a molecule task is the regression report (regression.py)."""
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
+from vecset.pipelines.reports.base import Report, ReportContext, plt
+from vecset.pipelines.reports.outputs import inference, to_device
 
 
-def plot_parity(pred: np.ndarray, true: np.ndarray, names: list[str], out: Path) -> Path:
-    """One panel per target: predicted vs measured, RMSE in the title."""
-    pred, true = np.asarray(pred).reshape(len(pred), -1), np.asarray(true).reshape(len(true), -1)
-    k = pred.shape[1]
-    fig, axes = plt.subplots(1, k, figsize=(4.2 * k, 4), squeeze=False)
-    for t, ax in enumerate(axes[0]):
-        p, y = pred[:, t], true[:, t]
-        rmse = float(np.sqrt(np.mean((p - y) ** 2)))
-        lo, hi = float(min(p.min(), y.min())), float(max(p.max(), y.max()))
-        ax.plot([lo, hi], [lo, hi], color="grey", lw=1)
-        ax.scatter(y, p, s=12, alpha=0.7)
-        ax.set_xlabel(f"measured {names[t]}")
-        ax.set_ylabel(f"predicted {names[t]}")
-        ax.set_title(f"{names[t]}: test RMSE {rmse:.3f} (n={len(y)})")
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
-
-
-@torch.no_grad()
 def pooling_weights(model, items: list[dict], collate) -> list[np.ndarray]:
     """Per molecule, the attention the pooling query gives each atom, (n_atoms,)."""
-    model.eval()
-    batch = collate(items)
-    batch = {k: v.to(model.device) if torch.is_tensor(v) else v for k, v in batch.items()}
-    model(batch)
-    w = model.head.last_pool_weights.cpu()  # (B, N)
+    with inference(model):
+        model(to_device(collate(items), model.device))
+        w = model.head.last_pool_weights.cpu()  # (B, N)
     return [w[i, : it["x"].shape[0]].numpy() for i, it in enumerate(items)]
 
 
-def plot_pooling_attention(model, items: list[dict], collate, out: Path, size: int = 300) -> Path:
-    """A grid of molecules, atoms coloured by pooling attention relative to uniform
-    (weight x number of atoms: white = 1, the mean-pooling weight; red above, blue below,
-    saturated at 0 and 2)."""
+def pooling_attention_image(model, items: list[dict], collate, size: int = 300):
+    """A grid of molecules (a PIL image), atoms coloured by pooling attention relative to
+    uniform (weight x number of atoms: white = 1, the mean-pooling weight; red above, blue
+    below, saturated at 0 and 2)."""
     from PIL import Image
     from rdkit import Chem
     from rdkit.Chem.Draw import rdMolDraw2D
@@ -72,5 +47,22 @@ def plot_pooling_attention(model, items: list[dict], collate, out: Path, size: i
     grid = Image.new("RGB", (cols * size, rows * size), "white")
     for i, tile in enumerate(tiles):
         grid.paste(tile, ((i % cols) * size, (i // cols) * size))
-    grid.save(out)
-    return out
+    return grid
+
+
+class PoolingAttentionReport(Report):
+    """``pool_attention.png``: the first ``molecules`` test molecules, when the head pools by
+    attention (other poolings have no per-atom weights).
+
+    Args:
+        molecules: how many test molecules to draw.
+    """
+
+    def __init__(self, molecules: int = 6) -> None:
+        self.molecules = molecules
+
+    def write(self, ctx: ReportContext) -> list[Path]:
+        items = ctx.data.splits["test"][: self.molecules]
+        if getattr(ctx.model.head, "pooling", None) != "attention" or not items:
+            return []
+        return [ctx.save_image(pooling_attention_image(ctx.model, items, ctx.data.collate), "pool_attention.png")]

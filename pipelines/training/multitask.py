@@ -23,6 +23,7 @@ from vecset.pipelines.training.task import (
     check_set_size,
     prepare_head,
 )
+from vecset.pipelines.training.task_view import TaskView
 
 
 class MultiTaskDataModule(VecsetDataModule):
@@ -67,9 +68,6 @@ class MultiTaskDataModule(VecsetDataModule):
         describe = getattr(self.tasks[task], "describe", None)
         return describe(sample_id) if describe is not None else str(sample_id)
 
-    def plots(self, model, run_dir):
-        return []
-
 
 class MultiTaskModule(pl.LightningModule):
     """Tasks named by the keys of ``encoders`` and ``heads`` (the same keys as the data's).
@@ -113,6 +111,10 @@ class MultiTaskModule(pl.LightningModule):
     def forward(self, task: str, batch: dict) -> Tensor:
         vs = self.backbone(self.encoders[task](batch))
         return self.heads[task](vs, batch.get("features"))
+
+    def task_view(self, task: str) -> TaskView:
+        """Task ``task`` as a single-task model (the shared backbone, its encoder and head)."""
+        return TaskView(self, task)
 
     def _task_names(self) -> list[str]:
         dm = self.trainer.datamodule
@@ -196,14 +198,12 @@ def shared_backbone_grads(model: MultiTaskModule, batches: dict[str, dict]) -> d
     return norms
 
 
-REFERENCE = Path(__file__).resolve().parents[1] / "bench" / "results" / "multitask.json"
-
-
-def task_table(test: dict[str, float], tasks: list[str], reference: Path = REFERENCE) -> tuple[list[dict], str]:
-    """Per task: its test metric, and the single-task value measured by bench/multitask.py
-    (same number of optimizer steps) where that file exists."""
+def task_table(test: dict[str, float], tasks: list[str], reference: Path | None = None) -> tuple[list[dict], str]:
+    """Per task: its test metric, and the single-task value of ``reference`` (a JSON table
+    written by bench/multitask.py: the same number of optimizer steps) when one is given.
+    The pipelines never read bench/results themselves: the CLI passes ``--task_reference``."""
     ref = {}
-    if reference.exists():
+    if reference is not None and reference.exists():
         data = json.loads(reference.read_text())
         ref = {(r["task"], r["metric"]): r for r in data.get("rows", [])}
     rows = []

@@ -13,12 +13,9 @@ import torch
 from PIL import Image
 from torch import Tensor
 
-from vecset.backbone import Backbone
 from vecset.encoders import PatchEncoder, PixelEncoder
-from vecset.heads import SequenceHead
-from vecset.pipelines import Cifar10DataModule, DigitsDataModule, ImageFolderDataModule, TaskModule
-from vecset.pipelines.data.images import collate_images, digits_split
-from vecset.pipelines.reports.images import attention_grid
+from vecset.pipelines import Cifar10DataModule, DigitsDataModule, ImageFolderDataModule
+from vecset.pipelines.data.images import digits_split
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,33 +122,6 @@ def test_digits_prediction_rows():
     rows = dm.prediction_rows([3, 7], {"label": [4, 9], "prob": [0.91, 0.5]})
     assert rows == [{"input": "load_digits[3]", "prediction": "4", "probability": 0.91},
                     {"input": "load_digits[7]", "prediction": "9", "probability": 0.5}]
-
-
-# -- attention maps --------------------------------------------------------------------------
-
-def _tiny_model(pooling: str, cls_token: bool = False, window: int | None = None) -> TaskModule:
-    torch.manual_seed(0)
-    return TaskModule(PatchEncoder(1, 16, 2), Backbone(16, depth=1, heads=2, cls_token=cls_token, window=window),
-                      SequenceHead(16, 10, pooling=pooling))
-
-
-@pytest.mark.parametrize("pooling,cls_token,window", [("attention", False, None), ("mean", False, None),
-                                                      ("cls", True, None), ("mean", False, 1)])
-def test_attention_grid_is_a_distribution_over_patches(pooling, cls_token, window):
-    dm = DigitsDataModule()
-    dm.setup("test")
-    batch = collate_images([dm.sets["test"][i] for i in range(3)])
-    # window 1 over 16 patches: the layer keeps only its band, which the grid expands
-    grid, probs, _ = attention_grid(_tiny_model(pooling, cls_token, window), batch)
-    assert grid.shape == (3, 4, 4) and probs.shape == (3, 10)
-    torch.testing.assert_close(grid.sum((1, 2)), torch.ones(3))
-
-
-def test_plots_written(tmp_path):
-    dm = DigitsDataModule(attention_images=4)
-    paths = dm.plots(_tiny_model("attention"), tmp_path)
-    assert [p.name for p in paths] == ["confusion_matrix.png", "attention_maps.png"]
-    assert all(p.stat().st_size > 1000 for p in paths)
 
 
 # -- image folders -------------------------------------------------------------------------

@@ -330,51 +330,6 @@ def test_cli_fit_and_predict(tmp_path, monkeypatch):
     assert segs[0].start == 0 and segs[-1].end == sf.info(str(wav)).frames
 
 
-def test_boundary_frames_and_the_report_split_errors(tmp_path):
-    import json
-
-    from vecset.pipelines.data.speech import boundary_frames
-
-    y = np.array([3, 3, 3, 5, 5, 7, 7, 7, 7])
-    assert boundary_frames(y).tolist() == [False, False, True, True, True, True, False, False, False]
-    assert boundary_frames(np.array([4])).tolist() == [False]
-    dm = SpeechFramesDataModule(root=str(SAMPLE))
-    # one error at a boundary (frame 2), one inside (frame 7); frame 8 is ignored (-1)
-    y = np.array([3, 3, 3, 5, 5, 7, 7, 7, -1])
-    p = np.array([3, 3, 5, 5, 5, 7, 7, 3, 3])
-    dm.per_phone_report([(0, p, y)], tmp_path)
-    rep = json.loads((tmp_path / "test_per_phone.json").read_text())
-    assert rep["frames"] == 8 and rep["frame_accuracy"] == 0.75
-    assert rep["boundary_frames"] == 4 and rep["frame_accuracy_at_boundaries"] == 0.75
-    assert rep["frame_accuracy_inside_phones"] == 0.75 and rep["share_of_errors_at_boundaries"] == 0.5
-
-
-def test_attention_plot_of_a_long_windowed_utterance_expands_only_the_plotted_frames(tmp_path, monkeypatch):
-    """A windowed layer keeps its band: the plot expands max_frames query rows, never T x T."""
-    import types
-
-    import matplotlib.axes
-
-    import vecset.backbone.attention as A
-    from vecset.backbone import Backbone
-    from vecset.pipelines.reports.speech import plot_attention
-
-    torch.manual_seed(0)
-    T = 4000  # T x T weights of 2 heads: 128 MB; 300 rows of them: 9.6 MB
-    model = torch.nn.Module()
-    model.encoder = SpeechEncoder(40, 8, positional="none", window=4)  # the encoder's window
-    model.backbone = Backbone(8, depth=1, heads=2, mlp_ratio=1.0)
-    item = {"id": 7, "x": torch.randn(T, 40)}
-    dm = types.SimpleNamespace(sets={"test": types.SimpleNamespace(items=[item])}, describe=lambda i: f"utt {i}")
-    monkeypatch.setattr(A, "available_memory", lambda device: 32 * 2**20)  # pretend 32 MiB free
-    titles = []
-    set_title = matplotlib.axes.Axes.set_title
-    monkeypatch.setattr(matplotlib.axes.Axes, "set_title", lambda ax, t, **kw: titles.append(t) or set_title(ax, t, **kw))
-    out = plot_attention(dm, model, 7, tmp_path / "attention.png", max_frames=300)
-    assert out.stat().st_size > 1000
-    assert "window=4" in titles[0]  # the window that applied: the encoder's, not the backbone's None
-
-
 def test_speech_encoder_window_must_be_at_least_one():
     with pytest.raises(ValueError, match=r"window must be >= 1 \(each frame sees \+-window frames\) or None, got 0"):
         SpeechEncoder(40, 8, window=0)

@@ -1,16 +1,10 @@
-"""Nadaraya-Watson attention pooling: the kernel formula, valid lengths, and the config end
-to end (a learned width beats the nonparametric w = 1; fits and heatmap plots written)."""
-
-import json
-from pathlib import Path
+"""Nadaraya-Watson attention pooling: the kernel formula, valid lengths, the data's splits
+(the config end to end, with its report, is in tests/pipelines/reports/test_kernel_regression_reports.py)."""
 
 import torch
 
 from vecset.heads.kernel_regression import nadaraya_watson
-from vecset.pipelines.cli import run_cli
 from vecset.pipelines.data.kernel_regression import KernelRegressionDataModule, target_fn
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_nadaraya_watson_matches_the_kernel_formula():
@@ -32,18 +26,6 @@ def test_data_is_seeded_leave_one_out():
     dm2 = KernelRegressionDataModule(n_train=20, seed=3)
     dm2.setup("fit")
     assert torch.equal(dm.x_train, dm2.x_train)
-
-
-def test_config_learns_a_width_that_beats_the_nonparametric_fit(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    run_cli(["fit", "--config", str(ROOT / "configs" / "kernel_regression.yaml"), "--trainer.max_epochs=40",
-             "--trainer.enable_progress_bar=false"])
-    run = tmp_path / "runs" / "kernel_regression" / "version_0"
-    kr = json.loads((run / "kernel_regression.json").read_text())
-    rmse = kr["test_rmse"]
-    learned = next(v for k, v in rmse.items() if k.startswith("learned"))
-    assert kr["width"] > 1.5 and learned < rmse["nonparametric (w=1)"]
-    assert (run / "fits.png").exists() and (run / "attention.png").exists()
 
 
 def test_describe_names_the_point_of_every_split():

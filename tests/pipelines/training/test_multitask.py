@@ -72,6 +72,9 @@ def test_multitask_cli_logs_prefixed_metrics(multitask_run):
     assert {"above/test_acc", "mean/test_rmse", "mean/test_mae", "test_loss"} <= set(res["test"])
     assert res["test"]["above/test_acc"] > 0.8
     assert res["monitor"] == "val_loss"
+    # --plots=false: no curves, no task's report (tests/pipelines/reports/test_callback.py has them)
+    assert "plots" not in res and not (multitask_run / "curves.png").exists()
+    assert not (multitask_run / "above").exists() and not (multitask_run / "mean").exists()
 
 
 def test_finetune_from_multitask_backbone(multitask_run):
