@@ -13,8 +13,10 @@ import torch
 from PIL import Image
 from torch import Tensor
 
+from vecset.backbone import Backbone
 from vecset.encoders import PatchEncoder, PixelEncoder
-from vecset.pipelines import Cifar10DataModule, DigitsDataModule, ImageFolderDataModule
+from vecset.heads import SequenceHead
+from vecset.pipelines import Cifar10DataModule, DigitsDataModule, ImageFolderDataModule, TaskModule
 from vecset.pipelines.data.images import digits_split
 
 ROOT = Path(__file__).resolve().parents[2]
