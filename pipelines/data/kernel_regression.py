@@ -10,11 +10,13 @@ attention weights (queries x keys heatmaps).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader
 
+from vecset.backbone.data_spec import DataSpec
 from vecset.pipelines.data.base import VecsetDataModule
 
 
@@ -60,8 +62,9 @@ class KernelRegressionDataModule(VecsetDataModule):
         self.val_grid = val_grid
         self.splits = {"train": train, "val": val, "test": grid}
 
-    def train_targets(self):
-        return self.y_train
+    def data_spec(self, stage: str) -> DataSpec:
+        spec = super().data_spec(stage)
+        return replace(spec, train_targets=self.y_train) if spec.fit else spec
 
     @staticmethod
     def collate(items: list[dict]) -> dict:
