@@ -23,6 +23,8 @@ class Encoder(nn.Module, ABC):
     def forward(self, batch: dict) -> VectorSet:
         """The batch's vectors."""
 
-    def receive(self, spec: DataSpec) -> None:
+    def receive(self, spec: DataSpec) -> str | None:
         """The hand-over: check the data and take what the encoder learns from its training
-        split when ``spec.fit``. Default: nothing to receive."""
+        split when ``spec.fit``; return what it took, for the run's log, or None. Default:
+        nothing to receive."""
+        return None

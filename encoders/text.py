@@ -84,13 +84,13 @@ class TextEncoder(Encoder):
         self._set_vocab(Vocabulary.build((self.tokens_of(t) for t in texts), self.min_count))
         return self.vocab
 
-    def receive(self, spec: DataSpec) -> None:
+    def receive(self, spec: DataSpec) -> str | None:
         """At the start of fit, build the vocabulary from the training texts of ``field``
         (once: a model that has one, from an earlier fit or a checkpoint, keeps it)."""
         if spec.fit and self.vocab is None:
             self.build_vocab(spec.texts(self.vocab_field, "TextEncoder"))
-            log.info("%sencoder vocabulary: %d tokens from the training %r", spec.where, len(self.vocab),
-                     self.vocab_field)
+            return f"vocabulary: {len(self.vocab)} tokens from the training {self.vocab_field!r}"
+        return None
 
     def _set_vocab(self, vocab: Vocabulary) -> None:
         if self.embedding_kind == "onehot" and len(vocab) > self.d_model:

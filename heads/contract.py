@@ -54,9 +54,11 @@ class Head(nn.Module, ABC):
     def predict(self, out: Any, batch: dict) -> dict:
         """Per-sample predictions for ``vecset predict`` (lists, one entry per sample)."""
 
-    def receive(self, spec: DataSpec) -> None:
+    def receive(self, spec: DataSpec) -> str | None:
         """The hand-over: check the data and take what the head learns from it (a scaler, a
-        vocabulary) when ``spec.fit``. Default: nothing to check or take."""
+        vocabulary) when ``spec.fit``; return what it took, for the run's log, or None.
+        Default: nothing to check or take."""
+        return None
 
 
 def check_class_count(num_classes: int, spec: DataSpec) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Literal
 
 import torch
@@ -13,8 +12,6 @@ from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
 from vecset.encoders.vector import Positional1D, make_positional_1d
-
-log = logging.getLogger("vecset")
 
 # --- encoder --------------------------------------------------------------------------------
 Normalization = Literal["utterance", "global", "none"]
@@ -72,14 +69,14 @@ class SpeechEncoder(Encoder):
         self.drop = nn.Dropout(dropout)
         self.positional = make_positional_1d(positional, d_model, max_len)
 
-    def receive(self, spec: DataSpec) -> None:
+    def receive(self, spec: DataSpec) -> str | None:
         """``global`` normalization: fit the statistics on the training frames at the start
         of fit (once: a model that has them, from an earlier fit or a checkpoint, keeps them)."""
         if self.normalization == "global" and spec.fit and not bool(self.stats_fitted):
             frames = spec.frames("SpeechEncoder(normalization='global')")
             self.set_global_stats(frames)
-            log.info("%sspeech: global mean/variance normalization fitted on %d training utterances",
-                     spec.where, len(frames))
+            return f"global mean/variance normalization fitted on {len(frames)} training utterances"
+        return None
 
     @torch.no_grad()
     def set_global_stats(self, frames: list[Tensor]) -> None:

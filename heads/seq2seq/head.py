@@ -209,13 +209,13 @@ class Seq2SeqHead(Head):
         self._set_vocab(Vocabulary.build(tokenize(t, self.level) for t in texts))
         return self.vocab
 
-    def receive(self, spec: DataSpec) -> None:
+    def receive(self, spec: DataSpec) -> str | None:
         """At the start of fit, build the output vocabulary from the training targets (once:
         a model that has one, from an earlier fit or a checkpoint, keeps it)."""
         if spec.fit and self.vocab is None:
             self.build_vocab(spec.texts(self.vocab_field, "Seq2SeqHead"))
-            log.info("%shead vocabulary: %d tokens from the training %r", spec.where, len(self.vocab),
-                     self.vocab_field)
+            return f"vocabulary: {len(self.vocab)} tokens from the training {self.vocab_field!r}"
+        return None
 
     def _set_vocab(self, vocab: Vocabulary) -> None:
         self.vocab = vocab

@@ -43,7 +43,8 @@ def test_speech_encoder_fits_global_statistics_on_the_handed_over_frames():
     enc = SpeechEncoder(in_dim=3, d_model=8, normalization="global")
     enc.receive(DataSpec(fit=False, train_frames=frames))
     assert not bool(enc.stats_fitted)
-    enc.receive(DataSpec(fit=True, train_frames=frames))
+    assert enc.receive(DataSpec(fit=True, train_frames=frames)) == \
+        "global mean/variance normalization fitted on 2 training utterances"
     ref = SpeechEncoder(in_dim=3, d_model=8, normalization="global")
     ref.set_global_stats(frames)
     assert bool(enc.stats_fitted)

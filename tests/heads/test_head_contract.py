@@ -79,10 +79,11 @@ def test_seq2seq_head_builds_its_vocabulary_from_the_handed_over_targets():
     head = Seq2SeqHead(8, TransformerDecoder(8, 1, 2))
     head.receive(DataSpec(fit=False))  # predicting without a vocabulary: nothing to build from
     assert head.vocab is None
-    head.receive(DataSpec(fit=True, train_texts={"text": ["cat", "dog", "bird"], "target": PHONES}))
+    took = head.receive(DataSpec(fit=True, train_texts={"text": ["cat", "dog", "bird"], "target": PHONES}))
+    assert took == "vocabulary: 12 tokens from the training 'target'"  # what the run's log says
     assert head.vocab.tokens[4:] == ["D", "AE", "AO", "B", "ER", "G", "K", "T"]  # by count, ties alphabetical
     embed = head.embed
-    head.receive(DataSpec(fit=True, train_texts={"target": ["Z Z"]}))  # a second fit keeps it
+    assert head.receive(DataSpec(fit=True, train_texts={"target": ["Z Z"]})) is None  # a second fit keeps it
     assert head.embed is embed and "Z" not in head.vocab.index
     with pytest.raises(ValueError, match=r"task 'g2p': Seq2SeqHead builds a vocabulary from the training texts "
                                          r"of batch field 'target' but CMU gives none for that field \(it gives \['text'\]\)"):
