@@ -13,9 +13,10 @@ from vecset.backbone.attention import MultiHeadSelfAttention, Normalize, Score
 from vecset.backbone.block import Block
 from vecset.backbone.vectorset import VectorSet
 
+# the advice is the head's side of it: a head that pools over every vector needs no CLS
 CLS_WINDOW_ERROR = (
     "cls_token=True with truncated attention (window) would let the CLS vector see only the "
-    "first `window` vectors; pool with SequenceHead(pooling='mean' or 'attention') instead"
+    "first `window` vectors; turn cls_token off and let the head pool over all vectors instead"
 )
 
 
@@ -31,8 +32,9 @@ class Backbone(nn.Module):
         score, normalize, window: see ``MultiHeadSelfAttention``. A VectorSet whose encoder
             set ``window`` uses that one instead (in a multi-task backbone, speech can use
             truncated attention while images and molecules attend to all vectors).
-        cls_token: prepend a learned CLS vector (for ``SequenceHead(pooling="cls")``);
-            the mask and any pairwise bias grow with it (CLS sees and is seen by all).
+        cls_token: prepend a learned CLS vector (``VectorSet.cls``: a head may read the set's
+            summary at index 0); the mask and any pairwise bias grow with it (CLS sees and
+            is seen by all).
         relative_positions: R > 0 gives every block a learned per-head score bias by
             key-minus-query offset, clipped to +-R (see ``MultiHeadSelfAttention``).
         conv_kernel: K > 0 gives every block a Conformer convolution module over K positions
@@ -55,8 +57,8 @@ class Backbone(nn.Module):
             raise ValueError(CLS_WINDOW_ERROR)
         if cls_token and conv_kernel:
             raise ValueError("cls_token=True with conv_kernel would convolve the CLS vector with the first "
-                             "frames as if it were one of them; pool with SequenceHead(pooling='mean' or "
-                             "'attention') instead")
+                             "vectors as if it were one of them; turn cls_token off and let the head pool "
+                             "over all vectors instead")
         self.d_model = d_model
         self.blocks = nn.ModuleList(
             Block(MultiHeadSelfAttention(d_model, heads, score, normalize, window, dropout,

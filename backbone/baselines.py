@@ -5,7 +5,7 @@
   each vector concatenated with its k neighbours on each side, then an MLP.
 - ``BiLSTM``: a bidirectional LSTM (Graves & Schmidhuber 2005, framewise phoneme
   classification). Each direction is its own unidirectional ``nn.LSTM``: the forward one runs
-  on the padded batch (padding comes after the real frames, so it cannot reach them), the
+  on the padded batch (padding comes after the real vectors, so it cannot reach them), the
   backward one on each sequence reversed within its own length. This gives the outputs of a
   packed bidirectional ``nn.LSTM`` (a test holds them equal) and ran about 11x faster on
   the 2-core CPU these were measured on (DESIGN.md).
@@ -109,7 +109,7 @@ class BiLSTM(nn.Module):
         for i, (f, b) in enumerate(zip(self.fwd, self.bwd, strict=False)):
             if i:
                 h = self.drop(h)
-            hf, _ = f(h)  # (B, N, H): causal, so trailing padding never reaches real frames
+            hf, _ = f(h)  # (B, N, H): causal, so trailing padding never reaches real vectors
             hb, _ = b(reverse_padded(h, lengths))  # (B, N, H) over each reversed sequence
             h = torch.cat([hf, reverse_padded(hb, lengths)], dim=-1) * m  # (B, N, 2H)
         out = self.norm(self.proj(h)) * m  # (B, N, D)

@@ -11,8 +11,8 @@ from torch import Tensor, nn
 from vecset.backbone.attention import MultiHeadSelfAttention
 
 # PyTorch's (oneDNN's) CPU backward of a depthwise Conv1d is about 8x slower from 512
-# positions on (10.1 ms at 500, 87.7 ms at 600, batch 8, d 128, K 15), and speech batches are
-# padded to their longest utterance: from there the module uses _DepthwiseConv1d
+# positions on (10.1 ms at 500, 87.7 ms at 600, batch 8, d 128, K 15), and a padded batch is
+# as long as its longest sequence: from there the module uses _DepthwiseConv1d
 # (bench/conv.py measures both sides of the threshold)
 SLOW_DEPTHWISE_BACKWARD = 512
 
@@ -39,8 +39,8 @@ class _DepthwiseConv1d(torch.autograd.Function):
 
 class ConvModule(nn.Module):
     """The Conformer convolution module over the sequence order: pointwise convolution to 2D,
-    GLU, depthwise convolution over ``kernel`` positions, LayerNorm (not BatchNorm: padded
-    batches of a few utterances), SiLU, pointwise convolution back to D. Padded positions are
+    GLU, depthwise convolution over ``kernel`` positions, LayerNorm (not BatchNorm: small
+    padded batches), SiLU, pointwise convolution back to D. Padded positions are
     zeroed before the depthwise convolution, so they never leak into real ones.
 
     Shapes: x (B, N, D), mask (B, N) bool -> (B, N, D)
@@ -71,7 +71,7 @@ class Block(nn.Module):
     """Shapes: x (B, N, D), mask (B, N), bias as in MultiHeadSelfAttention -> (B, N, D).
 
     ``conv_kernel`` > 0 adds a Conformer convolution module after the attention (see
-    ``ConvModule``): vector order is then the sequence order (speech frames, text).
+    ``ConvModule``): vector order is then the sequence order (a sequence's positions, not a set).
     """
 
     def __init__(self, attn: MultiHeadSelfAttention, mlp_ratio: float = 4.0, dropout: float = 0.0,

@@ -1,9 +1,10 @@
 """Vocabulary: tokens <-> ids, built from training data, saved as plain data.
 
-Shared by text encoders (input tokens) and seq2seq heads (output tokens), so it lives
-below both (heads never import encoders). A vocabulary is stored with the model as a
-uint8 tensor of its UTF-8 tokens joined by NUL (a buffer in the state dict: plain data,
-loadable with ``torch.load(weights_only=True)``), never as a pickle.
+Shared by text encoders (input tokens) and seq2seq heads (output tokens). Heads never import
+encoders nor the reverse, so it lives in the one package below both; it is written once here
+rather than once per side. A vocabulary is stored with the model as a uint8 tensor of its
+UTF-8 tokens joined by NUL (a buffer in the state dict: plain data, loadable with
+``torch.load(weights_only=True)``), never as a pickle.
 """
 
 from __future__ import annotations
@@ -93,3 +94,22 @@ class Vocabulary:
     @classmethod
     def from_tensor(cls, t: Tensor) -> Vocabulary:
         return cls(bytes(t.to(torch.uint8).tolist()).decode("utf-8").split("\x00"))
+
+
+def saved_vocabulary(saved: Tensor | None, current: Vocabulary | None, role: str) -> Vocabulary | None:
+    """From a module's ``_load_from_state_dict``: the vocabulary a checkpoint saved (``saved``,
+    the ``vocab_bytes`` buffer) when the module has none yet, so that it can build its
+    embeddings before the weights load; None when nothing was saved or it is ``current``.
+    A checkpoint whose ``role`` ("input", "output") vocabulary differs is a ValueError: the
+    model only knows its own tokens."""
+    if saved is None or not saved.numel():
+        return None
+    vocab = Vocabulary.from_tensor(saved)
+    if current is None:
+        return vocab
+    if vocab != current:
+        raise ValueError(
+            f"the checkpoint's {role} vocabulary ({len(vocab)} tokens) differs from the one "
+            f"built from this data ({len(current)} tokens); the model only knows its own"
+        )
+    return None

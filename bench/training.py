@@ -45,19 +45,19 @@ def loss_of(model, batch):
 
 def bench_job(config: Path, steps: int, warmup: int) -> dict:
     from vecset.pipelines.cli import run_cli
+    from vecset.pipelines.training.hand_over import hand_over
     from vecset.pipelines.training.multitask import MultiTaskDataModule
-    from vecset.pipelines.training.task import prepare_head
 
     cli = run_cli(["--config", str(config), "--trainer.logger=false"], run=False)
     model, dm = cli.model, cli.datamodule
     dm.prepare_data()
     dm.setup("fit")
+    # the hand-over, as TaskModule.setup / MultiTaskModule.setup do at the start of fit
     if isinstance(dm, MultiTaskDataModule):
         for t, sub in dm.tasks.items():
-            prepare_head(model.heads[t], sub, resuming=False, task=t)
-    elif hasattr(model, "head"):
-        model.build_vocabularies(dm)  # as TaskModule.setup does at the start of fit
-        prepare_head(model.head, dm, resuming=False)
+            hand_over(sub, "fit", model.encoders[t], model.heads[t], task=t)
+    else:
+        hand_over(dm, "fit", model.encoder, model.head)
     model.train()
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
     loader = dm.train_dataloader()

@@ -1,5 +1,6 @@
-"""Encoders: one file per modality, each returning a VectorSet."""
+"""Encoders: the Encoder contract, and one file (or package) per modality, each returning a VectorSet."""
 
+from vecset.encoders.contract import Encoder
 from vecset.encoders.graph import GraphEncoder, NodeFeaturizer, smiles_to_graph  # noqa: E402
 from vecset.encoders.image import PatchEncoder, PixelEncoder
 from vecset.encoders.points import PointEncoder  # noqa: E402
@@ -8,6 +9,6 @@ from vecset.encoders.text import TextEncoder  # noqa: E402
 from vecset.encoders.vector import VectorEncoder
 
 __all__ = [
-    "Featurizer", "GraphEncoder", "NodeFeaturizer", "PatchEncoder", "PixelEncoder", "PointEncoder",
+    "Encoder", "Featurizer", "GraphEncoder", "NodeFeaturizer", "PatchEncoder", "PixelEncoder", "PointEncoder",
     "SpeechEncoder", "TextEncoder", "VectorEncoder", "smiles_to_graph",
 ]

@@ -17,6 +17,7 @@ from torch import Tensor, nn
 
 from vecset.backbone.positional import Learned2D, NoPositional, Sinusoidal2D
 from vecset.backbone.vectorset import VectorSet
+from vecset.encoders.contract import Encoder
 
 Positional2D = Literal["none", "sinusoidal", "learned"]
 
@@ -47,7 +48,7 @@ def _check_image(image: Tensor, in_channels: int, who: str, batch: dict) -> None
         )
 
 
-class PixelEncoder(nn.Module):
+class PixelEncoder(Encoder):
     """One vector per pixel: its C channel values, projected to d_model, plus a 2-D
     positional encoding of (row, column).
 
@@ -86,7 +87,7 @@ class PixelEncoder(nn.Module):
                          pos=_grid_pos(H, W, 1, image.device).expand(B, -1, -1))
 
 
-class PatchEncoder(nn.Module):
+class PatchEncoder(Encoder):
     """One vector per non-overlapping p x p patch (ViT): the flattened patch (C*p*p values)
     projected to d_model, plus a 2-D positional encoding over the patch grid.
 

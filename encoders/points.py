@@ -4,12 +4,12 @@ width 1, unchanged, so that attention pooling sees the raw coordinates."""
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from vecset.backbone.vectorset import VectorSet
+from vecset.encoders.contract import Encoder
 
 
-class PointEncoder(nn.Module):
+class PointEncoder(Encoder):
     """Shapes: batch[field] (B, K) float, optional batch["key_mask"] (B, K) bool ->
     VectorSet x (B, K, 1), mask (B, K)."""
 

@@ -1,7 +1,7 @@
 """TextEncoder: strings -> token vectors (characters or whitespace words) -> VectorSet.
 
-The vocabulary is built from the training data (``build_vocab``, called by TaskModule
-at the start of fit with the DataModule's ``train_texts(field)``) and saved with the
+The vocabulary is built from the training data at the start of fit (``receive``: the data
+module's ``DataSpec.train_texts[field]``, handed over by the Lightning module) and saved with the
 model as a uint8 buffer (plain data, see ``backbone.vocab``). Embeddings are either one-hot
 vectors (Bengio et al. 2003 contrast them with learned ones: every pair of one-hot
 vectors is equally far apart, so the model gets no similarity between tokens for free)
@@ -17,8 +17,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.vectorset import VectorSet
-from vecset.backbone.vocab import Level, Vocabulary, tokenize
+from vecset.backbone.vocab import Level, Vocabulary, saved_vocabulary, tokenize
+from vecset.encoders.contract import Encoder
 from vecset.encoders.vector import Positional1D, make_positional_1d
 
 log = logging.getLogger("vecset")
@@ -26,7 +28,7 @@ Embedding = Literal["learned", "onehot"]
 Unknown = Literal["unk", "error"]
 
 
-class TextEncoder(nn.Module):
+class TextEncoder(Encoder):
     """Token embeddings plus a positional encoding.
 
     Args:
@@ -71,10 +73,6 @@ class TextEncoder(nn.Module):
         self.unknown_count = 0  # tokens mapped to <unk> since construction
 
     # -- vocabulary -----------------------------------------------------------------------
-    @property
-    def vocab_built(self) -> bool:  # type: ignore[override]
-        return self.vocab is not None
-
     def tokens_of(self, text: str | list[str]) -> list[str]:
         """A string is tokenized by ``level``; a list is taken as already tokenized."""
         if isinstance(text, list):
@@ -85,6 +83,14 @@ class TextEncoder(nn.Module):
         """Build the vocabulary from the training strings (once; then it is fixed)."""
         self._set_vocab(Vocabulary.build((self.tokens_of(t) for t in texts), self.min_count))
         return self.vocab
+
+    def receive(self, spec: DataSpec) -> str | None:
+        """At the start of fit, build the vocabulary from the training texts of ``field``
+        (once: a model that has one, from an earlier fit or a checkpoint, keeps it)."""
+        if spec.fit and self.vocab is None:
+            self.build_vocab(spec.texts(self.vocab_field, "TextEncoder"))
+            return f"vocabulary: {len(self.vocab)} tokens from the training {self.vocab_field!r}"
+        return None
 
     def _set_vocab(self, vocab: Vocabulary) -> None:
         if self.embedding_kind == "onehot" and len(vocab) > self.d_model:
@@ -100,16 +106,9 @@ class TextEncoder(nn.Module):
             self.embed = None
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        saved = state_dict.get(prefix + "vocab_bytes")
-        if saved is not None and saved.numel():
-            vocab = Vocabulary.from_tensor(saved)
-            if self.vocab is None:
-                self._set_vocab(vocab)  # a checkpoint brings its own vocabulary
-            elif vocab != self.vocab:
-                raise ValueError(
-                    f"the checkpoint's input vocabulary ({len(vocab)} tokens) differs from the one "
-                    f"built from this data ({len(self.vocab)} tokens); the model only knows its own"
-                )
+        vocab = saved_vocabulary(state_dict.get(prefix + "vocab_bytes"), self.vocab, "input")
+        if vocab is not None:
+            self._set_vocab(vocab)  # a checkpoint brings its own vocabulary
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     # -- encoding -------------------------------------------------------------------------

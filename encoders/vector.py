@@ -8,6 +8,7 @@ from torch import Tensor, nn
 
 from vecset.backbone.positional import Learned1D, NoPositional, Sinusoidal1D
 from vecset.backbone.vectorset import VectorSet
+from vecset.encoders.contract import Encoder
 
 Positional1D = Literal["none", "sinusoidal", "learned"]
 
@@ -24,7 +25,7 @@ def make_positional_1d(kind: Positional1D, d_model: int, max_len: int | None) ->
     raise ValueError(f"positional must be 'none', 'sinusoidal' or 'learned', got {kind!r}")
 
 
-class VectorEncoder(nn.Module):
+class VectorEncoder(Encoder):
     """Linear projection of each input vector to d_model, plus an optional 1-D positional
     encoding (by index in the set).
 

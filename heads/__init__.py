@@ -1,5 +1,6 @@
-"""Per-task heads reading the backbone's VectorSet."""
+"""Per-task heads reading the backbone's VectorSet, all following one contract (``Head``)."""
 
+from vecset.heads.contract import Head
 from vecset.heads.edit_metrics import PhoneErrorRate, WordErrorRate
 from vecset.heads.kernel_regression import NadarayaWatsonHead, nadaraya_watson
 from vecset.heads.labeling import LabelingHead
@@ -7,7 +8,7 @@ from vecset.heads.seq2seq.head import GRUAttentionDecoder, Seq2SeqHead, Transfor
 from vecset.heads.sequence import SequenceHead
 
 __all__ = [
-    "NadarayaWatsonHead", "nadaraya_watson",
+    "Head", "NadarayaWatsonHead", "nadaraya_watson",
     "LabelingHead", "SequenceHead",
     "GRUAttentionDecoder", "PhoneErrorRate", "Seq2SeqHead", "TransformerDecoder", "WordErrorRate",
 ]

@@ -15,6 +15,7 @@ from torchmetrics import MeanSquaredError, MetricCollection
 
 from vecset.backbone.masked_softmax import masked_softmax
 from vecset.backbone.vectorset import VectorSet
+from vecset.heads.contract import Head
 
 
 def nadaraya_watson(queries: Tensor, keys: Tensor, values: Tensor, valid_lens: Tensor | None = None,
@@ -30,7 +31,7 @@ def nadaraya_watson(queries: Tensor, keys: Tensor, values: Tensor, valid_lens: T
     return (weights @ values[:, :, None])[..., 0], weights
 
 
-class NadarayaWatsonHead(nn.Module):
+class NadarayaWatsonHead(Head):
     """Attention pooling of ``batch["values"]`` over the keys in the VectorSet, queried by
     ``batch["query"]``; the kernel width is learned (parametric Nadaraya-Watson).
 
@@ -44,7 +45,7 @@ class NadarayaWatsonHead(nn.Module):
 
     task = "kernel_regression"
     monitor = ("val_rmse", "min")
-    needs_batch = True
+    needs_batch = True  # the queries and values come with the batch
 
     def __init__(self, init_width: float = 1.0) -> None:
         super().__init__()

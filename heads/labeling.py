@@ -7,10 +7,12 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
+from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.vectorset import VectorSet
+from vecset.heads.contract import Head, check_class_count
 
 
-class LabelingHead(nn.Module):
+class LabelingHead(Head):
     """Per-vector logits.
 
     Args:
@@ -33,9 +35,12 @@ class LabelingHead(nn.Module):
         self.drop = nn.Dropout(dropout)
         self.proj = nn.Linear(d_model, num_classes)
 
-    def forward(self, vs: VectorSet, features: Tensor | None = None) -> Tensor:
+    def forward(self, vs: VectorSet, features: Tensor | None = None, batch: dict | None = None) -> Tensor:
         x = vs.x[:, 1:] if vs.cls else vs.x  # a CLS vector has no label
         return self.proj(self.drop(x))  # (B, N, C)
+
+    def receive(self, spec: DataSpec) -> None:
+        check_class_count(self.num_classes, spec)
 
     def check_targets(self, y: Tensor) -> None:
         real = y[y != self.ignore_index]

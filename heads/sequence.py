@@ -16,13 +16,15 @@ from torch import Tensor, nn
 from torchmetrics import MeanAbsoluteError, MeanSquaredError, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
+from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.vectorset import VectorSet
+from vecset.heads.contract import Head, check_class_count
 
 Pooling = Literal["mean", "cls", "attention"]
 Task = Literal["classification", "regression"]
 
 
-class SequenceHead(nn.Module):
+class SequenceHead(Head):
     """Pool, then a small MLP to ``num_outputs`` logits or values.
 
     Args:
@@ -31,8 +33,10 @@ class SequenceHead(nn.Module):
         task: ``classification`` (cross-entropy) or ``regression`` (MSE on standardized
             targets; the scaler is a buffer, so it is saved with the model and predictions
             come back in the original units).
-        pooling: ``mean`` over real vectors, ``cls`` (needs ``Backbone(cls_token=True)``),
-            or ``attention`` (a learned query; its weights are kept in ``last_pool_weights``).
+        pooling: ``mean`` over real vectors, ``cls`` (needs ``Backbone(cls_token=True)``,
+            which truncated attention or a convolution in the backbone rule out: pool with
+            ``mean`` or ``attention`` there), or ``attention`` (a learned query; its weights
+            are kept in ``last_pool_weights``).
         extra_features: width of optional set-level features (``batch["features"]``)
             joined to the pooled vector (e.g. molecule descriptors).
         dropout: dropout before the output layer.
@@ -81,7 +85,7 @@ class SequenceHead(nn.Module):
         self.last_pool_weights = weights.detach()
         return (weights[..., None] * x).sum(1)
 
-    def forward(self, vs: VectorSet, features: Tensor | None = None) -> Tensor:
+    def forward(self, vs: VectorSet, features: Tensor | None = None, batch: dict | None = None) -> Tensor:
         h = self.pool(vs)
         if self.extra_features:
             if features is None or features.shape[-1] != self.extra_features:
@@ -90,7 +94,21 @@ class SequenceHead(nn.Module):
             h = torch.cat([h, features.to(h.dtype)], dim=-1)
         return self.mlp(h)
 
-    # -- regression scaler ------------------------------------------------------------
+    # -- the hand-over: class count, feature width, regression scaler ----------------------
+    def receive(self, spec: DataSpec) -> None:
+        if self.num_classes is not None:
+            check_class_count(self.num_classes, spec)
+        if spec.feature_width != self.extra_features:
+            # features on in the data but not in the head (or the reverse) is a config error,
+            # not features silently ignored
+            raise ValueError(
+                f"{spec.where}{spec.source} gives {spec.feature_width} set-level features "
+                f"(batch['features']) but the head has extra_features={self.extra_features}; set the "
+                f"head's extra_features to {spec.feature_width}, or configure the data to give {self.extra_features}"
+            )
+        if self.task == "regression" and spec.fit:
+            self.fit_scaler(torch.as_tensor(spec.targets("SequenceHead(task='regression')"), dtype=torch.float32))
+
     def fit_scaler(self, y: Tensor) -> None:
         """Standardize regression targets with the training set's mean and std."""
         y = y.reshape(len(y), -1).double()

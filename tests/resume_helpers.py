@@ -9,6 +9,7 @@ from pytorch_lightning.callbacks import Callback
 from torch import nn
 
 from vecset.backbone.vectorset import VectorSet
+from vecset.encoders.contract import Encoder
 from vecset.pipelines.data.synthetic import SyntheticSetDataModule
 
 
@@ -26,7 +27,7 @@ class PauseAtStep(Callback):
 
 
 
-class OtherEncoder(nn.Module):
+class OtherEncoder(Encoder):
     """Stands for 'another encoder' in the checkpoint-mismatch test."""
 
     def __init__(self, in_dim: int, d_model: int) -> None:

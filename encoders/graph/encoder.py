@@ -8,11 +8,12 @@ import torch
 from torch import Tensor, nn
 
 from vecset.backbone.vectorset import VectorSet
+from vecset.encoders.contract import Encoder
 
 GraphAttention = Literal["neighbours", "all_pairs", "none"]
 
 
-class GraphEncoder(nn.Module):
+class GraphEncoder(Encoder):
     """Node features -> d_model vectors, with the graph's structure as attention bias.
 
     Args:

@@ -8,14 +8,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.vectorset import VectorSet
+from vecset.encoders.contract import Encoder
 from vecset.encoders.vector import Positional1D, make_positional_1d
 
 # --- encoder --------------------------------------------------------------------------------
 Normalization = Literal["utterance", "global", "none"]
 
 
-class SpeechEncoder(nn.Module):
+class SpeechEncoder(Encoder):
     """Filterbank frames -> VectorSet: mean/variance normalization, SpecAugment in training,
     a linear projection to d_model and a positional encoding.
 
@@ -24,7 +26,8 @@ class SpeechEncoder(nn.Module):
         d_model: output width.
         normalization: ``utterance`` (each utterance's real frames to zero mean, unit
             variance per bin), ``global`` (training-set statistics, kept as buffers in the
-            checkpoint; set by ``SpeechFramesDataModule`` before training) or ``none``.
+            checkpoint; fitted at the start of fit on the training frames the data hands
+            over, ``DataSpec.train_frames``) or ``none``.
         freq_mask_param, time_mask_param: SpecAugment mask widths (0 = off), applied
             ``freq_masks`` / ``time_masks`` times per utterance, only in training.
         positional: ``none``, ``sinusoidal`` or ``learned`` (``max_len`` frames).
@@ -66,6 +69,15 @@ class SpeechEncoder(nn.Module):
         self.drop = nn.Dropout(dropout)
         self.positional = make_positional_1d(positional, d_model, max_len)
 
+    def receive(self, spec: DataSpec) -> str | None:
+        """``global`` normalization: fit the statistics on the training frames at the start
+        of fit (once: a model that has them, from an earlier fit or a checkpoint, keeps them)."""
+        if self.normalization == "global" and spec.fit and not bool(self.stats_fitted):
+            frames = spec.frames("SpeechEncoder(normalization='global')")
+            self.set_global_stats(frames)
+            return f"global mean/variance normalization fitted on {len(frames)} training utterances"
+        return None
+
     @torch.no_grad()
     def set_global_stats(self, frames: list[Tensor]) -> None:
         """Fit the ``global`` normalization on training frames, a list of (T_i, in_dim)."""
@@ -79,8 +91,9 @@ class SpeechEncoder(nn.Module):
             return x
         if self.normalization == "global":
             if not bool(self.stats_fitted):
-                raise ValueError("SpeechEncoder(normalization='global') has no statistics: train it with "
-                                 "SpeechFramesDataModule (which fits them) or call set_global_stats")
+                raise ValueError("SpeechEncoder(normalization='global') has no statistics: train it on data "
+                                 "that hands over its training frames (SpeechFramesDataModule) or call "
+                                 "set_global_stats")
             return (x - self.mean) / self.std
         m = mask[..., None].to(x.dtype)  # (B, T, 1)
         n = m.sum(1, keepdim=True).clamp_min(1)  # (B, 1, 1)

@@ -24,9 +24,11 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
 from vecset.backbone.attention import MultiHeadSelfAttention, Score
+from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.positional import sinusoid
 from vecset.backbone.vectorset import VectorSet
-from vecset.backbone.vocab import Level, Vocabulary, tokenize
+from vecset.backbone.vocab import Level, Vocabulary, saved_vocabulary, tokenize
+from vecset.heads.contract import Head
 from vecset.heads.edit_metrics import PhoneErrorRate, WordErrorRate
 from vecset.heads.seq2seq.cross_attention import MultiHeadCrossAttention
 
@@ -156,7 +158,7 @@ class GRUAttentionDecoder(nn.Module):
 
 
 # -- the head ----------------------------------------------------------------------------
-class Seq2SeqHead(nn.Module):
+class Seq2SeqHead(Head):
     """Embeds target tokens, runs a decoder over the backbone's output, projects to tokens.
 
     Args:
@@ -172,8 +174,8 @@ class Seq2SeqHead(nn.Module):
         references_field: optional batch key with several references per item (B lists
             of str); metrics then count the closest reference.
 
-    The target vocabulary is built from the training targets (``build_vocab``) and saved
-    as a uint8 buffer, like ``TextEncoder``'s.
+    The target vocabulary is built from the training targets of ``field`` at the start of
+    fit (``receive``, the hand-over) and saved as a uint8 buffer, like ``TextEncoder``'s.
 
     Shapes:
         VectorSet (B, N, D) -> {"memory" (B, N, D), "memory_mask" (B, N), and with
@@ -182,7 +184,7 @@ class Seq2SeqHead(nn.Module):
 
     task = "seq2seq"
     monitor = ("val_per", "min")
-    needs_batch = True  # teacher forcing reads the targets: TaskModule passes the batch
+    needs_batch = True  # teacher forcing reads the targets: the step passes the batch
 
     def __init__(self, d_model: int, decoder: nn.Module, max_len: int = 32, beam_size: int = 1,
                  length_penalty: float = 0.0, label_smoothing: float = 0.0, field: str = "target",
@@ -203,13 +205,17 @@ class Seq2SeqHead(nn.Module):
         self.last_unfinished = 0  # decodes of the last call that hit max_len without <eos>
 
     # -- vocabulary (as TextEncoder) ------------------------------------------------------
-    @property
-    def vocab_built(self) -> bool:
-        return self.vocab is not None
-
     def build_vocab(self, texts: list[str]) -> Vocabulary:
         self._set_vocab(Vocabulary.build(tokenize(t, self.level) for t in texts))
         return self.vocab
+
+    def receive(self, spec: DataSpec) -> str | None:
+        """At the start of fit, build the output vocabulary from the training targets (once:
+        a model that has one, from an earlier fit or a checkpoint, keeps it)."""
+        if spec.fit and self.vocab is None:
+            self.build_vocab(spec.texts(self.vocab_field, "Seq2SeqHead"))
+            return f"vocabulary: {len(self.vocab)} tokens from the training {self.vocab_field!r}"
+        return None
 
     def _set_vocab(self, vocab: Vocabulary) -> None:
         self.vocab = vocab
@@ -218,16 +224,9 @@ class Seq2SeqHead(nn.Module):
         self.proj = nn.Linear(self.d_model, len(vocab))
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        saved = state_dict.get(prefix + "vocab_bytes")
-        if saved is not None and saved.numel():
-            vocab = Vocabulary.from_tensor(saved)
-            if self.vocab is None:
-                self._set_vocab(vocab)
-            elif vocab != self.vocab:
-                raise ValueError(
-                    f"the checkpoint's output vocabulary ({len(vocab)} tokens) differs from the one "
-                    f"built from this data ({len(self.vocab)} tokens)"
-                )
+        vocab = saved_vocabulary(state_dict.get(prefix + "vocab_bytes"), self.vocab, "output")
+        if vocab is not None:
+            self._set_vocab(vocab)  # a checkpoint brings its own vocabulary
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def _need_vocab(self) -> Vocabulary:

@@ -1,4 +1,5 @@
-"""Base DataModule: what every vecset dataset tells the task and the prediction writer."""
+"""Base DataModule: what every vecset dataset tells the model (once, at setup) and the
+prediction writer."""
 
 from __future__ import annotations
 
@@ -7,17 +8,21 @@ from pathlib import Path
 
 import pytorch_lightning as pl
 
+from vecset.backbone.data_spec import DataSpec
+
 
 class VecsetDataModule(pl.LightningDataModule):
     """Adds to LightningDataModule:
 
     - ``class_names``: label names (classification/labeling) or None;
-    - ``num_classes``: checked against the head before training;
-    - ``train_targets()``: regression targets of the training split (for the scaler);
+    - ``data_spec(stage)``: what the model needs from the data (class names, training
+      targets, texts or frames, feature width), the one hand-over from data to model;
     - ``describe(sample_id)``: what the sample's input was (a file, a CSV line), for messages;
     - ``write_predictions(rows, path)``: turn the head's predictions into a file;
     - ``reports()``: the reports written after test (``pipelines/reports``, run by
       ``ReportWriter``; a data module names them, it never runs the model itself).
+
+    A data module never calls the model: what the model needs flows through ``data_spec``.
     """
 
     class_names: list[str] | None = None
@@ -46,8 +51,12 @@ class VecsetDataModule(pl.LightningDataModule):
     def predict_dataloader(self):
         return self._loader(self.predict_split())
 
-    def train_targets(self):
-        return None
+    def data_spec(self, stage: str) -> DataSpec:
+        """What the model needs from this data (see ``DataSpec``), read after ``setup(stage)``:
+        the Lightning module hands it to its encoder(s) and head(s) once, at its own setup.
+        Here the class names; a subclass adds what its data has (training targets, texts,
+        frames, the width of set-level features)."""
+        return DataSpec(source=type(self).__name__, fit=stage == "fit", class_names=self.class_names)
 
     def describe(self, sample_id: int) -> str:
         """What the input of sample ``sample_id`` was: a file path, ``file:line`` and SMILES, a

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import csv
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
 import torch
 from torch.utils.data import DataLoader
 
+from vecset.backbone.data_spec import DataSpec
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.data.text_files import read_utf8_lines
 
@@ -147,10 +149,13 @@ class CMUDictDataModule(VecsetDataModule):
             log.info("CMUdict: %d pronunciations identical after stripping stress were merged", merged)
         log.info("CMUdict split (seed %d): %s words", self.split_seed, {k: len(v) for k, v in parts.items()})
 
-    def train_texts(self, field: str) -> list[str]:
-        """Training strings of ``field`` (``text`` or ``target``), to build vocabularies."""
-        self.setup("fit")
-        return [it[field] for it in self.splits["train"]]
+    def data_spec(self, stage: str) -> DataSpec:
+        """At fit, the training words (``text``) and phone strings (``target``), for vocabularies."""
+        spec = super().data_spec(stage)
+        if spec.fit:
+            train = self.splits["train"]
+            spec = replace(spec, train_texts={f: [it[f] for it in train] for f in ("text", "target")})
+        return spec
 
     collate = staticmethod(collate_text)
 

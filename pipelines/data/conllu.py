@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import conllu
 import torch
 from torch.utils.data import DataLoader
 
+from vecset.backbone.data_spec import DataSpec
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.data.text_files import read_utf8_lines
 
@@ -172,9 +174,12 @@ class CoNLLUDataModule(VecsetDataModule):
             if any(skipped.values()):
                 log.info("%s: %d sentences; skipped (no UPOS of their own): %s", path, len(sents), skipped)
 
-    def train_texts(self, field: str) -> list:
-        self.setup("fit")
-        return [s["forms"] for s in self.splits["train"]]
+    def data_spec(self, stage: str) -> DataSpec:
+        """At fit, the training sentences' word forms (batch field ``text``), for the vocabulary."""
+        spec = super().data_spec(stage)
+        if spec.fit:
+            spec = replace(spec, train_texts={"text": [s["forms"] for s in self.splits["train"]]})
+        return spec
 
     def _loader(self, split: str, shuffle: bool = False) -> DataLoader:
         return DataLoader(self.splits[split], batch_size=self.batch_size, shuffle=shuffle, collate_fn=collate_tokens)

@@ -9,9 +9,12 @@ scored on the noise-free function. Its report (``pipelines/reports/kernel_regres
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from torch.utils.data import DataLoader
 
+from vecset.backbone.data_spec import DataSpec
 from vecset.pipelines.data.base import VecsetDataModule
 
 
@@ -57,8 +60,9 @@ class KernelRegressionDataModule(VecsetDataModule):
         self.val_grid = val_grid
         self.splits = {"train": train, "val": val, "test": grid}
 
-    def train_targets(self):
-        return self.y_train
+    def data_spec(self, stage: str) -> DataSpec:
+        spec = super().data_spec(stage)
+        return replace(spec, train_targets=self.y_train) if spec.fit else spec
 
     @staticmethod
     def collate(items: list[dict]) -> dict:

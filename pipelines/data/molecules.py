@@ -20,6 +20,7 @@ import csv
 import io
 import logging
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
@@ -28,6 +29,7 @@ import pandas as pd
 import torch
 from torch.utils.data import DataLoader
 
+from vecset.backbone.data_spec import DataSpec
 from vecset.encoders.graph import (
     InvalidMolecule,
     NodeFeaturizer,
@@ -126,7 +128,8 @@ class MoleculeDataModule(VecsetDataModule):
         max_dist: shortest-path distances are clipped here (must match the encoder's).
         lap_pe_k: Laplacian eigenvectors per graph (must match the encoder's ``lap_pe_k``).
         descriptors: add standardized RDKit 2-D descriptors as ``batch["features"]`` (set
-            the head's ``extra_features`` to their number, 217 with RDKit 2026.09).
+            the head's ``extra_features`` to their number, 217 with RDKit 2026.09; a
+            mismatch is an error at setup).
         batch_size: molecules per batch.
         predict_csv: a CSV of SMILES for ``vecset predict`` (its ``smiles_column``); invalid
             rows are written to ``invalid_rows.csv`` and the rest predicted. Without it,
@@ -261,20 +264,8 @@ class MoleculeDataModule(VecsetDataModule):
             for k, v in self.splits.items():
                 if not v:
                     raise ValueError(f"{self.csv_path}: the {k} split is empty ({len(self.items)} usable rows)")
-        self._check_head()
         if stage == "predict" and self.predict_csv is not None and self.predict_items is None:
             self._load_predict()
-
-    def _check_head(self) -> None:
-        """Descriptors on in the data but not in the head (or the reverse) is a config error,
-        not features silently ignored."""
-        module = getattr(self.trainer, "lightning_module", None) if self.trainer is not None else None
-        want = getattr(getattr(module, "head", None), "extra_features", None)
-        if want is not None and want != self.descriptor_dim:
-            raise ValueError(
-                f"MoleculeDataModule(descriptors={self.descriptors}) gives {self.descriptor_dim} molecule features "
-                f"but the head has extra_features={want}; set model.head.init_args.extra_features: "
-                f"{self.descriptor_dim} or data.init_args.descriptors: {not self.descriptors}")
 
     def _load_predict(self) -> None:
         df, lines = self._read(self.predict_csv, [self.smiles_column])
@@ -325,8 +316,13 @@ class MoleculeDataModule(VecsetDataModule):
     def descriptor_dim(self) -> int:
         return 0 if self.desc_mean is None else len(self.desc_mean)
 
-    def train_targets(self) -> torch.Tensor:
-        return torch.stack([it["y"] for it in self.splits["train"]])
+    def data_spec(self, stage: str) -> DataSpec:
+        """The descriptors' width (checked against the head's ``extra_features`` at every
+        stage); at fit, the training targets for the regression scaler."""
+        spec = replace(super().data_spec(stage), feature_width=self.descriptor_dim)
+        if spec.fit:
+            spec = replace(spec, train_targets=torch.stack([it["y"] for it in self.splits["train"]]))
+        return spec
 
     def _predicting(self) -> bool:
         """Ids name rows of ``predict_csv`` (once it is read) rather than of ``csv_path``."""

@@ -10,12 +10,14 @@ from __future__ import annotations
 import csv
 import logging
 from collections import Counter
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from vecset.backbone.data_spec import DataSpec
 from vecset.encoders.speech import (
     FRAME_LENGTH,
     FRAME_SHIFT,
@@ -218,17 +220,13 @@ class SpeechFramesDataModule(VecsetDataModule):
                 self.sets[split] = self.load_split(split)
         if "train" in self.sets and "test" in self.sets and (shared := self.speakers("train") & self.speakers("test")):
             log.warning("speech: train and test share speakers %s (the split is not speaker-disjoint)", sorted(shared))
-        if stage == "fit":
-            self._fit_global_stats()
 
-    def _fit_global_stats(self) -> None:
-        """A SpeechEncoder with global normalization takes its statistics from the training frames."""
-        trainer = getattr(self, "trainer", None)
-        enc = getattr(getattr(trainer, "lightning_module", None), "encoder", None)
-        if enc is not None and getattr(enc, "normalization", None) == "global" and not bool(enc.stats_fitted):
-            enc.set_global_stats([it["x"] for it in self.sets["train"].items])
-            log.info("speech: global mean/variance normalization fitted on %d training utterances",
-                     len(self.sets["train"]))
+    def data_spec(self, stage: str) -> DataSpec:
+        """At fit, the training frames (for a SpeechEncoder with global normalization)."""
+        spec = super().data_spec(stage)
+        if spec.fit:
+            spec = replace(spec, train_frames=[it["x"] for it in self.sets["train"].items])
+        return spec
 
     # -- loaders ---------------------------------------------------------------------------
     collate = staticmethod(pad_sets)

@@ -3,11 +3,13 @@ value is larger than the mean of its set (the answer depends on the whole set)."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from vecset.backbone.data_spec import DataSpec
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.data.collate import pad_sets
 from vecset.pipelines.data.samplers import ResumableSampler, eval_sampler
@@ -68,11 +70,11 @@ class SyntheticSetDataModule(VecsetDataModule):
             if split not in self.sets:
                 self.sets[split] = AboveMeanSets(n, self.min_len, self.max_len, self.seed + k, self.target)
 
-    def train_targets(self):
-        self.setup("fit")
-        if self.target != "mean":
-            return None
-        return torch.cat([it["y"] for it in self.sets["train"].items])
+    def data_spec(self, stage: str) -> DataSpec:
+        spec = super().data_spec(stage)
+        if spec.fit and self.target == "mean":  # the regression scaler's targets
+            spec = replace(spec, train_targets=torch.cat([it["y"] for it in self.sets["train"].items]))
+        return spec
 
     def _loader(self, split: str, shuffle: bool = False) -> DataLoader:  # evaluation splits only
         # a disjoint share per process under DDP, so no sample counts twice in the metrics

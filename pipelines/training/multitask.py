@@ -16,13 +16,19 @@ from pytorch_lightning.utilities import CombinedLoader
 from torch import Tensor, nn
 from torchmetrics import MeanMetric
 
+from vecset.encoders.contract import Encoder
+from vecset.heads.contract import Head
 from vecset.pipelines.data.base import VecsetDataModule
-from vecset.pipelines.training.task import (
-    adamw_warmup_cosine,
-    best_and_last_checkpoint,
-    check_set_size,
-    prepare_head,
+from vecset.pipelines.training.hand_over import hand_over
+from vecset.pipelines.training.set_size import check_set_size
+from vecset.pipelines.training.step import (
+    STAGES,
+    check_parts,
+    forward_task,
+    stage_metrics,
+    task_step,
 )
+from vecset.pipelines.training.task import adamw_warmup_cosine, best_and_last_checkpoint
 from vecset.pipelines.training.task_view import TaskView
 
 
@@ -84,7 +90,7 @@ class MultiTaskModule(pl.LightningModule):
     tasks' mean validation losses (the checkpoint monitor).
     """
 
-    def __init__(self, backbone: nn.Module, encoders: dict[str, nn.Module], heads: dict[str, nn.Module],
+    def __init__(self, backbone: nn.Module, encoders: dict[str, Encoder], heads: dict[str, Head],
                  loss_weights: dict[str, float] | None = None, lr: float = 1e-3, weight_decay: float = 0.01,
                  warmup: float = 0.05) -> None:
         super().__init__()
@@ -93,6 +99,8 @@ class MultiTaskModule(pl.LightningModule):
         weights = {t: 1.0 for t in encoders} | dict(loss_weights or {})
         if set(weights) != set(encoders):
             raise ValueError(f"loss_weights names unknown tasks: {sorted(set(weights) - set(encoders))}")
+        for t in encoders:
+            check_parts(encoders[t], heads[t], task=t)
         if _given_hyperparameters.get() is not None:
             self.save_hyperparameters()
         else:
@@ -103,14 +111,12 @@ class MultiTaskModule(pl.LightningModule):
         self.tasks = list(encoders)
         self.loss_weights = weights
         self.metrics = nn.ModuleDict({
-            f"{stage}__{t}": heads[t].metrics().clone(prefix=f"{t}/{stage}_")
-            for stage in ("train", "val", "test") for t in self.tasks
+            f"{stage}__{t}": stage_metrics(heads[t], stage, task=t) for stage in STAGES for t in self.tasks
         })
         self.mean_losses = nn.ModuleDict({f"{stage}__{t}": MeanMetric() for stage in ("val", "test") for t in self.tasks})
 
     def forward(self, task: str, batch: dict) -> Tensor:
-        vs = self.backbone(self.encoders[task](batch))
-        return self.heads[task](vs, batch.get("features"))
+        return forward_task(self.encoders[task], self.backbone, self.heads[task], batch)
 
     def task_view(self, task: str) -> TaskView:
         """Task ``task`` as a single-task model (the shared backbone, its encoder and head)."""
@@ -124,28 +130,23 @@ class MultiTaskModule(pl.LightningModule):
         return names
 
     def setup(self, stage: str) -> None:
-        dm = getattr(self.trainer, "datamodule", None)
-        if isinstance(dm, MultiTaskDataModule):
-            for t in self._task_names():
-                check_set_size(self.encoders[t], self.backbone, dm.tasks[t], self.trainer.strategy.root_device, task=t)
-
-    def on_fit_start(self) -> None:
-        dm = self.trainer.datamodule
+        """The hand-over, per task: each task's data module's DataSpec goes to that task's
+        encoder and head (as in TaskModule.setup; messages name the task)."""
+        dm = self.trainer.datamodule if self._trainer is not None else None
+        if not isinstance(dm, MultiTaskDataModule):
+            if stage == "fit" and dm is not None:
+                raise ValueError(f"MultiTaskModule trains on a MultiTaskDataModule (one data module per "
+                                 f"task of {self.tasks}), got {type(dm).__name__}")
+            return
         for t in self._task_names():
-            prepare_head(self.heads[t], dm.tasks[t], resuming=self.trainer.ckpt_path is not None, task=t)
+            hand_over(dm.tasks[t], stage, self.encoders[t], self.heads[t], task=t)
+            check_set_size(self.encoders[t], self.backbone, dm.tasks[t], self.trainer.strategy.root_device, task=t)
 
     def _task_step(self, task: str, batch: dict, stage: str) -> Tensor:
-        out = self(task, batch)
-        head = self.heads[task]
-        loss = head.loss(out, batch)
-        bs = len(batch["ids"])
-        metrics = self.metrics[f"{stage}__{task}"]
-        metrics.update(*head.metric_inputs(out.detach(), batch))
-        self.log_dict(metrics, on_step=False, on_epoch=True, batch_size=bs, add_dataloader_idx=False)
-        if stage == "train":
-            self.log(f"{task}/train_loss", loss, on_step=True, on_epoch=True, batch_size=bs)
-        else:
-            self.mean_losses[f"{stage}__{task}"].update(loss.detach(), weight=bs)
+        loss = task_step(self, self.encoders[task], self.backbone, self.heads[task],
+                         self.metrics[f"{stage}__{task}"], batch, stage, task=task)
+        if stage != "train":  # val_loss / test_loss: the tasks' epoch means, weighted
+            self.mean_losses[f"{stage}__{task}"].update(loss.detach(), weight=len(batch["ids"]))
         return loss
 
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:

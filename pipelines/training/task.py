@@ -8,10 +8,13 @@ import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.core.mixins.hparams_mixin import _given_hyperparameters
-from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor, nn
 
-from vecset.backbone.attention import available_memory
+from vecset.encoders.contract import Encoder
+from vecset.heads.contract import Head
+from vecset.pipelines.training.hand_over import hand_over
+from vecset.pipelines.training.set_size import check_set_size
+from vecset.pipelines.training.step import check_parts, forward_task, stage_metrics, task_step
 
 
 def warmup_cosine(step: int, total: int, warmup: int) -> float:
@@ -20,75 +23,6 @@ def warmup_cosine(step: int, total: int, warmup: int) -> float:
         return (step + 1) / warmup
     progress = min(1.0, (step - warmup) / max(1, total - warmup))
     return 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-def prepare_head(head: nn.Module, dm, resuming: bool, task: str | None = None) -> None:
-    """Check the head against its data (number of classes) and fit a regression scaler."""
-    where = f"task {task!r}: " if task else ""
-    want = getattr(head, "num_classes", None)
-    have = getattr(dm, "num_classes", None)
-    if want is not None and have is not None and want != have:
-        raise ValueError(
-            f"{where}the head predicts {want} classes but the data has {have} "
-            f"({type(dm).__name__}.class_names = {dm.class_names}); set the head's "
-            "num_classes/num_outputs to match"
-        )
-    if getattr(head, "task", None) == "regression" and not resuming:
-        y = dm.train_targets()
-        if y is None:
-            raise ValueError(f"{where}{type(dm).__name__} gives no train_targets() for the regression scaler")
-        head.fit_scaler(torch.as_tensor(y, dtype=torch.float32))
-
-
-def check_set_size(encoder: nn.Module, backbone: nn.Module, dm, device: torch.device, task: str | None = None) -> None:
-    """Refuse, at setup, images whose set of vectors the backbone's attention cannot hold,
-    instead of a first step that runs for hours (a 4000x4000 image as 10^6 patch vectors).
-
-    The DataModule tells the size of its images (``image_shape``, (C, H, W)), the encoder the
-    grid of vectors one image makes (``grid``). Full attention over a set of N vectors weighs
-    heads x N x N pairs: the plain formulation, the dense masked path and the attention plots
-    hold them (the fused kernel holds less but takes the same N^2 time); truncated attention
-    (window w) holds heads x N x 3w (the blocked path). One set's weights must fit in the free
-    memory of the device (``available_memory``, as the attention's own check before it
-    allocates them).
-    """
-    shape = getattr(dm, "image_shape", None)
-    blocks = getattr(backbone, "blocks", None)
-    if shape is None or not hasattr(encoder, "grid") or not blocks or not hasattr(blocks[0], "attn"):
-        return  # not images, or a backbone without attention (the baselines)
-    _, H, W = shape
-    gh, gw = encoder.grid(H, W)
-    cls = int(getattr(backbone, "cls", None) is not None)
-    n = gh * gw + cls
-    attn = blocks[0].attn
-    param = next(backbone.parameters())
-    keys = n if attn.window is None else min(n, 3 * max(attn.window, 1))
-    need = attn.heads * n * keys * param.element_size()
-    free = available_memory(device)
-    if free is None or need <= free:
-        return
-    dtype = str(param.dtype).removeprefix("torch.")
-    if attn.window is None:
-        holds = f"full attention over one set holds {attn.heads} x {n} x {n} weights (heads x N x N, {dtype})"
-    else:
-        holds = (f"truncated attention (window {attn.window}) over one set holds {attn.heads} x {n} x {keys} "
-                 f"weights (heads x N x 3 window, {dtype})")
-    per_pair = attn.heads * param.element_size()
-    fit = math.isqrt(free // per_pair) if attn.window is None else free // (per_pair * keys)  # the largest N that fits
-    side = math.isqrt(max(fit - cls, 0)) * getattr(encoder, "patch_size", 1)  # a square image of <= fit vectors
-    example = f" (e.g. [{side}, {side}])" if side else ""
-    where = f"task {task!r}: " if task else ""
-    extra = ", plus the CLS vector" if cls else ""
-    raise MemoryError(
-        f"{where}{type(dm).__name__}'s images of {H}x{W} pixels make sets of {n} vectors ({type(encoder).__name__}: "
-        f"a {gh}x{gw} grid{extra}); {holds}, about {_bytes(need)}, but {_bytes(free)} is free "
-        f"on {device}. At most {fit} vectors fit: set the data's image_size{example}, larger patches "
-        "(PatchEncoder's patch_size), or truncated attention (the backbone's window)"
-    )
-
-
-def _bytes(n: int) -> str:
-    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
 def adamw_warmup_cosine(module: pl.LightningModule, lr: float, weight_decay: float, warmup: float) -> dict:
@@ -145,10 +79,11 @@ class TaskModule(pl.LightningModule):
     warmup + cosine schedule (LightningCLI's mechanism).
     """
 
-    def __init__(self, encoder: nn.Module, backbone: nn.Module, head: nn.Module, lr: float = 1e-3,
+    def __init__(self, encoder: Encoder, backbone: nn.Module, head: Head, lr: float = 1e-3,
                  weight_decay: float = 0.01, warmup: float = 0.05, backbone_ckpt: str | None = None,
                  freeze_backbone: bool = False) -> None:
         super().__init__()
+        check_parts(encoder, head)
         if _given_hyperparameters.get() is not None:
             # built by LightningCLI: it hands over the parsed config, so the checkpoint can
             # rebuild every injected module with load_from_checkpoint
@@ -160,52 +95,27 @@ class TaskModule(pl.LightningModule):
             load_backbone(backbone, backbone_ckpt, freeze_backbone)
         elif freeze_backbone:
             raise ValueError("freeze_backbone=True needs backbone_ckpt (a frozen random backbone learns nothing)")
-        self.train_metrics = head.metrics().clone(prefix="train_")
-        self.val_metrics = head.metrics().clone(prefix="val_")
-        self.test_metrics = head.metrics().clone(prefix="test_")
+        self.train_metrics = stage_metrics(head, "train")
+        self.val_metrics = stage_metrics(head, "val")
+        self.test_metrics = stage_metrics(head, "test")
 
     def forward(self, batch: dict) -> Tensor:
-        vs = self.backbone(self.encoder(batch))
-        if getattr(self.head, "needs_batch", False):  # e.g. seq2seq: teacher forcing reads the targets
-            return self.head(vs, batch.get("features"), batch=batch)
-        return self.head(vs, batch.get("features"))
+        return forward_task(self.encoder, self.backbone, self.head, batch)
 
     def setup(self, stage: str) -> None:
-        """Modules with a vocabulary (``build_vocab``, ``vocab_field``) build it from the
-        DataModule's training data at the start of fit; otherwise it comes from a checkpoint."""
-        dm = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
-        if stage == "fit" and dm is not None:
-            self.build_vocabularies(dm)
+        """The hand-over: the data module's DataSpec goes to the encoder and the head, which
+        check it (class count, feature width) and, at fit, take what they learn from the
+        training data (vocabulary, scaler, statistics). On resume the checkpoint, restored
+        after this, brings its own."""
+        dm = self.trainer.datamodule if self._trainer is not None else None
         if dm is not None:
+            hand_over(dm, stage, self.encoder, self.head)
             check_set_size(self.encoder, self.backbone, dm, self.trainer.strategy.root_device)
-
-    def build_vocabularies(self, dm) -> None:
-        """Build the vocabularies of the encoder and head that have none yet from ``dm``."""
-        for name, module in (("encoder", self.encoder), ("head", self.head)):
-            if hasattr(module, "build_vocab") and not module.vocab_built:
-                if not hasattr(dm, "train_texts"):
-                    raise ValueError(f"the {name} builds a vocabulary from the training data but "
-                                     f"{type(dm).__name__} has no train_texts(field)")
-                vocab = module.build_vocab(dm.train_texts(module.vocab_field))
-                rank_zero_info(f"{name} vocabulary: {len(vocab)} tokens from the training {module.vocab_field!r}")
-
-    # -- checks before training -------------------------------------------------------
-    def on_fit_start(self) -> None:
-        dm = getattr(self.trainer, "datamodule", None)
-        if dm is not None:
-            prepare_head(self.head, dm, resuming=self.trainer.ckpt_path is not None)
 
     # -- steps --------------------------------------------------------------------------
     def _step(self, batch: dict, stage: str) -> Tensor:
-        out = self(batch)
-        loss = self.head.loss(out, batch)
-        bs = len(batch["ids"])
-        self.log(f"{stage}_loss", loss, on_step=stage == "train", on_epoch=True, prog_bar=stage != "test",
-                 batch_size=bs, sync_dist=stage != "train")
-        metrics = getattr(self, f"{stage}_metrics")
-        metrics.update(*self.head.metric_inputs(out.detach() if isinstance(out, Tensor) else out, batch))
-        self.log_dict(metrics, on_step=False, on_epoch=True, prog_bar=stage == "val", batch_size=bs)
-        return loss
+        return task_step(self, self.encoder, self.backbone, self.head, getattr(self, f"{stage}_metrics"),
+                         batch, stage)
 
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:
         return self._step(batch, "train")

@@ -23,6 +23,7 @@ from vecset.encoders.graph import (
     parse_smiles,
     smiles_to_graph,
 )
+from vecset.heads import SequenceHead
 from vecset.pipelines.data.molecules import MoleculeDataModule, random_split, scaffold_split
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -268,12 +269,16 @@ def test_descriptor_features_standardized_on_train(tmp_path):
     assert feats[:, torch.as_tensor(varying)].mean(0).abs().max() < 0.25  # ~0 up to clipping
     batch = next(iter(dm.train_dataloader()))
     assert batch["features"].shape == (32, 217)
+    # the hand-over: the descriptors' width and the training targets, for the scaler
+    spec = dm.data_spec("fit")
+    assert spec.feature_width == 217 and spec.train_targets.shape == (120, 1)
+    head = SequenceHead(16, 1, task="regression", extra_features=217)
+    head.receive(spec)
+    torch.testing.assert_close(head.target_mean, spec.train_targets.mean(0))
     # descriptors on in the data but not in the head: a clear error, not ignored features
-    from types import SimpleNamespace
-
-    dm.trainer = SimpleNamespace(lightning_module=SimpleNamespace(head=SimpleNamespace(extra_features=0)))
-    with pytest.raises(ValueError, match="gives 217 molecule features but the head has extra_features=0"):
-        dm.setup("fit")
+    with pytest.raises(ValueError, match=r"MoleculeDataModule gives 217 set-level features \(batch\['features'\]\) "
+                                         "but the head has extra_features=0"):
+        SequenceHead(16, 1, task="regression").receive(dm.data_spec("predict"))
 
 
 # -- end to end: fit, plots, predict with bad rows, karate -------------------------------

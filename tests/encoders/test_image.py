@@ -413,7 +413,7 @@ def _fit(model: TaskModule, dm, stage: str = "fit") -> None:
 
 
 def test_full_size_images_too_large_for_attention_are_refused_before_a_step(tmp_path, monkeypatch):
-    monkeypatch.setattr("vecset.pipelines.training.task.available_memory", lambda device: 8 * 2**30)
+    monkeypatch.setattr("vecset.pipelines.training.set_size.available_memory", lambda device: 8 * 2**30)
     dm = ImageFolderDataModule(str(_big_folder(tmp_path, 1024)), channels=1, image_size=None, batch_size=2, **SPLIT)
     model = TaskModule(PixelEncoder(1, 8), Backbone(8, depth=1, heads=2), SequenceHead(8, 2))
     # one 1024x1024 image is 1048576 pixel vectors: its 2 x N x N float32 weights are 8192 GiB
@@ -438,7 +438,7 @@ def test_full_size_images_too_large_for_attention_are_refused_before_a_step(tmp_
 
 
 def test_set_size_check_counts_patches_cls_and_window(tmp_path, monkeypatch):
-    monkeypatch.setattr("vecset.pipelines.training.task.available_memory", lambda device: 2**30)
+    monkeypatch.setattr("vecset.pipelines.training.set_size.available_memory", lambda device: 2**30)
     dm = ImageFolderDataModule(str(_big_folder(tmp_path, 1024)), channels=1, batch_size=2, **SPLIT)
     # 4x4 patches: 256x256 = 65536 vectors, + CLS; 4 x 65537^2 x 4 bytes = 64 GiB
     cls = TaskModule(PatchEncoder(1, 8, 4), Backbone(8, depth=1, heads=4, cls_token=True),
@@ -452,7 +452,7 @@ def test_set_size_check_counts_patches_cls_and_window(tmp_path, monkeypatch):
     windowed = TaskModule(PatchEncoder(1, 8, 4), Backbone(8, depth=1, heads=4, window=16), SequenceHead(8, 2))
     with pytest.raises(AssertionError, match="step started"):
         _fit(windowed, dm)
-    monkeypatch.setattr("vecset.pipelines.training.task.available_memory", lambda device: 2**20)
+    monkeypatch.setattr("vecset.pipelines.training.set_size.available_memory", lambda device: 2**20)
     with pytest.raises(MemoryError, match=r"truncated attention \(window 16\) over one set holds 4 x 65536 x 48 "
                                           r"weights \(heads x N x 3 window, float32\), about 48.0 MiB, but 1.0 MiB "
                                           r"is free on cpu\. At most 1365 vectors fit: set the data's image_size "

@@ -31,7 +31,7 @@ def test_parity_report_in_target_units_equals_the_logged_test_rmse(tmp_path):
     torch.manual_seed(0)
     model = TaskModule(VectorEncoder(2, 16), Backbone(16, depth=1, heads=2), SequenceHead(16, 1, task="regression"))
     dm.setup("fit")
-    model.head.fit_scaler(dm.train_targets())  # predictions in target units, not standardized ones
+    model.head.fit_scaler(dm.data_spec("fit").train_targets)  # predictions in target units, not standardized ones
     trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
                          enable_checkpointing=False)
     logged = trainer.test(model, datamodule=dm, verbose=False)[0]

@@ -11,6 +11,7 @@ from vecset.heads import Seq2SeqHead, TransformerDecoder
 from vecset.pipelines.data.cmudict import CMUDictDataModule
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.seq2seq import AlignmentReport
+from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.task import TaskModule
 
 
@@ -23,7 +24,7 @@ def test_alignment_heatmaps_of_the_first_test_words(tmp_path):
     torch.manual_seed(0)
     model = TaskModule(TextEncoder(16, level="char", lowercase=True), Backbone(16, depth=1, heads=2),
                        Seq2SeqHead(16, TransformerDecoder(16, depth=1, heads=2, mlp_ratio=2.0), max_len=6))
-    model.build_vocabularies(dm)
+    hand_over(dm, "fit", model.encoder, model.head)  # the vocabularies, as at the start of fit
     model.train()
     (report,) = dm.reports()
     paths = report.write(ReportContext(model, dm, tmp_path))

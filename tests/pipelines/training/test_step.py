@@ -1,0 +1,66 @@
+"""The one step TaskModule and MultiTaskModule share: the head gets the batch only when it
+reads it, both modules compute the same loss and metrics for the same task (names differ by
+the task prefix), and parts outside the contracts are refused with a clear error."""
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from vecset.backbone import Backbone
+from vecset.encoders import VectorEncoder
+from vecset.heads import LabelingHead, SequenceHead
+from vecset.pipelines.data.collate import pad_sets
+from vecset.pipelines.data.synthetic import AboveMeanSets
+from vecset.pipelines.training.multitask import MultiTaskModule
+from vecset.pipelines.training.step import forward_task, metric_prefix
+from vecset.pipelines.training.task import TaskModule
+
+
+class RecordingHead(LabelingHead):
+    """A LabelingHead that keeps the ``batch`` argument it was called with."""
+
+    def forward(self, vs, features=None, batch=None):
+        self.seen = batch
+        return super().forward(vs, features, batch)
+
+
+def test_head_gets_the_batch_only_when_it_reads_it():
+    batch = pad_sets(AboveMeanSets(4, 3, 5, seed=0).items)
+    head = RecordingHead(8, 2)
+    out = forward_task(VectorEncoder(2, 8), nn.Identity(), head, batch)
+    assert out.shape == (4, batch["x"].shape[1], 2) and head.seen is None
+    head.needs_batch = True
+    forward_task(VectorEncoder(2, 8), nn.Identity(), head, batch)
+    assert head.seen is batch
+
+
+def test_metric_names():
+    assert [metric_prefix(s) for s in ("train", "val", "test")] == ["train_", "val_", "test_"]
+    assert metric_prefix("val", "speech") == "speech/val_"
+
+
+@pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")  # no Trainer here: logging is off
+@pytest.mark.parametrize("stage", ["train", "val"])
+def test_single_and_multi_task_steps_agree(stage):
+    torch.manual_seed(0)
+    enc, bb, head = VectorEncoder(2, 16), Backbone(16, 1, 2, dropout=0.0), SequenceHead(16, 2)
+    single = TaskModule(copy.deepcopy(enc), copy.deepcopy(bb), copy.deepcopy(head))
+    multi = MultiTaskModule(copy.deepcopy(bb), {"sets": copy.deepcopy(enc)}, {"sets": copy.deepcopy(head)})
+    items = AboveMeanSets(8, 3, 6, seed=0).items
+    batch = pad_sets([it | {"y": it["y"][0]} for it in items])  # one class per set
+    loss_single = single._step(batch, stage)
+    loss_multi = multi._task_step("sets", batch, stage)
+    torch.testing.assert_close(loss_single, loss_multi, rtol=0, atol=0)
+    m_single = getattr(single, f"{stage}_metrics").compute()
+    m_multi = multi.metrics[f"{stage}__sets"].compute()
+    assert list(m_single) == [f"{stage}_acc"] and list(m_multi) == [f"sets/{stage}_acc"]
+    assert m_single[f"{stage}_acc"] == m_multi[f"sets/{stage}_acc"]
+
+
+def test_parts_outside_the_contracts_are_refused():
+    with pytest.raises(TypeError, match=r"the head Linear is not a vecset.heads.Head"):
+        TaskModule(VectorEncoder(2, 8), Backbone(8, 1, 2), nn.Linear(8, 2))
+    with pytest.raises(TypeError, match=r"task 'a': the encoder Linear is not a vecset.encoders.Encoder"):
+        MultiTaskModule(Backbone(8, 1, 2), {"a": nn.Linear(2, 8)}, {"a": LabelingHead(8, 2)})
