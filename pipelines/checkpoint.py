@@ -1,5 +1,6 @@
-"""Checkpoints that survive a crash: atomic writes, a per-step checkpoint, resuming the
-run directory, and a clear message when a checkpoint does not fit the config.
+"""Checkpoints that survive a crash: atomic writes, ``last.ckpt`` after every epoch, a
+per-step checkpoint, resuming the run directory, and a clear message when a file is not a
+checkpoint or a checkpoint does not fit the config.
 
 Why a CheckpointIO of our own: Lightning 2.6 (``lightning_fabric.utilities.cloud_io._atomic_save``)
 writes through an fsspec transaction, i.e. to ``tempfile.mkstemp()`` in the *system* temp
@@ -23,7 +24,7 @@ import pytorch_lightning as pl
 import torch
 from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning_fabric.utilities.cloud_io import _is_local_file_protocol
-from pytorch_lightning.callbacks import Callback
+from pytorch_lightning.callbacks import Callback, ModelCheckpoint
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,31 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
         os.fsync(dir_fd)  # make the rename itself durable
     finally:
         os.close(dir_fd)
+
+
+class LastCheckpoint(ModelCheckpoint):
+    """``last.ckpt``: the complete training state at the end of every training epoch (after
+    that epoch's validation, if any) and so at the end of fit, also when fit stops mid-epoch
+    (``max_steps``).
+
+    Why not ``ModelCheckpoint(monitor=..., save_last=True)``: in Lightning 2.6 that callback
+    rewrites ``last.ckpt`` only in a step where it has just saved a top-k checkpoint
+    (``_last_global_step_saved == global_step`` in ``on_validation_end``/``on_train_epoch_end``),
+    i.e. only when the monitored metric improved, so ``last.ckpt`` stayed at the last
+    improving epoch (epoch 9 of 12 in a debug run); ``save_last="link"`` links it to that same
+    best file. This is Lightning's ordinary unmonitored checkpoint (``monitor=None``: every
+    epoch, keep one) under the fixed name ``last``, written at the train epoch end so that it
+    does not depend on when validation runs (``check_val_every_n_epoch``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__(filename=self.CHECKPOINT_NAME_LAST, monitor=None, save_top_k=1, every_n_epochs=1,
+                         save_on_train_epoch_end=True, enable_version_counter=False)
+
+    @property
+    def path(self) -> str:
+        """The ``last.ckpt`` written last ('' before the first)."""
+        return self.best_model_path  # for an unmonitored ModelCheckpoint: the newest file
 
 
 class StepCheckpoint(Callback):

@@ -20,7 +20,12 @@ from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 
 from pipelines.callbacks import NonFiniteGuard, ResumeState
-from pipelines.checkpoint import CheckpointConfigCheck, run_version, with_atomic_checkpoint_io
+from pipelines.checkpoint import (
+    CheckpointConfigCheck,
+    LastCheckpoint,
+    run_version,
+    with_atomic_checkpoint_io,
+)
 
 RUNS_DIR = "runs"
 
@@ -83,6 +88,7 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         trainer, model, dm = self.trainer, self.model, self.datamodule
         ckpt_cb = trainer.checkpoint_callback
         best = ckpt_cb.best_model_path if ckpt_cb is not None and ckpt_cb.best_model_path else None
+        last = next((cb.path for cb in trainer.checkpoint_callbacks if isinstance(cb, LastCheckpoint)), None)
         wall = time.time() - self._t0
         test = trainer.test(model, datamodule=dm, ckpt_path=best or None, verbose=True)
         run_dir = Path(trainer.log_dir)  # a broadcast under DDP: every process must call it
@@ -92,7 +98,7 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         results = {
             "config": absolute(run_dir / "config.yaml"),
             "checkpoint": absolute(best),
-            "last_checkpoint": absolute(ckpt_cb.last_model_path) if ckpt_cb is not None else None,
+            "last_checkpoint": absolute(last),
             "monitor": ckpt_cb.monitor if ckpt_cb is not None else None,
             "best_val": float(ckpt_cb.best_model_score) if ckpt_cb is not None and ckpt_cb.best_model_score is not None else None,
             # one dict per test dataloader (several in multi-task runs): merged

@@ -11,6 +11,8 @@ from pytorch_lightning.core.mixins.hparams_mixin import _given_hyperparameters
 from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor, nn
 
+from pipelines.checkpoint import LastCheckpoint
+
 
 def warmup_cosine(step: int, total: int, warmup: int) -> float:
     """LR multiplier: linear warmup to 1, then cosine decay to 0 at ``total``."""
@@ -66,13 +68,15 @@ def load_backbone(backbone: nn.Module, ckpt_path: str, freeze: bool) -> None:
 
 
 def best_and_last_checkpoint(module: pl.LightningModule, monitor: str, mode: str) -> list:
-    """Keep the best checkpoint by the task's validation metric, and the last one; nothing
-    when the trainer was built with ``enable_checkpointing=False``."""
+    """Keep the best checkpoint by the task's validation metric (first: it is
+    ``trainer.checkpoint_callback``), and ``last.ckpt`` after every epoch (``LastCheckpoint``);
+    nothing when the trainer was built with ``enable_checkpointing=False``."""
     trainer = getattr(module, "_trainer", None)
     if trainer is not None and not trainer.checkpoint_callbacks:
         return []
-    return [ModelCheckpoint(monitor=monitor, mode=mode, save_last=True, auto_insert_metric_name=False,
-                            filename="best-epoch{epoch:03d}-" + monitor + "{" + monitor + ":.4f}")]
+    return [ModelCheckpoint(monitor=monitor, mode=mode, auto_insert_metric_name=False,
+                            filename="best-epoch{epoch:03d}-" + monitor + "{" + monitor + ":.4f}"),
+            LastCheckpoint()]
 
 
 class TaskModule(pl.LightningModule):

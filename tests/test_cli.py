@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from pipelines.cli import config_name, next_version, run_cli
 from pipelines.task import TaskModule, warmup_cosine
@@ -103,3 +104,42 @@ def test_a_configured_nonfinite_guard_replaces_the_default(tmp_path, monkeypatch
         cli = run_cli(["--config", DEBUG, "--trainer.enable_progress_bar=false", *extra], run=False)
         guards = [c for c in cli.trainer.callbacks if isinstance(c, NonFiniteGuard)]
         assert [(g.check_inputs, g.check_loss) for g in guards] == expected
+
+
+def tiny_config(tmp_path: Path, config: str, lr: float | None = None, callbacks: list | None = None, **trainer) -> Path:
+    """configs/<config> (same file name, so the same run name) with 4 training steps per epoch
+    (256 training sets of batch 64, for every task) and the given trainer settings."""
+    cfg = yaml.safe_load((ROOT / "configs" / config).read_text())
+    cfg["trainer"].update(enable_progress_bar=False, enable_model_summary=False, log_every_n_steps=1, **trainer)
+    cfg["trainer"]["callbacks"] = callbacks or []
+    if lr is not None:
+        cfg["model"]["init_args"]["lr"] = lr
+    data = cfg["data"]["init_args"]
+    for dm in data["tasks"].values() if "tasks" in data else [cfg["data"]]:
+        dm["init_args"].update(n_train=256, n_val=64, n_test=64, batch_size=64)
+    path = tmp_path / config
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.mark.parametrize(("config", "trainer", "final_step", "best_step"), [
+    ("debug.yaml", {"max_epochs": 3}, 12, 4),
+    ("debug.yaml", {"max_steps": 6}, 6, 4),  # fit ends in the middle of epoch 1
+    ("debug.yaml", {"max_epochs": 3, "check_val_every_n_epoch": 2}, 12, 8),  # no validation after epoch 2
+    ("debug_multitask.yaml", {"max_epochs": 3}, 12, 4),
+])
+def test_last_checkpoint_holds_the_final_step(tmp_path, monkeypatch, config, trainer, final_step, best_step):
+    """lr 0: the weights never change, so the validation metric never improves after the first
+    validation (ModelCheckpoint counts only a strict improvement) and the best checkpoint stays
+    there; last.ckpt must still be the state at the end of fit."""
+    monkeypatch.chdir(tmp_path)
+    cli = run_cli(["fit", "--config", str(tiny_config(tmp_path, config, lr=0.0, **trainer)), "--plots=false"])
+    run = tmp_path / "runs" / Path(config).stem / "version_0"
+    last = torch.load(run / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    assert last["global_step"] == cli.trainer.global_step == final_step
+    results = json.loads((run / "results.json").read_text())
+    assert results["last_checkpoint"] == str((run / "checkpoints" / "last.ckpt").resolve())
+    assert results["global_steps"] == final_step
+    best = torch.load(results["checkpoint"], map_location="cpu", weights_only=True)
+    assert best["global_step"] == best_step
+
