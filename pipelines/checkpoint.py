@@ -112,7 +112,9 @@ class StepCheckpoint(Callback):
         if ckpt_cb is None or ckpt_cb.dirpath is None:
             raise RuntimeError("StepCheckpoint needs a ModelCheckpoint callback to know the checkpoint directory")
         self._last_saved_step = step
-        trainer.save_checkpoint(os.path.join(ckpt_cb.dirpath, self.filename + ".ckpt"))
+        # the full training state (weights, optimizer, loops, callbacks) to resume from; said
+        # explicitly: left to its default, Lightning 2.6 logs that it chose that at every save
+        trainer.save_checkpoint(os.path.join(ckpt_cb.dirpath, self.filename + ".ckpt"), weights_only=False)
 
 
 # -- resuming the run directory ---------------------------------------------------------

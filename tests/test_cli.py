@@ -2,6 +2,9 @@
 
 import csv
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +21,6 @@ DEBUG = str(ROOT / "configs" / "debug.yaml")
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
     run_root = tmp_path_factory.mktemp("cli")
-    import os
     old = os.getcwd()
     os.chdir(run_root)
     try:
@@ -143,3 +145,22 @@ def test_last_checkpoint_holds_the_final_step(tmp_path, monkeypatch, config, tra
     best = torch.load(results["checkpoint"], map_location="cpu", weights_only=True)
     assert best["global_step"] == best_step
 
+
+# what Lightning prints on a first run that does not apply to one (advertising, a warning
+# about a log folder that the run itself had just filled, a save without weights_only)
+NOISE = ("exists and is not empty", "will be deleted", "Tip:", "litlogger", "litmodels", "not resumable",
+         "`weights_only` was not set")
+
+
+def test_a_first_debug_fit_prints_nothing_alarming(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+    # configs/debug.yaml itself (its StepCheckpoint included), on less data
+    cmd = [sys.executable, "-m", "pipelines.cli", "fit", "--config", DEBUG, "--plots=false", "--trainer.max_epochs=2",
+           "--data.init_args.n_train=256", "--data.init_args.n_val=64", "--data.init_args.n_test=64",
+           "--trainer.callbacks.init_args.every_n_train_steps=3"]
+    r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = r.stdout + r.stderr
+    assert "Trainer.fit` stopped: `max_epochs=2` reached" in out  # Lightning's output is there
+    assert (tmp_path / "runs/debug/version_0/checkpoints/last-step.ckpt").exists()
+    assert [line for line in out.splitlines() if any(n in line for n in NOISE)] == []
