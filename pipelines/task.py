@@ -11,7 +11,7 @@ from pytorch_lightning.core.mixins.hparams_mixin import _given_hyperparameters
 from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor, nn
 
-from pipelines.checkpoint import LastCheckpoint
+from pipelines.checkpoint import LastCheckpoint, read_checkpoint, state_mismatch
 
 
 def warmup_cosine(step: int, total: int, warmup: int) -> float:
@@ -52,16 +52,16 @@ def adamw_warmup_cosine(module: pl.LightningModule, lr: float, weight_decay: flo
 
 def load_backbone(backbone: nn.Module, ckpt_path: str, freeze: bool) -> None:
     """Start from the backbone of another run's checkpoint (single- or multi-task)."""
-    state = torch.load(ckpt_path, map_location="cpu", weights_only=True)["state_dict"]
+    state = read_checkpoint(ckpt_path)["state_dict"]
     sub = {k[len("backbone."):]: v for k, v in state.items() if k.startswith("backbone.")}
     if not sub:
         raise ValueError(f"{ckpt_path} holds no 'backbone.*' weights")
-    missing, unexpected = backbone.load_state_dict(sub, strict=False)
-    if missing or unexpected:
-        raise ValueError(
-            f"the backbone in {ckpt_path} does not match the configured one: "
-            f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]} (compare depth, d_model, heads)"
-        )
+    # compared first: load_state_dict's own error lists every parameter on a line of its own
+    diffs = state_mismatch(sub, backbone)
+    if diffs:
+        raise ValueError(f"the backbone in {ckpt_path} does not match the configured one (compare depth, d_model, "
+                         "heads): " + "; ".join(diffs))
+    backbone.load_state_dict(sub)
     if freeze:
         for p in backbone.parameters():
             p.requires_grad_(False)

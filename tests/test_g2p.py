@@ -97,3 +97,20 @@ def test_predict_on_a_word_file(fitted, tmp_path, monkeypatch):
     vocab = TaskModule.load_from_checkpoint(fitted / "checkpoints" / "last.ckpt", map_location="cpu").head.vocab
     for r in rows:
         assert set(r["pronunciation"].split()) <= set(vocab.tokens[4:]) | {"<unk>"}
+
+
+def test_predict_with_beam_search_on_a_greedy_checkpoint(fitted, tmp_path, monkeypatch):
+    """Decode settings are chosen at predict time: the checkpoint was trained greedy (beam 1,
+    max_len 20); the model that predicts has the command line's."""
+    words = tmp_path / "words.txt"
+    words.write_text("Cat\nbanana\n")
+    monkeypatch.chdir(tmp_path)
+    cli = run_cli(["predict", "--config", DEBUG, "--ckpt_path", str(fitted / "checkpoints" / "last.ckpt"),
+                   "--data.init_args.predict_file", str(words), "--trainer.enable_progress_bar=false",
+                   "--model.init_args.head.init_args.beam_size=3", "--model.init_args.head.init_args.max_len=12",
+                   "--model.init_args.head.init_args.length_penalty=0.5"])
+    head = cli.model.head
+    assert (head.beam_size, head.max_len, head.length_penalty) == (3, 12, 0.5)
+    assert cli.model.hparams["head"]["init_args"]["beam_size"] == 3
+    rows = list(csv.DictReader(open(tmp_path / "runs" / "g2p_debug" / "version_0" / "predictions.csv")))
+    assert [r["word"] for r in rows] == ["Cat", "banana"]
