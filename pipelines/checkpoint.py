@@ -64,7 +64,7 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
         os.close(dir_fd)
 
 
-class LastCheckpoint(ModelCheckpoint):
+def last_checkpoint() -> ModelCheckpoint:
     """``last.ckpt``: the complete training state at the end of every training epoch (after
     that epoch's validation, if any) and so at the end of fit, also when fit stops mid-epoch
     (``max_steps``).
@@ -77,16 +77,22 @@ class LastCheckpoint(ModelCheckpoint):
     best file. This is Lightning's ordinary unmonitored checkpoint (``monitor=None``: every
     epoch, keep one) under the fixed name ``last``, written at the train epoch end so that it
     does not depend on when validation runs (``check_val_every_n_epoch``).
+
+    A plain ModelCheckpoint, not a subclass: Lightning replaces the trainer's callbacks with a
+    module's ``configure_callbacks`` by type (at fit, then again at test), walking a set of
+    types, and kept a subclass beside ModelCheckpoint once or twice depending on that set's
+    order, which differs between DDP processes (one rank ran one more collective: a hang).
     """
+    return ModelCheckpoint(filename=ModelCheckpoint.CHECKPOINT_NAME_LAST, monitor=None, save_top_k=1,
+                           every_n_epochs=1, save_on_train_epoch_end=True, enable_version_counter=False)
 
-    def __init__(self) -> None:
-        super().__init__(filename=self.CHECKPOINT_NAME_LAST, monitor=None, save_top_k=1, every_n_epochs=1,
-                         save_on_train_epoch_end=True, enable_version_counter=False)
 
-    @property
-    def path(self) -> str:
-        """The ``last.ckpt`` written last ('' before the first)."""
-        return self.best_model_path  # for an unmonitored ModelCheckpoint: the newest file
+def last_checkpoint_path(trainer: pl.Trainer) -> str | None:
+    """Where ``last_checkpoint()`` wrote last.ckpt in this run (None if nowhere)."""
+    for cb in trainer.checkpoint_callbacks:
+        if isinstance(cb, ModelCheckpoint) and cb.monitor is None and cb.filename == cb.CHECKPOINT_NAME_LAST:
+            return cb.best_model_path or None  # an unmonitored ModelCheckpoint's newest file
+    return None
 
 
 class StepCheckpoint(Callback):

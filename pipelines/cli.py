@@ -25,7 +25,7 @@ from pytorch_lightning.utilities.warnings import PossibleUserWarning
 from pipelines.callbacks import NonFiniteGuard, ResumeState
 from pipelines.checkpoint import (
     CheckpointConfigCheck,
-    LastCheckpoint,
+    last_checkpoint_path,
     run_version,
     wants_last_checkpoint,
     with_atomic_checkpoint_io,
@@ -92,7 +92,7 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         trainer, model, dm = self.trainer, self.model, self.datamodule
         ckpt_cb = trainer.checkpoint_callback
         best = ckpt_cb.best_model_path if ckpt_cb is not None and ckpt_cb.best_model_path else None
-        last = next((cb.path for cb in trainer.checkpoint_callbacks if isinstance(cb, LastCheckpoint)), None)
+        last = last_checkpoint_path(trainer)
         wall = time.time() - self._t0
         test = trainer.test(model, datamodule=dm, ckpt_path=best or None, verbose=True)
         run_dir = Path(trainer.log_dir)  # a broadcast under DDP: every process must call it

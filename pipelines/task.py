@@ -11,7 +11,7 @@ from pytorch_lightning.core.mixins.hparams_mixin import _given_hyperparameters
 from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor, nn
 
-from pipelines.checkpoint import LastCheckpoint, read_checkpoint, state_mismatch
+from pipelines.checkpoint import last_checkpoint, read_checkpoint, state_mismatch
 
 
 def warmup_cosine(step: int, total: int, warmup: int) -> float:
@@ -69,14 +69,14 @@ def load_backbone(backbone: nn.Module, ckpt_path: str, freeze: bool) -> None:
 
 def best_and_last_checkpoint(module: pl.LightningModule, monitor: str, mode: str) -> list:
     """Keep the best checkpoint by the task's validation metric (first: it is
-    ``trainer.checkpoint_callback``), and ``last.ckpt`` after every epoch (``LastCheckpoint``);
+    ``trainer.checkpoint_callback``), and ``last.ckpt`` after every epoch (``last_checkpoint``);
     nothing when the trainer was built with ``enable_checkpointing=False``."""
     trainer = getattr(module, "_trainer", None)
     if trainer is not None and not trainer.checkpoint_callbacks:
         return []
     return [ModelCheckpoint(monitor=monitor, mode=mode, auto_insert_metric_name=False,
                             filename="best-epoch{epoch:03d}-" + monitor + "{" + monitor + ":.4f}"),
-            LastCheckpoint()]
+            last_checkpoint()]
 
 
 class TaskModule(pl.LightningModule):

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from pytorch_lightning.callbacks import ModelCheckpoint
 
 from pipelines.cli import config_name, next_version, run_cli
 from pipelines.task import TaskModule, warmup_cosine
@@ -144,6 +145,12 @@ def test_last_checkpoint_holds_the_final_step(tmp_path, monkeypatch, config, tra
     assert results["global_steps"] == final_step
     best = torch.load(results["checkpoint"], map_location="cpu", weights_only=True)
     assert best["global_step"] == best_step
+    # after fit and test (which attaches the model's callbacks again): the best and the last
+    # checkpoint, each once, both plain ModelCheckpoints. Lightning replaces the trainer's
+    # callbacks by type, iterating a set of types: a subclass next to ModelCheckpoint was kept
+    # twice or once depending on that order, which differs between processes (a DDP hang)
+    assert [type(c) for c in cli.trainer.checkpoint_callbacks] == [ModelCheckpoint, ModelCheckpoint]
+    assert [c.monitor for c in cli.trainer.checkpoint_callbacks] == [results["monitor"], None]
 
 
 # what Lightning prints on a first run that does not apply to one (advertising, a warning
