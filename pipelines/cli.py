@@ -147,7 +147,8 @@ class _CloudTips(logging.Filter):
 
 def silence_inapplicable_advice(resuming: bool) -> None:
     """Lightning's messages that do not apply to a vecset run, each silenced exactly. Warning
-    filters are added to the current ``warnings.catch_warnings`` scope (run_cli's)."""
+    filters are added to the current ``warnings.catch_warnings`` scope (run_cli's); the tips'
+    logging filter stays installed (they are never about a run)."""
     for name in ("pytorch_lightning.utilities.rank_zero", "lightning_fabric.utilities.rank_zero"):
         logger = logging.getLogger(name)  # rank_zero_info logs through one of these
         if not any(isinstance(f, _CloudTips) for f in logger.filters):
