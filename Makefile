@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/vecset fit --config configs/multitask.yaml --task_reference bench/results/multitask.json
+	$(VENV)/bin/vecset fit --config configs/multitask.yaml
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -4,7 +4,8 @@ Runs ``configs/multitask.yaml`` for ``--steps`` optimizer steps, then, for each 
 a single-task run built from the same pieces (that task's encoder and head, the same
 backbone settings, optimizer and data) for the same number of steps. Prints one table
 (task, metric, multi-task, single-task, difference, target met) and writes
-``bench/results/multitask.json``, which ``make run``'s final table quotes.
+``bench/results/multitask.json`` (the README's table; ``vecset fit`` prints only its own run's
+metrics).
 
 Target (issue 7): each task within 2 points of accuracy or 10% of RMSE of its single-task
 result.

@@ -10,23 +10,28 @@ unless ``--plots false``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
+from pytorch_lightning.utilities.warnings import PossibleUserWarning
 
 from vecset.pipelines.reports.callback import ReportWriter
 from vecset.pipelines.signals import stop_on_signals
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
 from vecset.pipelines.training.checkpoint import (
     CheckpointConfigCheck,
+    last_checkpoint_path,
     run_version,
+    wants_last_checkpoint,
     with_atomic_checkpoint_io,
 )
 
@@ -70,9 +75,6 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--plots", type=bool, default=True,
                             help="write the curves and each task's reports and plots into the run directory after test")
-        parser.add_argument("--task_reference", type=str | None, default=None,
-                            help="a multi-task run prints each task's test metric beside this JSON table's single-task "
-                                 "value (bench/multitask.py writes bench/results/multitask.json; `make run` passes it)")
 
     def _instantiate_trainer(self, config: dict, callbacks: list):
         # vecset's defaults: a rich progress bar unless turned off, and the prediction writer
@@ -102,6 +104,7 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         trainer, model, dm = self.trainer, self.model, self.datamodule
         ckpt_cb = trainer.checkpoint_callback
         best = ckpt_cb.best_model_path if ckpt_cb is not None and ckpt_cb.best_model_path else None
+        last = last_checkpoint_path(trainer)
         wall = time.time() - self._t0
         test = trainer.test(model, datamodule=dm, ckpt_path=best or None, verbose=True)
         run_dir = Path(trainer.log_dir)  # a broadcast under DDP: every process must call it
@@ -111,7 +114,7 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         results = {
             "config": absolute(run_dir / "config.yaml"),
             "checkpoint": absolute(best),
-            "last_checkpoint": absolute(ckpt_cb.last_model_path) if ckpt_cb is not None else None,
+            "last_checkpoint": absolute(last),
             "monitor": ckpt_cb.monitor if ckpt_cb is not None else None,
             "best_val": float(ckpt_cb.best_model_score) if ckpt_cb is not None and ckpt_cb.best_model_score is not None else None,
             # one dict per test dataloader (several in multi-task runs): merged
@@ -126,8 +129,7 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         from vecset.pipelines.training.multitask import MultiTaskModule, task_table
 
         if isinstance(model, MultiTaskModule):
-            reference = self._subcommand_config().get("task_reference")
-            results["per_task"], text = task_table(results["test"], model.tasks, Path(reference) if reference else None)
+            results["per_task"], text = task_table(results["test"], model.tasks)
             print(text)
         path = run_dir / "results.json"
         path.write_text(json.dumps(results, indent=2))
@@ -135,13 +137,44 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
 
 
 def default_loggers() -> list:
-    """TensorBoard and CSV logs in runs/<config name>/version_<n>/ (one n for both)."""
+    """CSV and TensorBoard logs in runs/<config name>/version_<n>/ (one n for both)."""
     from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
 
     name = os.environ.get("VECSET_RUN_NAME", "default")
     version = int(os.environ["VECSET_RUN_VERSION"])
-    return [TensorBoardLogger(RUNS_DIR, name=name, version=version, default_hp_metric=False),
-            CSVLogger(RUNS_DIR, name=name, version=version)]
+    # CSV first: the trainer creates the loggers' folders in this order at setup, and the CSV
+    # logger warns that a folder it finds non-empty "will be deleted"; second, it found the
+    # TensorBoard events file just written into the same new folder
+    return [CSVLogger(RUNS_DIR, name=name, version=version),
+            TensorBoardLogger(RUNS_DIR, name=name, version=version, default_hp_metric=False)]
+
+
+class _CloudTips(logging.Filter):
+    """Drops Lightning 2.6's "💡 Tip: For seamless cloud ..." lines (litlogger, litmodels),
+    logged on every run: advertising for Lightning's hosted services, not about the run."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("💡 Tip: For seamless cloud")
+
+
+def silence_inapplicable_advice(resuming: bool) -> None:
+    """Lightning's messages that do not apply to a vecset run, each silenced exactly. Warning
+    filters are added to the current ``warnings.catch_warnings`` scope (run_cli's); the tips'
+    logging filter stays installed (they are never about a run)."""
+    for name in ("pytorch_lightning.utilities.rank_zero", "lightning_fabric.utilities.rank_zero"):
+        logger = logging.getLogger(name)  # rank_zero_info logs through one of these
+        if not any(isinstance(f, _CloudTips) for f in logger.filters):
+            logger.addFilter(_CloudTips())
+    # Lightning guesses from the loader's type (no state_dict) that a mid-epoch resume cannot
+    # be exact; ResumeState (a CLI default) positions a ResumableSampler and warns itself when a
+    # train loader has none ("this epoch's data starts over")
+    warnings.filterwarnings("ignore", category=PossibleUserWarning,
+                            message="You're resuming from a checkpoint that ended before the epoch ended and "
+                                    "your dataloader is not resumable")
+    if resuming:
+        # --ckpt_path last continues the run directory on purpose: its checkpoints/ is in use
+        warnings.filterwarnings("ignore", category=UserWarning,
+                                message=r"Checkpoint directory .* exists and is not empty\.$")
 
 
 def end_process_group() -> None:
@@ -161,18 +194,20 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
         # --ckpt_path last continues the newest run directory (its checkpoints are there)
         os.environ["VECSET_RUN_VERSION"] = str(run_version(argv, Path(RUNS_DIR) / name))
     try:
-        cli = VecsetCLI(
-            pl.LightningModule,  # TaskModule, MultiTaskModule, or a user's own, by class_path
-            subclass_mode_model=True,
-            subclass_mode_data=True,
-            save_config_kwargs={"overwrite": True},
-            seed_everything_default=0,
-            args=args,
-            run=run,
-        )
-        if run:
-            end_process_group()
-        return cli
+        with warnings.catch_warnings():
+            silence_inapplicable_advice(resuming=wants_last_checkpoint(argv))
+            cli = VecsetCLI(
+                pl.LightningModule,  # TaskModule, MultiTaskModule, or a user's own, by class_path
+                subclass_mode_model=True,
+                subclass_mode_data=True,
+                save_config_kwargs={"overwrite": True},
+                seed_everything_default=0,
+                args=args,
+                run=run,
+            )
+            if run:
+                end_process_group()
+            return cli
     finally:
         if args is not None:
             os.environ.pop("VECSET_RUN_VERSION", None)

@@ -185,6 +185,9 @@ class Seq2SeqHead(Head):
     task = "seq2seq"
     monitor = ("val_per", "min")
     needs_batch = True  # teacher forcing reads the targets: the step passes the batch
+    # only how outputs are decoded, not the weights: a checkpoint may be decoded with other
+    # values (``vecset predict ... --model.init_args.head.init_args.beam_size 5``)
+    decode_settings = ("max_len", "beam_size", "length_penalty")
 
     def __init__(self, d_model: int, decoder: nn.Module, max_len: int = 32, beam_size: int = 1,
                  length_penalty: float = 0.0, label_smoothing: float = 0.0, field: str = "target",

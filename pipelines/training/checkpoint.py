@@ -1,5 +1,6 @@
-"""Checkpoints that survive a crash: atomic writes, a per-step checkpoint, resuming the
-run directory, and a clear message when a checkpoint does not fit the config.
+"""Checkpoints that survive a crash: atomic writes, ``last.ckpt`` after every epoch, a
+per-step checkpoint, resuming the run directory, and a clear message when a file is not a
+checkpoint or a checkpoint does not fit the config.
 
 Why a CheckpointIO of our own: Lightning 2.6 (``lightning_fabric.utilities.cloud_io._atomic_save``)
 writes through an fsspec transaction, i.e. to ``tempfile.mkstemp()`` in the *system* temp
@@ -13,17 +14,22 @@ the directory, so ``last.ckpt`` is always either the old or the new complete fil
 
 from __future__ import annotations
 
+import importlib
+import io
 import logging
 import os
 import re
+import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
 import torch
+from fsspec.core import url_to_fs
 from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
-from lightning_fabric.utilities.cloud_io import _is_local_file_protocol
-from pytorch_lightning.callbacks import Callback
+from lightning_fabric.utilities.cloud_io import _is_local_file_protocol, get_filesystem
+from pytorch_lightning.callbacks import Callback, ModelCheckpoint
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +64,37 @@ def atomic_torch_save(obj: Any, path: Path) -> None:
         os.close(dir_fd)
 
 
+def last_checkpoint() -> ModelCheckpoint:
+    """``last.ckpt``: the complete training state at the end of every training epoch (after
+    that epoch's validation, if any) and so at the end of fit, also when fit stops mid-epoch
+    (``max_steps``).
+
+    Why not ``ModelCheckpoint(monitor=..., save_last=True)``: in Lightning 2.6 that callback
+    rewrites ``last.ckpt`` only in a step where it has just saved a top-k checkpoint
+    (``_last_global_step_saved == global_step`` in ``on_validation_end``/``on_train_epoch_end``),
+    i.e. only when the monitored metric improved, so ``last.ckpt`` stayed at the last
+    improving epoch (epoch 9 of 12 in a debug run); ``save_last="link"`` links it to that same
+    best file. This is Lightning's ordinary unmonitored checkpoint (``monitor=None``: every
+    epoch, keep one) under the fixed name ``last``, written at the train epoch end so that it
+    does not depend on when validation runs (``check_val_every_n_epoch``).
+
+    A plain ModelCheckpoint, not a subclass: Lightning replaces the trainer's callbacks with a
+    module's ``configure_callbacks`` by type (at fit, then again at test), walking a set of
+    types, and kept a subclass beside ModelCheckpoint once or twice depending on that set's
+    order, which differs between DDP processes (one rank ran one more collective: a hang).
+    """
+    return ModelCheckpoint(filename=ModelCheckpoint.CHECKPOINT_NAME_LAST, monitor=None, save_top_k=1,
+                           every_n_epochs=1, save_on_train_epoch_end=True, enable_version_counter=False)
+
+
+def last_checkpoint_path(trainer: pl.Trainer) -> str | None:
+    """Where ``last_checkpoint()`` wrote last.ckpt in this run (None if nowhere)."""
+    for cb in trainer.checkpoint_callbacks:
+        if isinstance(cb, ModelCheckpoint) and cb.monitor is None and cb.filename == cb.CHECKPOINT_NAME_LAST:
+            return cb.best_model_path or None  # an unmonitored ModelCheckpoint's newest file
+    return None
+
+
 class StepCheckpoint(Callback):
     """Saves ``last-step.ckpt`` every ``every_n_train_steps`` optimizer steps, so a crash
     mid-epoch costs at most that many steps. It goes into the ModelCheckpoint's directory;
@@ -86,7 +123,9 @@ class StepCheckpoint(Callback):
         if ckpt_cb is None or ckpt_cb.dirpath is None:
             raise RuntimeError("StepCheckpoint needs a ModelCheckpoint callback to know the checkpoint directory")
         self._last_saved_step = step
-        trainer.save_checkpoint(os.path.join(ckpt_cb.dirpath, self.filename + ".ckpt"))
+        # the full training state (weights, optimizer, loops, callbacks) to resume from; said
+        # explicitly: left to its default, Lightning 2.6 logs that it chose that at every save
+        trainer.save_checkpoint(os.path.join(ckpt_cb.dirpath, self.filename + ".ckpt"), weights_only=False)
 
 
 # -- resuming the run directory ---------------------------------------------------------
@@ -110,6 +149,61 @@ def run_version(argv: list[str], root: Path) -> int:
     return max(taken, default=-1) + 1
 
 
+# -- reading a checkpoint ---------------------------------------------------------------
+class NotACheckpointError(ValueError):
+    """A file given as a checkpoint that is not one."""
+
+
+def _not_a_torch_file(f: str | io.BytesIO, size: int) -> str | None:
+    """Why ``f`` (a path or the bytes) cannot be a ``torch.save`` file, or None."""
+    if size == 0:
+        return "the file is empty (0 bytes)"
+    if not zipfile.is_zipfile(f):
+        if isinstance(f, io.BytesIO):
+            f.seek(0)
+            head = f.read(16)
+        else:
+            with open(f, "rb") as fh:
+                head = fh.read(16)
+        return (f"not a zip archive, which torch.save writes (a truncated copy, another format, or PyTorch "
+                f"< 1.6's legacy format?); {size} bytes beginning {head!r}")
+    with zipfile.ZipFile(f) as z:
+        if not any(n == "data.pkl" or n.endswith("/data.pkl") for n in z.namelist()):
+            return f"a zip archive without torch.save's data.pkl (it holds {sorted(z.namelist())[:3]})"
+    return None
+
+
+def read_checkpoint(path: str | os.PathLike) -> dict:
+    """A Lightning checkpoint's contents, loaded with ``torch.load(weights_only=True)`` (no
+    code from the file runs). A local path or ``file://`` URL is memory-mapped (tensors are
+    mapped, not read); another fsspec URL (``s3://``...) is read through fsspec, as Lightning
+    reads it. Raises ``NotACheckpointError`` naming the file and what it is instead."""
+    url = str(path)
+    if _is_local_file_protocol(url):
+        local = url_to_fs(url)[1]  # file:///x -> /x
+        problem = _not_a_torch_file(local, os.path.getsize(local))
+        source: str | io.BytesIO = local
+    else:
+        with get_filesystem(url).open(url, "rb") as f:
+            source = io.BytesIO(f.read())
+        problem = _not_a_torch_file(source, len(source.getvalue()))
+        source.seek(0)
+    if problem:
+        raise NotACheckpointError(f"{url} is not a PyTorch checkpoint: {problem}")
+    ckpt = torch.load(source, map_location="cpu", weights_only=True, mmap=isinstance(source, str))
+    if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
+        what = f"a dict with keys {sorted(ckpt)[:6]}" if isinstance(ckpt, dict) else f"a {type(ckpt).__name__}"
+        raise NotACheckpointError(f"{url} is a PyTorch file but not a Lightning checkpoint: it holds {what}, "
+                                  "no 'state_dict'")
+    return ckpt
+
+
+def is_checkpoint_file(path: str) -> bool:
+    """``path`` (a local path or an fsspec URL) names an existing file."""
+    fs, local = url_to_fs(path)
+    return bool(fs.isfile(local))
+
+
 # -- does a checkpoint fit the config? ----------------------------------------------------
 def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(d, dict):
@@ -125,19 +219,32 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
 TRAINING_ONLY = {"lr", "weight_decay", "warmup"}
 
 
+def decode_settings(class_path: str) -> tuple[str, ...]:
+    """The constructor arguments that class declares as decode-only (its ``decode_settings``,
+    e.g. ``Seq2SeqHead``'s beam size): they change how a trained model's outputs are decoded,
+    not its weights, so a checkpoint may be used with other values."""
+    module, _, name = class_path.rpartition(".")
+    return tuple(getattr(getattr(importlib.import_module(module), name), "decode_settings", ()))
+
+
 def hparams_mismatch(saved: dict, current: dict) -> list[str]:
     """Differences between the model config stored in a checkpoint and the current one: a
     component whose class differs is reported once (its arguments are not compared), then
     arguments present in both with different values. Arguments present on one side only
-    (an argument added to a class later, with a default) are not differences."""
+    (an argument added to a class later, with a default), ``TRAINING_ONLY`` and a class's
+    ``decode_settings`` are not differences."""
     a, b = _flatten(saved), _flatten(current)
-    diffs, other_class = [], []
+    diffs, other_class, decode_only = [], [], set()
     for key in sorted(k for k in set(a) & set(b) if k.endswith("class_path")):
+        prefix = key[: -len("class_path")]
         if a[key] != b[key]:
             diffs.append(f"model.{key}: checkpoint has {a[key]!r}, the config has {b[key]!r}")
-            other_class.append(key[: -len("class_path")])
+            other_class.append(prefix)
+        else:
+            decode_only |= {f"{prefix}init_args.{n}" for n in decode_settings(a[key])}
     for key in sorted(set(a) & set(b)):
-        if key in TRAINING_ONLY or key.endswith("class_path") or any(key.startswith(p) for p in other_class):
+        if (key in TRAINING_ONLY or key in decode_only or key.endswith("class_path")
+                or any(key.startswith(p) for p in other_class)):
             continue
         if a[key] != b[key]:
             diffs.append(f"model.{key}: checkpoint has {a[key]!r}, the config has {b[key]!r}")
@@ -175,11 +282,24 @@ def check_checkpoint(path: str | os.PathLike, model: torch.nn.Module) -> None:
     """Raise ``CheckpointMismatchError`` naming every difference between the checkpoint at
     ``path`` and ``model`` (config, then parameters). Loads with ``weights_only=True`` (no
     code from the file runs) and ``mmap=True`` (tensors are mapped, not read)."""
-    ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    ckpt = read_checkpoint(path)
     diffs = hparams_mismatch(ckpt.get("hyper_parameters") or {}, dict(getattr(model, "hparams", {}) or {}))
     diffs += state_mismatch(ckpt.get("state_dict") or {}, model)
     if diffs:
         raise mismatch_error(path, diffs)
+
+
+def with_decode_settings(saved: Any, current: Any) -> Any:
+    """``saved`` (a checkpoint's model config) with ``current``'s values of the
+    ``decode_settings`` of every component that names the same class in both."""
+    if not (isinstance(saved, dict) and isinstance(current, dict)):
+        return saved
+    out = {k: with_decode_settings(v, current.get(k)) for k, v in saved.items()}
+    if "class_path" in saved and saved["class_path"] == current.get("class_path"):
+        have = current.get("init_args") or {}
+        out["init_args"] = dict(out.get("init_args") or {}) | {
+            n: have[n] for n in decode_settings(saved["class_path"]) if n in have}
+    return out
 
 
 class CheckpointConfigCheck:
@@ -187,22 +307,44 @@ class CheckpointConfigCheck:
     replaces the model section of the user's config with the hyperparameters stored in the
     checkpoint, so an edited encoder or head would be silently ignored; with ``--ckpt_path
     last`` it builds the config's model and fails inside ``load_state_dict``. Both now fail
-    first, listing what differs between the checkpoint and the config."""
+    first, listing what differs between the checkpoint and the config.
+
+    This replaces LightningCLI's step (same replacement) where it fell short: it tested the
+    path with ``Path.is_file``, so a ``file://`` or ``s3://`` checkpoint was neither checked nor
+    used for the config (the config's model got the weights, whatever it was); and the
+    replacement also overwrote decode settings given for this run (``beam_size`` at predict
+    time), which are now kept from the config."""
 
     def _parse_ckpt_path(self) -> None:
         sub = self.config.get("subcommand")
-        if sub:
-            path = self.config[sub].get("ckpt_path")
-            if path == "last":
-                path = self._newest_last_checkpoint(self.config[sub])
-            if path and _is_local_file_protocol(path) and os.path.isfile(path):
-                ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-                model = self.config[sub].get("model")
-                current = model.as_dict() if hasattr(model, "as_dict") else dict(model or {})
-                diffs = hparams_mismatch(ckpt.get("hyper_parameters") or {}, current.get("init_args", current))
-                if diffs:
-                    raise mismatch_error(path, diffs)
-        super()._parse_ckpt_path()
+        if not sub:
+            return
+        path = self.config[sub].get("ckpt_path")
+        # "last" is resolved by the trainer, which builds the config's model (as LightningCLI)
+        from_config = path == "last"
+        if from_config:
+            path = self._newest_last_checkpoint(self.config[sub])
+        if not path or not is_checkpoint_file(path):
+            return  # Lightning's other names (best, hpc) and missing files: Lightning says
+        saved = dict(read_checkpoint(path).get("hyper_parameters") or {})
+        model = self.config[sub].get("model")
+        current = model.as_dict() if hasattr(model, "as_dict") else dict(model or {})
+        current = current.get("init_args", current)
+        diffs = hparams_mismatch(saved, current)
+        if diffs:
+            raise mismatch_error(path, diffs)
+        saved.pop("_instantiator", None)
+        if from_config or not saved:
+            return
+        # as LightningCLI: the model is built from the checkpoint's hyperparameters
+        hparams = with_decode_settings(saved, current)
+        if "_class_path" in hparams:
+            hparams = {"class_path": hparams.pop("_class_path"), "dict_kwargs": hparams}
+        try:
+            self.config = self.parser.parse_object({sub: {"model": hparams}}, self.config)
+        except SystemExit:
+            sys.stderr.write("Parsing of ckpt_path hyperparameters failed!\n")
+            raise
 
     @staticmethod
     def _newest_last_checkpoint(cfg) -> str | None:

@@ -6,9 +6,6 @@ its modality to the shared d_model; every task's loss moves the same backbone we
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.core.mixins.hparams_mixin import _given_hyperparameters
@@ -199,29 +196,15 @@ def shared_backbone_grads(model: MultiTaskModule, batches: dict[str, dict]) -> d
     return norms
 
 
-def task_table(test: dict[str, float], tasks: list[str], reference: Path | None = None) -> tuple[list[dict], str]:
-    """Per task: its test metric, and the single-task value of ``reference`` (a JSON table
-    written by bench/multitask.py: the same number of optimizer steps) when one is given.
-    The pipelines never read bench/results themselves: the CLI passes ``--task_reference``."""
-    ref = {}
-    if reference is not None and reference.exists():
-        data = json.loads(reference.read_text())
-        ref = {(r["task"], r["metric"]): r for r in data.get("rows", [])}
+def task_table(test: dict[str, float], tasks: list[str]) -> tuple[list[dict], str]:
+    """Per task, its test metrics from this run (losses left out), as rows and as a table.
+    Nothing from other runs: a single-task baseline is only comparable at the same number of
+    optimizer steps, which ``python bench/multitask.py`` runs and reports itself."""
     rows = []
     for t in tasks:
         for key, value in sorted(test.items()):
-            if not key.startswith(f"{t}/test_") or key.endswith("_loss"):
-                continue
-            metric = key.split("/", 1)[1]
-            r = ref.get((t, metric))
-            rows.append({"task": t, "metric": metric, "value": value,
-                         "single_task": None if r is None else r["single_task"],
-                         "single_task_multitask": None if r is None else r["multitask"]})
-    lines = [f"{'task':10s} {'metric':10s} {'this run':>10s} {'single-task':>12s}"]
-    for r in rows:
-        single = "" if r["single_task"] is None else f"{r['single_task']:.4f}"
-        lines.append(f"{r['task']:10s} {r['metric']:10s} {r['value']:10.4f} {single:>12s}")
-    if ref:
-        lines.append(f"single-task: measured at the same number of optimizer steps by "
-                     f"`python bench/multitask.py` ({reference.name}, {data.get('steps')} steps)")
+            if key.startswith(f"{t}/test_") and not key.endswith("_loss"):
+                rows.append({"task": t, "metric": key.split("/", 1)[1], "value": value})
+    lines = [f"{'task':10s} {'metric':10s} {'this run':>10s}"]
+    lines += [f"{r['task']:10s} {r['metric']:10s} {r['value']:10.4f}" for r in rows]
     return rows, "\n".join(lines)

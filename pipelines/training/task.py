@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
+from vecset.pipelines.training.checkpoint import last_checkpoint, read_checkpoint, state_mismatch
 from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.set_size import check_set_size
 from vecset.pipelines.training.step import check_parts, forward_task, stage_metrics, task_step
@@ -37,29 +38,31 @@ def adamw_warmup_cosine(module: pl.LightningModule, lr: float, weight_decay: flo
 
 def load_backbone(backbone: nn.Module, ckpt_path: str, freeze: bool) -> None:
     """Start from the backbone of another run's checkpoint (single- or multi-task)."""
-    state = torch.load(ckpt_path, map_location="cpu", weights_only=True)["state_dict"]
+    state = read_checkpoint(ckpt_path)["state_dict"]
     sub = {k[len("backbone."):]: v for k, v in state.items() if k.startswith("backbone.")}
     if not sub:
         raise ValueError(f"{ckpt_path} holds no 'backbone.*' weights")
-    missing, unexpected = backbone.load_state_dict(sub, strict=False)
-    if missing or unexpected:
-        raise ValueError(
-            f"the backbone in {ckpt_path} does not match the configured one: "
-            f"missing {sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]} (compare depth, d_model, heads)"
-        )
+    # compared first: load_state_dict's own error lists every parameter on a line of its own
+    diffs = state_mismatch(sub, backbone)
+    if diffs:
+        raise ValueError(f"the backbone in {ckpt_path} does not match the configured one (compare depth, d_model, "
+                         "heads): " + "; ".join(diffs))
+    backbone.load_state_dict(sub)
     if freeze:
         for p in backbone.parameters():
             p.requires_grad_(False)
 
 
 def best_and_last_checkpoint(module: pl.LightningModule, monitor: str, mode: str) -> list:
-    """Keep the best checkpoint by the task's validation metric, and the last one; nothing
-    when the trainer was built with ``enable_checkpointing=False``."""
+    """Keep the best checkpoint by the task's validation metric (first: it is
+    ``trainer.checkpoint_callback``), and ``last.ckpt`` after every epoch (``last_checkpoint``);
+    nothing when the trainer was built with ``enable_checkpointing=False``."""
     trainer = getattr(module, "_trainer", None)
     if trainer is not None and not trainer.checkpoint_callbacks:
         return []
-    return [ModelCheckpoint(monitor=monitor, mode=mode, save_last=True, auto_insert_metric_name=False,
-                            filename="best-epoch{epoch:03d}-" + monitor + "{" + monitor + ":.4f}")]
+    return [ModelCheckpoint(monitor=monitor, mode=mode, auto_insert_metric_name=False,
+                            filename="best-epoch{epoch:03d}-" + monitor + "{" + monitor + ":.4f}"),
+            last_checkpoint()]
 
 
 class TaskModule(pl.LightningModule):

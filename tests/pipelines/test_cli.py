@@ -2,10 +2,15 @@
 
 import csv
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
+import yaml
+from pytorch_lightning.callbacks import ModelCheckpoint
 
 from vecset.pipelines.cli import config_name, next_version, run_cli
 from vecset.pipelines.training.task import TaskModule, warmup_cosine
@@ -17,7 +22,6 @@ DEBUG = str(ROOT / "configs" / "debug.yaml")
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
     run_root = tmp_path_factory.mktemp("cli")
-    import os
     old = os.getcwd()
     os.chdir(run_root)
     try:
@@ -103,3 +107,67 @@ def test_a_configured_nonfinite_guard_replaces_the_default(tmp_path, monkeypatch
         cli = run_cli(["--config", DEBUG, "--trainer.enable_progress_bar=false", *extra], run=False)
         guards = [c for c in cli.trainer.callbacks if isinstance(c, NonFiniteGuard)]
         assert [(g.check_inputs, g.check_loss) for g in guards] == expected
+
+
+def tiny_config(tmp_path: Path, config: str, lr: float | None = None, callbacks: list | None = None, **trainer) -> Path:
+    """configs/<config> (same file name, so the same run name) with 4 training steps per epoch
+    (256 training sets of batch 64, for every task) and the given trainer settings."""
+    cfg = yaml.safe_load((ROOT / "configs" / config).read_text())
+    cfg["trainer"].update(enable_progress_bar=False, enable_model_summary=False, log_every_n_steps=1, **trainer)
+    cfg["trainer"]["callbacks"] = callbacks or []
+    if lr is not None:
+        cfg["model"]["init_args"]["lr"] = lr
+    data = cfg["data"]["init_args"]
+    for dm in data["tasks"].values() if "tasks" in data else [cfg["data"]]:
+        dm["init_args"].update(n_train=256, n_val=64, n_test=64, batch_size=64)
+    path = tmp_path / config
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.mark.parametrize(("config", "trainer", "final_step", "best_step"), [
+    ("debug.yaml", {"max_epochs": 3}, 12, 4),
+    ("debug.yaml", {"max_steps": 6}, 6, 4),  # fit ends in the middle of epoch 1
+    ("debug.yaml", {"max_epochs": 3, "check_val_every_n_epoch": 2}, 12, 8),  # no validation after epoch 2
+    ("debug_multitask.yaml", {"max_epochs": 3}, 12, 4),
+])
+def test_last_checkpoint_holds_the_final_step(tmp_path, monkeypatch, config, trainer, final_step, best_step):
+    """lr 0: the weights never change, so the validation metric never improves after the first
+    validation (ModelCheckpoint counts only a strict improvement) and the best checkpoint stays
+    there; last.ckpt must still be the state at the end of fit."""
+    monkeypatch.chdir(tmp_path)
+    cli = run_cli(["fit", "--config", str(tiny_config(tmp_path, config, lr=0.0, **trainer)), "--plots=false"])
+    run = tmp_path / "runs" / Path(config).stem / "version_0"
+    last = torch.load(run / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=True)
+    assert last["global_step"] == cli.trainer.global_step == final_step
+    results = json.loads((run / "results.json").read_text())
+    assert results["last_checkpoint"] == str((run / "checkpoints" / "last.ckpt").resolve())
+    assert results["global_steps"] == final_step
+    best = torch.load(results["checkpoint"], map_location="cpu", weights_only=True)
+    assert best["global_step"] == best_step
+    # after fit and test (which attaches the model's callbacks again): the best and the last
+    # checkpoint, each once, both plain ModelCheckpoints. Lightning replaces the trainer's
+    # callbacks by type, iterating a set of types: a subclass next to ModelCheckpoint was kept
+    # twice or once depending on that order, which differs between processes (a DDP hang)
+    assert [type(c) for c in cli.trainer.checkpoint_callbacks] == [ModelCheckpoint, ModelCheckpoint]
+    assert [c.monitor for c in cli.trainer.checkpoint_callbacks] == [results["monitor"], None]
+
+
+# what Lightning prints on a first run that does not apply to one (advertising, a warning
+# about a log folder that the run itself had just filled, a save without weights_only)
+NOISE = ("exists and is not empty", "will be deleted", "Tip:", "litlogger", "litmodels", "not resumable",
+         "`weights_only` was not set")
+
+
+def test_a_first_debug_fit_prints_nothing_alarming(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+    # configs/debug.yaml itself (its StepCheckpoint included), on less data
+    cmd = [sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", DEBUG, "--plots=false", "--trainer.max_epochs=2",
+           "--data.init_args.n_train=256", "--data.init_args.n_val=64", "--data.init_args.n_test=64",
+           "--trainer.callbacks.init_args.every_n_train_steps=3"]
+    r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = r.stdout + r.stderr
+    assert "Trainer.fit` stopped: `max_epochs=2` reached" in out  # Lightning's output is there
+    assert (tmp_path / "runs/debug/version_0/checkpoints/last-step.ckpt").exists()
+    assert [line for line in out.splitlines() if any(n in line for n in NOISE)] == []

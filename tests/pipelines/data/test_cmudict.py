@@ -121,3 +121,20 @@ def test_invalid_utf8_in_the_dictionary_or_word_file_names_file_and_line(tmp_pat
     w.write_bytes("cat\ncaf\u00e9\n".encode("latin-1"))
     with pytest.raises(ValueError, match=rf"{w}:2: not valid UTF-8 \(byte 0xe9 at column 4: "):
         read_word_file(w)
+
+
+def test_predict_with_beam_search_on_a_greedy_checkpoint(fitted, tmp_path, monkeypatch):
+    """Decode settings are chosen at predict time: the checkpoint was trained greedy (beam 1,
+    max_len 20); the model that predicts has the command line's."""
+    words = tmp_path / "words.txt"
+    words.write_text("Cat\nbanana\n")
+    monkeypatch.chdir(tmp_path)
+    cli = run_cli(["predict", "--config", DEBUG, "--ckpt_path", str(fitted / "checkpoints" / "last.ckpt"),
+                   "--data.init_args.predict_file", str(words), "--trainer.enable_progress_bar=false",
+                   "--model.init_args.head.init_args.beam_size=3", "--model.init_args.head.init_args.max_len=12",
+                   "--model.init_args.head.init_args.length_penalty=0.5"])
+    head = cli.model.head
+    assert (head.beam_size, head.max_len, head.length_penalty) == (3, 12, 0.5)
+    assert cli.model.hparams["head"]["init_args"]["beam_size"] == 3
+    rows = list(csv.DictReader(open(tmp_path / "runs" / "g2p_debug" / "version_0" / "predictions.csv")))
+    assert [r["word"] for r in rows] == ["Cat", "banana"]

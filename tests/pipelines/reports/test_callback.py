@@ -22,13 +22,9 @@ def multitask_run(tmp_path_factory) -> Path:
     cwd = os.getcwd()
     root = tmp_path_factory.mktemp("mt_reports")
     os.chdir(root)
-    ref = root / "single_task.json"  # as bench/multitask.py writes it
-    ref.write_text(json.dumps({"steps": 10, "rows": [{"task": "above", "metric": "test_acc", "multitask": 0.5,
-                                                      "single_task": 0.75}]}))
     try:
         run_cli(["fit", "--config", str(ROOT / "configs" / "debug_multitask.yaml"), "--trainer.max_epochs=1",
-                 "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
-                 f"--task_reference={ref}"])
+                 "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"])
         return Path.cwd() / "runs" / "debug_multitask" / "version_0"
     finally:
         os.chdir(cwd)
@@ -50,12 +46,6 @@ def test_every_task_gets_its_report_and_picture(multitask_run):
     assert mean["rmse"] == pytest.approx(res["test"]["mean/test_rmse"], rel=1e-5)
     assert mean["mae"] == pytest.approx(res["test"]["mean/test_mae"], rel=1e-5)
     assert mean["count"] == 200
-
-
-def test_the_task_table_quotes_the_given_single_task_reference(multitask_run):
-    res = json.loads((multitask_run / "results.json").read_text())
-    rows = {(r["task"], r["metric"]): r for r in res["per_task"]}
-    assert rows[("above", "test_acc")]["single_task"] == 0.75 and rows[("mean", "test_rmse")]["single_task"] is None
 
 
 def test_curves_have_a_panel_per_task_metric(multitask_run):

@@ -95,22 +95,36 @@ def test_finetune_from_multitask_backbone(multitask_run):
         TaskModule(VectorEncoder(2, 32), Backbone(32), LabelingHead(32, 2), freeze_backbone=True)
 
 
-def test_task_table_quotes_single_task_reference(tmp_path):
+def test_task_table_shows_this_run_only():
+    """The summary after a multi-task fit: this run's test metrics per task, nothing measured
+    by another run (bench/results/multitask.json was another number of steps)."""
     from vecset.pipelines.training.multitask import task_table
 
-    ref = tmp_path / "multitask.json"
-    ref.write_text(json.dumps({"steps": 400, "rows": [
-        {"task": "above", "metric": "test_acc", "multitask": 0.9, "single_task": 0.95}]}))
     rows, text = task_table({"above/test_acc": 0.91, "above/test_loss": 0.3, "mean/test_rmse": 0.2},
-                            ["above", "mean"], ref)
-    assert rows == [
-        {"task": "above", "metric": "test_acc", "value": 0.91, "single_task": 0.95, "single_task_multitask": 0.9},
-        {"task": "mean", "metric": "test_rmse", "value": 0.2, "single_task": None, "single_task_multitask": None},
-    ]
-    assert "0.9500" in text and "400 steps" in text
+                            ["above", "mean"])
+    assert rows == [{"task": "above", "metric": "test_acc", "value": 0.91},
+                    {"task": "mean", "metric": "test_rmse", "value": 0.2}]
+    assert text.splitlines() == [f"{'task':10s} {'metric':10s} {'this run':>10s}",
+                                 f"{'above':10s} {'test_acc':10s} {0.91:10.4f}",
+                                 f"{'mean':10s} {'test_rmse':10s} {0.2:10.4f}"]
 
 
-# -- every head trains in a multi-task run --------------------------------------------------
+def test_pipelines_never_read_benchmark_output():
+    """bench/ writes results that nothing in the packages reads (DESIGN.md): no import of bench,
+    no path into it."""
+    import ast
+
+    for path in sorted((ROOT / "pipelines").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                assert not any(a.name.split(".")[0] == "bench" for a in node.names), path
+            elif isinstance(node, ast.ImportFrom):
+                assert (node.module or "").split(".")[0] != "bench", path
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                assert node.value != "bench" and not node.value.startswith("bench/"), f"{path}:{node.lineno}"
+
+
 def train_losses(metrics_csv: Path, key: str) -> list[float]:
     with open(metrics_csv) as f:
         return [float(r[key]) for r in csv.DictReader(f) if r.get(key)]

@@ -97,6 +97,11 @@ def test_sigkill_mid_epoch_then_resume_matches_uninterrupted(tmp_path):
     r = fit(write_config(crash_dir, "job"), crash_dir, "--ckpt_path", "last")
     restored = re.findall(r"Restoring states from the checkpoint path at (\S+)", r.stdout + r.stderr)
     assert restored and restored[0].endswith("version_0/checkpoints/last-step.ckpt"), restored
+    # Lightning's advice for resuming without a resumable loader or into a used checkpoint
+    # folder does not apply here (ResumeState positions the ResumableSampler; continuing the
+    # run directory is the point of --ckpt_path last): neither is printed
+    out = r.stdout + r.stderr
+    assert "not resumable" not in out and "Checkpoint directory" not in out, out[-3000:]
     assert not (crash_dir / "runs/job/version_1").exists()
 
     ref = json.loads((ref_dir / "runs/job/version_0/results.json").read_text())

@@ -136,3 +136,101 @@ def test_check_checkpoint_names_parameters(trained):
         check_checkpoint(_last(trained), model)
     same = TaskModule.load_from_checkpoint(_last(trained), map_location="cpu", weights_only=True)
     check_checkpoint(_last(trained), same)  # no error
+
+
+def test_file_url_checkpoint_is_checked_like_a_path(trained):
+    # same parameter shapes, another attention normalization: without the check the file://
+    # checkpoint loaded into the config's model without a word
+    msg = _run_with(trained, "test", *TINY, "--model.init_args.backbone.init_args.normalize=relu", "--ckpt_path",
+                    "file://" + _last(trained))
+    assert f"checkpoint file://{_last(trained)} does not match this config" in msg
+    assert "model.backbone.init_args.normalize: checkpoint has 'softmax', the config has 'relu'" in msg
+
+
+def _not_checkpoints(tmp_path: Path) -> dict[str, Path]:
+    import zipfile
+
+    files = {"empty": tmp_path / "empty.ckpt", "text": tmp_path / "notes.ckpt", "zip": tmp_path / "other.ckpt"}
+    files["empty"].write_bytes(b"")
+    files["text"].write_text("epoch 3, loss 0.2\n")
+    with zipfile.ZipFile(files["zip"], "w") as z:  # a zip archive, but not torch.save's
+        z.writestr("readme.txt", "hello")
+    return files
+
+
+@pytest.mark.parametrize("kind", ["empty", "text", "zip"])
+def test_a_file_that_is_not_a_checkpoint_is_named(tmp_path, monkeypatch, kind):
+    from vecset.backbone import Backbone
+    from vecset.encoders import VectorEncoder
+    from vecset.heads import LabelingHead
+    from vecset.pipelines import TaskModule
+    from vecset.pipelines.training.checkpoint import NotACheckpointError
+
+    bad = _not_checkpoints(tmp_path)[kind]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(NotACheckpointError, match=f"{bad} is not a PyTorch checkpoint"):
+        run_cli(["predict", *TINY, "--ckpt_path", str(bad)])
+    model = TaskModule(VectorEncoder(2, 32), Backbone(32, 2, 4), LabelingHead(32, 2))
+    with pytest.raises(NotACheckpointError, match=f"{bad} is not a PyTorch checkpoint"):
+        check_checkpoint(bad, model)
+    with pytest.raises(NotACheckpointError, match=f"{bad} is not a PyTorch checkpoint"):
+        TaskModule(VectorEncoder(2, 32), Backbone(32, 2, 4), LabelingHead(32, 2), backbone_ckpt=str(bad))
+
+
+def test_backbone_ckpt_of_another_size_is_one_line(trained):
+    from vecset.backbone import Backbone
+    from vecset.encoders import VectorEncoder
+    from vecset.heads import LabelingHead
+    from vecset.pipelines import TaskModule
+
+    with pytest.raises(ValueError) as e:  # the checkpoint's backbone has d_model 32
+        TaskModule(VectorEncoder(2, 64), Backbone(d_model=64, depth=2, heads=4, mlp_ratio=2.0), LabelingHead(64, 2),
+                   backbone_ckpt=_last(trained))
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"the backbone in {_last(trained)} does not match the configured one")
+    assert "blocks.0.attn.in_proj.weight (96, 32) in the checkpoint, (192, 64) in the model" in msg
+
+
+def test_decode_settings_are_not_part_of_the_match():
+    """A seq2seq head's beam size, length penalty and maximum output length only change how a
+    trained model decodes; another class's argument of the same name (a positional table's
+    max_len) still has to match."""
+    from vecset.pipelines.training.checkpoint import hparams_mismatch
+
+    def config(beam: int, penalty: float, max_len: int, enc_max_len: int | None) -> dict:
+        return {"encoder": {"class_path": "vecset.encoders.VectorEncoder", "init_args": {"max_len": enc_max_len}},
+                "head": {"class_path": "vecset.heads.Seq2SeqHead",
+                         "init_args": {"d_model": 32, "beam_size": beam, "length_penalty": penalty, "max_len": max_len}}}
+
+    assert hparams_mismatch(config(1, 0.0, 20, None), config(3, 0.6, 40, None)) == []
+    assert hparams_mismatch(config(1, 0.0, 20, None), config(1, 0.0, 20, 64)) == [
+        "model.encoder.init_args.max_len: checkpoint has None, the config has 64"]
+
+
+def test_file_url_and_path_test_the_same_model(trained):
+    cwd, _ = trained
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        metrics = [run_cli(["test", *TINY, "--ckpt_path", p]).trainer.callback_metrics["test_acc"].item()
+                   for p in (_last(trained), "file://" + _last(trained))]
+    finally:
+        os.chdir(old)
+    assert metrics[0] == metrics[1]
+
+
+def test_read_checkpoint_through_fsspec(trained):
+    """A URL of another filesystem (s3://, here fsspec's in-memory one) is read as Lightning
+    reads it, with the same checks."""
+    import fsspec
+
+    from vecset.pipelines.training.checkpoint import NotACheckpointError, read_checkpoint
+
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/vecset/last.ckpt", Path(_last(trained)).read_bytes())
+    fs.pipe("/vecset/empty.ckpt", b"")
+    ckpt = read_checkpoint("memory://vecset/last.ckpt")
+    ref = torch.load(_last(trained), map_location="cpu", weights_only=True)
+    assert ckpt["global_step"] == ref["global_step"] and ckpt["state_dict"].keys() == ref["state_dict"].keys()
+    with pytest.raises(NotACheckpointError, match="memory://vecset/empty.ckpt is not a PyTorch checkpoint: the file is empty"):
+        read_checkpoint("memory://vecset/empty.ckpt")
