@@ -19,55 +19,12 @@ import torch
 from torch.utils.data import DataLoader
 
 from vecset.backbone.data_spec import DataSpec
+from vecset.encoders.text.cmudict import read_dict_file, read_word_file, strip_stress
+from vecset.encoders.text.collate import collate_text
 from vecset.pipelines.data.base import VecsetDataModule
-from vecset.pipelines.data.text_files import read_utf8_lines
 
 log = logging.getLogger("vecset")
 Pronunciations = Literal["first", "all"]
-
-
-def read_dict_file(path: str | Path) -> dict[str, list[list[str]]]:
-    """A CMUdict-format file: ``WORD  P1 P2 ...`` per line, ``WORD(2)`` for variants,
-    ``;;;`` comments. A line without phones is an error naming the file and line."""
-    out: dict[str, list[list[str]]] = {}
-    for n, line in enumerate(read_utf8_lines(path), 1):
-        line = line.strip()
-        if not line or line.startswith(";;;"):
-            continue
-        parts = line.split()
-        if len(parts) < 2:
-            raise ValueError(f"{path}:{n}: expected 'WORD PHONE [PHONE ...]', got {line!r}")
-        word = parts[0].lower()
-        if word.endswith(")") and "(" in word:
-            word = word[: word.rindex("(")]
-        out.setdefault(word, []).append(parts[1:])
-    return out
-
-
-def strip_stress(phones: list[str]) -> list[str]:
-    return [p.rstrip("012") for p in phones]
-
-
-def read_word_file(path: str | Path) -> list[str]:
-    """One word per line; an empty line is an error (file and line number)."""
-    words = []
-    for n, line in enumerate(read_utf8_lines(path), 1):
-        w = line.strip()
-        if not w:
-            raise ValueError(f"{path}:{n}: empty word (one word per line expected)")
-        words.append(w)
-    if not words:
-        raise ValueError(f"{path}: no words")
-    return words
-
-
-def collate_text(items: list[dict]) -> dict:
-    """Text samples -> ``{"text": [B str], "target": [B str], "references": [B lists], "ids"}``."""
-    batch = {"text": [it["text"] for it in items], "ids": torch.tensor([it["id"] for it in items])}
-    if "target" in items[0]:
-        batch["target"] = [it["target"] for it in items]
-        batch["references"] = [it["references"] for it in items]
-    return batch
 
 
 class CMUDictDataModule(VecsetDataModule):

@@ -39,8 +39,8 @@ from vecset.encoders.graph import (
     pad_graphs,
     parse_smiles,
 )
+from vecset.encoders.text.files import read_utf8
 from vecset.pipelines.data.base import VecsetDataModule
-from vecset.pipelines.data.text_files import read_utf8
 
 log = logging.getLogger(__name__)
 

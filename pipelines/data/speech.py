@@ -18,6 +18,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from vecset.backbone.data_spec import DataSpec
+from vecset.encoders.collate import pad_sets
 from vecset.encoders.speech import (
     FRAME_LENGTH,
     FRAME_SHIFT,
@@ -33,7 +34,6 @@ from vecset.encoders.speech import (
     read_phn,
 )
 from vecset.pipelines.data.base import VecsetDataModule
-from vecset.pipelines.data.collate import pad_sets
 
 log = logging.getLogger(__name__)
 

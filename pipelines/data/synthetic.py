@@ -10,8 +10,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from vecset.backbone.data_spec import DataSpec
+from vecset.encoders.collate import pad_sets
 from vecset.pipelines.data.base import VecsetDataModule
-from vecset.pipelines.data.collate import pad_sets
 from vecset.pipelines.data.samplers import ResumableSampler, eval_sampler
 
 

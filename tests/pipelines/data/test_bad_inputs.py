@@ -10,8 +10,8 @@ import torch
 
 from vecset.backbone import Backbone, VectorSet
 from vecset.encoders import VectorEncoder
+from vecset.encoders.collate import pad_sets
 from vecset.heads import LabelingHead
-from vecset.pipelines.data.collate import pad_sets
 from vecset.pipelines.data.synthetic import SyntheticSetDataModule
 
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vecset.backbone import Backbone, VectorSet
-from vecset.pipelines.data.collate import pad_sets
+from vecset.encoders.collate import pad_sets
 from vecset.pipelines.training.callbacks import NonFiniteError, NonFiniteGuard
 
 FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

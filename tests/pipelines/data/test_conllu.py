@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from vecset.encoders.text import UPOS, read_conllu
 from vecset.pipelines.cli import run_cli
-from vecset.pipelines.data.conllu import UPOS, read_conllu
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "data" / "conllu" / "sample.conllu"

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vecset.encoders.text import UPOS, read_conllu
 from vecset.pipelines.cli import run_cli
-from vecset.pipelines.data.conllu import UPOS, read_conllu
 from vecset.pipelines.reports.classification import per_class_report
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -12,9 +12,9 @@ import pytorch_lightning as pl
 import torch
 
 from vecset.backbone import Backbone, WindowMLP
+from vecset.encoders.collate import pad_sets
 from vecset.encoders.speech import SpeechEncoder
 from vecset.heads import LabelingHead
-from vecset.pipelines.data.collate import pad_sets
 from vecset.pipelines.data.speech import SpeechFramesDataModule
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.speech import (

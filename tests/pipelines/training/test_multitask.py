@@ -11,9 +11,9 @@ import yaml
 
 from vecset.backbone import Backbone
 from vecset.encoders import VectorEncoder
+from vecset.encoders.collate import pad_sets
 from vecset.heads import LabelingHead, SequenceHead
 from vecset.pipelines.cli import run_cli
-from vecset.pipelines.data.collate import pad_sets
 from vecset.pipelines.data.synthetic import AboveMeanSets
 from vecset.pipelines.training.multitask import MultiTaskModule, shared_backbone_grads
 from vecset.pipelines.training.task import TaskModule

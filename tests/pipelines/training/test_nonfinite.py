@@ -14,6 +14,7 @@ from resume_helpers import PoisonedSets
 
 from vecset.backbone import Backbone
 from vecset.encoders import GraphEncoder, VectorEncoder
+from vecset.encoders.collate import pad_sets
 from vecset.heads import LabelingHead, SequenceHead
 from vecset.pipelines import (
     MoleculeDataModule,
@@ -22,7 +23,6 @@ from vecset.pipelines import (
     SyntheticSetDataModule,
     TaskModule,
 )
-from vecset.pipelines.data.collate import pad_sets
 from vecset.pipelines.training.callbacks import NonFiniteError
 
 

@@ -10,8 +10,8 @@ from torch import nn
 
 from vecset.backbone import Backbone
 from vecset.encoders import VectorEncoder
+from vecset.encoders.collate import pad_sets
 from vecset.heads import LabelingHead, SequenceHead
-from vecset.pipelines.data.collate import pad_sets
 from vecset.pipelines.data.synthetic import AboveMeanSets
 from vecset.pipelines.training.multitask import MultiTaskModule
 from vecset.pipelines.training.step import forward_task, metric_prefix

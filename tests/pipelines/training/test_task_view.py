@@ -6,8 +6,8 @@ import torch
 
 from vecset.backbone import Backbone
 from vecset.encoders import VectorEncoder
+from vecset.encoders.collate import pad_sets
 from vecset.heads import LabelingHead, SequenceHead
-from vecset.pipelines.data.collate import pad_sets
 from vecset.pipelines.data.synthetic import AboveMeanSets
 from vecset.pipelines.reports.outputs import inference
 from vecset.pipelines.training.multitask import MultiTaskModule
