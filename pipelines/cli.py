@@ -151,10 +151,16 @@ def default_loggers() -> list:
 
 class _CloudTips(logging.Filter):
     """Drops Lightning 2.6's "💡 Tip: For seamless cloud ..." lines (litlogger, litmodels),
-    logged on every run: advertising for Lightning's hosted services, not about the run."""
+    logged on every run: advertising for Lightning's hosted services, not about the run; and
+    its note that the model's ModelCheckpoint replaces the Trainer's default one: vecset's
+    TaskModule/MultiTaskModule always configure theirs (best and last), on purpose."""
+
+    REPLACED_DEFAULT = ("The following callbacks returned in `LightningModule.configure_callbacks` will override "
+                        "existing callbacks passed to Trainer: ModelCheckpoint")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("💡 Tip: For seamless cloud")
+        msg = record.getMessage()
+        return not (msg.startswith("💡 Tip: For seamless cloud") or msg == self.REPLACED_DEFAULT)
 
 
 def silence_inapplicable_advice(resuming: bool) -> None:
@@ -171,6 +177,9 @@ def silence_inapplicable_advice(resuming: bool) -> None:
     warnings.filterwarnings("ignore", category=PossibleUserWarning,
                             message="You're resuming from a checkpoint that ended before the epoch ended and "
                                     "your dataloader is not resumable")
+    # Lightning 2.6's own pytree helper builds torch's deprecated LeafSpec (a FutureWarning on
+    # every fit); nothing in a run or a config can change it
+    warnings.filterwarnings("ignore", category=FutureWarning, message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
     if resuming:
         # --ckpt_path last continues the run directory on purpose: its checkpoints/ is in use
         warnings.filterwarnings("ignore", category=UserWarning,

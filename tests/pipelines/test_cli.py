@@ -156,7 +156,7 @@ def test_last_checkpoint_holds_the_final_step(tmp_path, monkeypatch, config, tra
 # what Lightning prints on a first run that does not apply to one (advertising, a warning
 # about a log folder that the run itself had just filled, a save without weights_only)
 NOISE = ("exists and is not empty", "will be deleted", "Tip:", "litlogger", "litmodels", "not resumable",
-         "`weights_only` was not set")
+         "`weights_only` was not set", "will override existing callbacks", "LeafSpec")
 
 
 def test_a_first_debug_fit_prints_nothing_alarming(tmp_path):
