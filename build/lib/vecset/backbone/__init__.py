@@ -1,0 +1,23 @@
+"""The shared trunk (attention, positional encodings, blocks, Backbone, baselines) and the
+contracts below both encoders and heads: VectorSet, DataSpec, Vocabulary."""
+
+from vecset.backbone.attention import MultiHeadSelfAttention, local_attention
+from vecset.backbone.backbone import Backbone
+from vecset.backbone.baselines import BiLSTM, WindowMLP
+from vecset.backbone.block import Block
+from vecset.backbone.data_spec import DataSpec
+from vecset.backbone.masked_softmax import lengths_to_mask, masked_softmax
+from vecset.backbone.positional import (
+    Learned1D,
+    Learned2D,
+    NoPositional,
+    Sinusoidal1D,
+    Sinusoidal2D,
+)
+from vecset.backbone.vectorset import VectorSet
+from vecset.backbone.vocab import Vocabulary, tokenize
+
+__all__ = [
+    "Backbone", "BiLSTM", "Block", "DataSpec", "Learned1D", "Learned2D", "MultiHeadSelfAttention", "NoPositional", "Sinusoidal1D", "Sinusoidal2D", "VectorSet",
+    "Vocabulary", "WindowMLP", "lengths_to_mask", "local_attention", "masked_softmax", "tokenize",
+]

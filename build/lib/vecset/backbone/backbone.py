@@ -1,0 +1,121 @@
+"""The shared self-attention trunk: a stack of pre-norm blocks, VectorSet -> VectorSet."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import replace
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from vecset.backbone.attention import MultiHeadSelfAttention, Normalize, Score
+from vecset.backbone.block import Block
+from vecset.backbone.vectorset import VectorSet
+
+# the advice is the head's side of it: a head that pools over every vector needs no CLS
+CLS_WINDOW_ERROR = (
+    "cls_token=True with truncated attention (window) would let the CLS vector see only the "
+    "first `window` vectors; turn cls_token off and let the head pool over all vectors instead"
+)
+
+
+class Backbone(nn.Module):
+    """``depth`` pre-norm self-attention blocks shared by every task.
+
+    Args:
+        d_model: vector width D (encoders project to it).
+        depth: number of blocks (>= 1).
+        heads: attention heads per block (D divisible by it).
+        mlp_ratio: MLP hidden width / D.
+        dropout: dropout in blocks and on attention weights, in [0, 1).
+        score, normalize, window: see ``MultiHeadSelfAttention``. A VectorSet whose encoder
+            set ``window`` uses that one instead (in a multi-task backbone, speech can use
+            truncated attention while images and molecules attend to all vectors).
+        cls_token: prepend a learned CLS vector (``VectorSet.cls``: a head may read the set's
+            summary at index 0); the mask and any pairwise bias grow with it (CLS sees and
+            is seen by all).
+        relative_positions: R > 0 gives every block a learned per-head score bias by
+            key-minus-query offset, clipped to +-R (see ``MultiHeadSelfAttention``).
+        conv_kernel: K > 0 gives every block a Conformer convolution module over K positions
+            after its attention (``ConvModule``). Like relative positions, this treats the
+            vector order as a sequence order: for speech frames and text, not for sets.
+
+    Shapes:
+        VectorSet x (B, N, D) -> VectorSet x (B, N, D), or (B, N+1, D) with ``cls_token``.
+        Padded positions of the output are zero.
+    """
+
+    def __init__(self, d_model: int = 64, depth: int = 2, heads: int = 4, mlp_ratio: float = 4.0,
+                 dropout: float = 0.0, score: Score = "scaled_dot", normalize: Normalize = "softmax",
+                 window: int | None = None, cls_token: bool = False, relative_positions: int = 0,
+                 conv_kernel: int = 0) -> None:
+        super().__init__()
+        if depth < 1:
+            raise ValueError(f"depth must be >= 1 (the number of blocks), got {depth}")
+        if cls_token and window is not None:
+            raise ValueError(CLS_WINDOW_ERROR)
+        if cls_token and conv_kernel:
+            raise ValueError("cls_token=True with conv_kernel would convolve the CLS vector with the first "
+                             "vectors as if it were one of them; turn cls_token off and let the head pool "
+                             "over all vectors instead")
+        self.d_model = d_model
+        self.blocks = nn.ModuleList(
+            Block(MultiHeadSelfAttention(d_model, heads, score, normalize, window, dropout,
+                                         relative_positions=relative_positions), mlp_ratio, dropout, conv_kernel)
+            for _ in range(depth)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.cls = nn.Parameter(torch.randn(1, 1, d_model) * 0.02) if cls_token else None
+
+    def _prepend_cls(self, vs: VectorSet) -> VectorSet:
+        B = vs.x.shape[0]
+        x = torch.cat([self.cls.expand(B, 1, -1).to(vs.x.dtype), vs.x], dim=1)
+        mask = F.pad(vs.mask, (1, 0), value=True)
+        bias = vs.bias
+        if bias is not None:
+            # CLS row/column: allowed everywhere (bool) or no bias (float)
+            pad = (1, 0, 1, 0)
+            bias = F.pad(bias, pad, value=True) if bias.dtype == torch.bool else F.pad(bias, pad, value=0.0)
+        pos = F.pad(vs.pos, (0, 0, 1, 0)) if vs.pos is not None else None
+        return VectorSet(x=x, mask=mask, pos=pos, bias=bias, cls=True, window=vs.window)
+
+    def forward(self, vs: VectorSet) -> VectorSet:
+        if vs.x.shape[-1] != self.d_model:
+            raise ValueError(f"Backbone expects vectors of width d_model={self.d_model}, got {vs.x.shape[-1]}")
+        if self.cls is not None and not vs.cls:
+            if vs.window is not None:
+                raise ValueError(CLS_WINDOW_ERROR)
+            vs = self._prepend_cls(vs)
+        x = vs.x
+        for block in self.blocks:
+            x = block(x, vs.mask, vs.bias, vs.window)
+        x = self.norm(x) * vs.mask[..., None]
+        return replace(vs, x=x)
+
+    @contextmanager
+    def capture_attention(self, layer: int = -1):
+        """Keep the attention weights of one block while inside the context.
+
+        >>> with backbone.capture_attention(layer=-1) as get:
+        ...     backbone(vs)
+        >>> weights = get()  # (B, H, N, N)
+        >>> first = get(queries=300)  # (B, H, 300, N)
+
+        A windowed layer keeps only its band of weights, (B, H, N, 2 x window + 1) in
+        ``blocks[layer].attn.last_weights``; ``get`` expands the queries asked for (see
+        ``MultiHeadSelfAttention.captured_weights``).
+        """
+        attn = self.blocks[layer].attn
+        attn.capture = True
+        try:
+            yield attn.captured_weights
+        finally:
+            attn.capture = False
+            attn.last_weights = attn.last_window = None
+
+    def attention_weights(self, vs: VectorSet, layer: int = -1, queries: int | None = None) -> Tensor:
+        """(B, H, Nq, N) attention weights of block ``layer`` for the first ``queries`` queries."""
+        with self.capture_attention(layer) as get:
+            self(vs)
+            return get(queries)

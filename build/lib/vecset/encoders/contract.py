@@ -1,0 +1,30 @@
+"""Encoder: the contract every encoder follows: a raw batch in, a VectorSet out, and the
+hand-over hook through which it receives what it learns from the data (a vocabulary,
+normalization statistics) once, at setup."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from torch import nn
+
+from vecset.backbone.data_spec import DataSpec
+from vecset.backbone.vectorset import VectorSet
+
+
+class Encoder(nn.Module, ABC):
+    """Turns one modality's batch into a VectorSet of width d_model.
+
+    Shapes:
+        batch (a dict of the data module's collate) -> VectorSet x (B, N, D), mask (B, N)
+    """
+
+    @abstractmethod
+    def forward(self, batch: dict) -> VectorSet:
+        """The batch's vectors."""
+
+    def receive(self, spec: DataSpec) -> str | None:
+        """The hand-over: check the data and take what the encoder learns from its training
+        split when ``spec.fit``; return what it took, for the run's log, or None. Default:
+        nothing to receive."""
+        return None

@@ -1,0 +1,39 @@
+"""Graphs as sets of node vectors: SMILES -> networkx graph -> node features + pairwise bias.
+
+- Atoms/bonds as a graph, atom features as in Chemprop (Yang et al. 2019, "Analyzing Learned
+  Molecular Representations for Property Prediction"): element, degree, formal charge,
+  hybridization, hydrogen count, aromaticity, ring membership; bond type, conjugation, ring.
+- Structure into attention, two modes:
+  ``neighbours``: a node attends only to its bonded neighbours and itself (a bool
+  ``VectorSet.bias``; Velickovic et al. 2018, GAT);
+  ``all_pairs``: every node attends to every node with a learned per-head bias per
+  shortest-path distance and per bond type of directly bonded pairs, plus a degree
+  (centrality) embedding added to the node vectors (Ying et al. 2021, "Do Transformers
+  Really Perform Bad for Graph Representation?", Graphormer).
+- Optional Laplacian-eigenvector positional encoding with random sign flips during training
+  (Dwivedi & Bresson 2020, "A Generalization of Transformer Networks to Graphs").
+- Optional molecule-level RDKit 2-D descriptors for ``SequenceHead(extra_features=...)``
+  (Chemprop's ``rdkit_2d`` feature generator).
+
+Featurization (``graph_tensors``) is plain numpy/torch and runs once per dataset in a
+DataModule's ``setup``; the encoder only embeds the cached tensors."""
+
+from vecset.encoders.graph.collate import pad_graphs
+from vecset.encoders.graph.descriptors import descriptor_names, molecule_descriptors
+from vecset.encoders.graph.encoder import GraphAttention, GraphEncoder
+from vecset.encoders.graph.featurize import (
+    ATOM_CATEGORICAL,
+    ATOM_NUMERIC,
+    BOND_TYPES,
+    NodeFeaturizer,
+    graph_tensors,
+    laplacian_pe,
+)
+from vecset.encoders.graph.molecules import (
+    InvalidMolecule,
+    mol_to_graph,
+    parse_smiles,
+    smiles_to_graph,
+)
+
+__all__ = ["ATOM_CATEGORICAL", "ATOM_NUMERIC", "BOND_TYPES", "GraphAttention", "GraphEncoder", "InvalidMolecule", "NodeFeaturizer", "descriptor_names", "graph_tensors", "laplacian_pe", "mol_to_graph", "molecule_descriptors", "pad_graphs", "parse_smiles", "smiles_to_graph"]

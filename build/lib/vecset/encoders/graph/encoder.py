@@ -1,0 +1,95 @@
+"""GraphEncoder: node vectors plus the structure as an attention bias (neighbours only, or all pairs with a distance and bond-type bias, Graphormer)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import Tensor, nn
+
+from vecset.backbone.vectorset import VectorSet
+from vecset.encoders.contract import Encoder
+
+GraphAttention = Literal["neighbours", "all_pairs", "none"]
+
+
+class GraphEncoder(Encoder):
+    """Node features -> d_model vectors, with the graph's structure as attention bias.
+
+    Args:
+        d_model: output width D.
+        node_dim: input node feature width F (``NodeFeaturizer().dim`` for molecules: 42).
+        attention: ``neighbours`` (bool bias: a node sees its neighbours and itself),
+            ``all_pairs`` (float per-head bias from shortest-path distance and bond type),
+            ``none`` (no structure in attention; a plain set).
+        heads: number of attention heads H of the backbone (the bias is per head).
+        max_dist: distances above are clipped; ``max_dist + 1`` means unreachable.
+        num_edge_types: size of the bond-type table (``NodeFeaturizer().num_edge_types``).
+        max_degree: degrees above share the last embedding row (0 disables the embedding).
+        lap_pe_k: number of Laplacian eigenvectors (0: none).
+        lap_sign_flip: flip eigenvector signs at random per graph in training, since an
+            eigenvector's sign is arbitrary (off for one fixed graph, e.g. node labeling,
+            where the sign is the same at training and prediction time).
+
+    Shapes:
+        batch["x"] (B, N, F), batch["mask"] (B, N), batch["dist"]/["edge"] (B, N, N) long,
+        batch["degree"] (B, N) long, batch["lap"] (B, N, k)
+        -> VectorSet x (B, N, D), bias (B, N, N) bool or (B, H, N, N) float.
+    """
+
+    def __init__(self, d_model: int, node_dim: int = 42, attention: GraphAttention = "all_pairs",
+                 heads: int = 4, max_dist: int = 8, num_edge_types: int = 6, max_degree: int = 6,
+                 lap_pe_k: int = 0, lap_sign_flip: bool = True) -> None:
+        super().__init__()
+        self.lap_sign_flip = lap_sign_flip
+        if attention not in ("neighbours", "all_pairs", "none"):
+            raise ValueError(f"attention must be 'neighbours', 'all_pairs' or 'none', got {attention!r}")
+        if heads < 1:
+            raise ValueError(f"heads must be >= 1 (the backbone's attention heads), got {heads}")
+        self.node_dim, self.attention, self.heads = node_dim, attention, heads
+        self.max_dist, self.max_degree, self.lap_pe_k = max_dist, max_degree, lap_pe_k
+        self.proj = nn.Linear(node_dim, d_model)
+        self.degree_emb = nn.Embedding(max_degree + 1, d_model) if max_degree > 0 else None
+        if self.degree_emb is not None:
+            # small, like a learned positional table: a unit-normal table would drown the
+            # atom features and the eigenvectors (entries ~ 1/sqrt(N)) at the start
+            nn.init.normal_(self.degree_emb.weight, std=0.02)
+        self.lap_proj = nn.Linear(lap_pe_k, d_model) if lap_pe_k > 0 else None
+        if attention == "all_pairs":
+            # distances 0..max_dist, max_dist+1 = unreachable; zero init: training starts from
+            # plain attention and learns how much structure matters
+            self.dist_bias = nn.Embedding(max_dist + 2, heads)
+            self.edge_bias = nn.Embedding(num_edge_types, heads)
+            nn.init.zeros_(self.dist_bias.weight)
+            nn.init.zeros_(self.edge_bias.weight)
+
+    def structure_bias(self, batch: dict) -> Tensor | None:
+        dist, mask = batch["dist"], batch["mask"]
+        if self.attention == "none":
+            return None
+        if self.attention == "neighbours":
+            pair = mask[:, :, None] & mask[:, None, :]
+            return (dist == 1) & pair  # (B, N, N); the attention adds the diagonal itself
+        d = dist.clamp(max=self.max_dist + 1)
+        bias = self.dist_bias(d) + self.edge_bias(batch["edge"])  # (B, N, N, H)
+        return bias.permute(0, 3, 1, 2)  # (B, H, N, N)
+
+    def forward(self, batch: dict) -> VectorSet:
+        x, mask = batch["x"], batch["mask"]
+        if x.shape[-1] != self.node_dim:
+            raise ValueError(f"GraphEncoder expects node features of width node_dim={self.node_dim}, "
+                             f"got {x.shape[-1]}")
+        h = self.proj(x)  # (B, N, D)
+        if self.degree_emb is not None:
+            h = h + self.degree_emb(batch["degree"].clamp(max=self.max_degree))
+        if self.lap_proj is not None:
+            lap = batch["lap"]  # (B, N, k)
+            if lap.shape[-1] != self.lap_pe_k:
+                raise ValueError(f"GraphEncoder(lap_pe_k={self.lap_pe_k}) got {lap.shape[-1]} eigenvectors; "
+                                 "set the DataModule's lap_pe_k to match")
+            if self.training and self.lap_sign_flip:
+                sign = torch.randint(0, 2, (lap.shape[0], 1, lap.shape[2]), device=lap.device) * 2 - 1
+                lap = lap * sign
+            h = h + self.lap_proj(lap)
+        h = h * mask[..., None].to(h.dtype)
+        return VectorSet(x=h, mask=mask, bias=self.structure_bias(batch))

@@ -1,0 +1,150 @@
+"""Images as sets of vectors: one vector per pixel, or one per p x p patch.
+
+Dosovitskiy et al. 2021, "An Image is Worth 16x16 Words" (ViT): non-overlapping patches,
+a linear projection of each flattened patch, and a 2-D positional encoding added to it.
+A 5x10 RGB image is 50 pixel vectors of 3 values; with p = 5 it is 2 patch vectors of 75.
+The projection of flattened patches is written as a Conv2d with kernel = stride = p, which
+is the same linear map (and what timm's ``PatchEmbed`` does).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from vecset.backbone.positional import Learned2D, NoPositional, Sinusoidal2D
+from vecset.backbone.vectorset import VectorSet
+from vecset.encoders.contract import Encoder
+
+Positional2D = Literal["none", "sinusoidal", "learned"]
+
+
+def make_positional_2d(kind: Positional2D, d_model: int, max_h: int | None, max_w: int | None) -> nn.Module:
+    """The 2-D encoding over the grid of vectors (pixels or patches)."""
+    if kind == "none":
+        return NoPositional()
+    if kind == "sinusoidal":
+        return Sinusoidal2D(d_model)
+    if kind == "learned":
+        if not max_h or not max_w:
+            raise ValueError("positional='learned' needs max_h and max_w (the largest grid, in vectors)")
+        return Learned2D(d_model, max_h, max_w)
+    raise ValueError(f"positional must be 'none', 'sinusoidal' or 'learned', got {kind!r}")
+
+
+def _check_image(image: Tensor, in_channels: int, who: str, batch: dict) -> None:
+    if image.dim() != 4:
+        raise ValueError(f"{who} expects batch['image'] of shape (B, C, H, W), got {tuple(image.shape)}")
+    if image.shape[1] != in_channels:
+        ids = batch.get("ids")
+        where = f" (sample ids {ids.tolist()[:8]})" if ids is not None else ""
+        raise ValueError(
+            f"{who} expects {in_channels}-channel images (in_channels={in_channels}) but batch['image'] "
+            f"has {image.shape[1]} channels{where}; convert the images (e.g. channels/convert in the "
+            "DataModule) or set in_channels"
+        )
+
+
+class PixelEncoder(Encoder):
+    """One vector per pixel: its C channel values, projected to d_model, plus a 2-D
+    positional encoding of (row, column).
+
+    Args:
+        in_channels: C (1 grey, 3 RGB).
+        d_model: vector width D.
+        positional: ``sinusoidal`` (any size), ``learned`` (a grid up to max_h x max_w;
+            larger is an error) or ``none`` (the set is then permutation-invariant).
+        max_h, max_w: table size for ``learned``, in pixels.
+
+    Shapes:
+        batch["image"] (B, C, H, W) float -> VectorSet x (B, H*W, D) row-major,
+        mask (B, H*W) all True, pos (B, H*W, 2) (row, column) of each pixel.
+    """
+
+    def __init__(self, in_channels: int, d_model: int, positional: Positional2D = "sinusoidal",
+                 max_h: int | None = None, max_w: int | None = None) -> None:
+        super().__init__()
+        self.in_channels, self.d_model = in_channels, d_model
+        self.proj = nn.Linear(in_channels, d_model)
+        self.positional = make_positional_2d(positional, d_model, max_h, max_w)
+
+    def grid(self, h: int, w: int) -> tuple[int, int]:
+        """The (rows, columns) of vectors an H x W image becomes."""
+        return h, w
+
+    def forward(self, batch: dict) -> VectorSet:
+        image: Tensor = batch["image"]
+        _check_image(image, self.in_channels, "PixelEncoder", batch)
+        B, C, H, W = image.shape
+        x = self.proj(image.flatten(2).transpose(1, 2))  # (B, H*W, D)
+        pe = self.positional(H, W, image.device) if not isinstance(self.positional, NoPositional) else None
+        if pe is not None:
+            x = x + pe  # (H*W, D) broadcast over B
+        return VectorSet(x=x, mask=torch.ones(B, H * W, dtype=torch.bool, device=x.device),
+                         pos=_grid_pos(H, W, 1, image.device).expand(B, -1, -1))
+
+
+class PatchEncoder(Encoder):
+    """One vector per non-overlapping p x p patch (ViT): the flattened patch (C*p*p values)
+    projected to d_model, plus a 2-D positional encoding over the patch grid.
+
+    Args:
+        in_channels: C.
+        d_model: vector width D.
+        patch_size: p. A side that is not a multiple of p is an error unless ``pad`` is set
+            (then the bottom/right edge is zero-padded up to the next multiple); an image
+            smaller than p on either side is always an error (it would be mostly padding).
+        positional, max_h, max_w: as in PixelEncoder; max_h/max_w count patches.
+        pad: allow zero-padding of sides that are not multiples of p.
+
+    Shapes:
+        batch["image"] (B, C, H, W) float -> VectorSet x (B, ceil(H/p)*ceil(W/p), D) row-major,
+        mask all True, pos (B, N, 2) (row, column) of each patch's top-left pixel.
+    """
+
+    def __init__(self, in_channels: int, d_model: int, patch_size: int,
+                 positional: Positional2D = "sinusoidal", max_h: int | None = None,
+                 max_w: int | None = None, pad: bool = False) -> None:
+        super().__init__()
+        if patch_size < 1:
+            raise ValueError(f"patch_size must be >= 1, got {patch_size}")
+        self.in_channels, self.d_model, self.patch_size, self.pad = in_channels, d_model, patch_size, pad
+        self.proj = nn.Conv2d(in_channels, d_model, kernel_size=patch_size, stride=patch_size)
+        self.positional = make_positional_2d(positional, d_model, max_h, max_w)
+
+    def grid(self, h: int, w: int) -> tuple[int, int]:
+        p = self.patch_size
+        return -(-h // p), -(-w // p)
+
+    def forward(self, batch: dict) -> VectorSet:
+        image: Tensor = batch["image"]
+        _check_image(image, self.in_channels, "PatchEncoder", batch)
+        B, C, H, W = image.shape
+        p = self.patch_size
+        if H < p or W < p:
+            raise ValueError(
+                f"PatchEncoder: images of {H}x{W} pixels are smaller than patch_size={p}; "
+                "resize them (image_size in the DataModule) or use a smaller patch_size"
+            )
+        if H % p or W % p:
+            if not self.pad:
+                raise ValueError(
+                    f"PatchEncoder: image side {H}x{W} is not a multiple of patch_size={p}; "
+                    "resize the images, pick a patch_size that divides both sides, or set pad: true"
+                )
+            image = F.pad(image, (0, -W % p, 0, -H % p))  # zero rows/columns at the bottom/right
+        gh, gw = self.grid(H, W)
+        x = self.proj(image).flatten(2).transpose(1, 2)  # (B, gh*gw, D)
+        if not isinstance(self.positional, NoPositional):
+            x = x + self.positional(gh, gw, image.device)  # (gh*gw, D)
+        return VectorSet(x=x, mask=torch.ones(B, gh * gw, dtype=torch.bool, device=x.device),
+                         pos=_grid_pos(gh, gw, p, image.device).expand(B, -1, -1))
+
+
+def _grid_pos(h: int, w: int, step: int, device: torch.device) -> Tensor:
+    """(1, h*w, 2) float (row, column) pixel coordinates of a row-major grid."""
+    r, c = torch.meshgrid(torch.arange(h, device=device), torch.arange(w, device=device), indexing="ij")
+    return (torch.stack([r, c], -1).reshape(1, h * w, 2) * step).float()

@@ -1,0 +1,44 @@
+"""Speech frames: TIMIT-layout readers, Kaldi filterbank features, frame labels, SpeechEncoder.
+
+Features: ``torchaudio.compliance.kaldi.fbank`` (or ``.mfcc``) with 25 ms frames and a 10 ms
+shift (Povey et al. 2011, the Kaldi toolkit). Masking in training: SpecAugment (Park et al.
+2019) with ``torchaudio.transforms.FrequencyMasking`` / ``TimeMasking``. Phone sets: TIMIT's
+61 phones and the 39-class folding of Lee & Hon 1989 ("Speaker-independent phone recognition
+using hidden Markov models"); Festival's radio phone set plus ``h#``.
+
+Frame-label rule (the frame-centre rule). With ``snip_edges`` framing (Kaldi's default), frame
+t covers samples [t*S, t*S + L) (S = 160, L = 400 at 16 kHz) and there are
+1 + (n - L) // S frames. Its centre is c_t = t*S + L/2 (a point between samples, 200 at t=0).
+Frame t takes the label of the segment [start, end) of the .phn file with start <= c_t < end:
+a boundary exactly at a frame centre gives the frame to the later segment. Writing predictions
+back as segments inverts this: frame t owns samples [c_t - S/2, c_t + S/2), the first segment
+starts at 0 and the last ends at the file's end.
+
+Other sample rates. A .phn counts samples of its own audio file, at the file's rate r (TIMIT's
+convention). The audio is resampled to 16 kHz, which keeps time: sample i of the result lies at
+i / 16000 s (torchaudio's sinc resampling has no delay; a test holds it). The rule is applied in
+time, exactly, in integers: start * 16000 <= c_t * r < end * 16000. Predicted boundaries are
+written back in the file's own samples, rounded to the nearest one (they lie S/2 from any centre,
+so a .phn written and read back gives the same frames at any r above 100 Hz)."""
+
+from vecset.encoders.speech.alignment import (
+    Segment,
+    frame_centres,
+    frame_labels,
+    frames_to_segments,
+    read_phn,
+)
+from vecset.encoders.speech.audio import Audio, audio_extensions, check_wav_complete, read_audio
+from vecset.encoders.speech.encoder import Normalization, SpeechEncoder
+from vecset.encoders.speech.features import Featurizer
+from vecset.encoders.speech.framing import FRAME_LENGTH, FRAME_SHIFT, SAMPLE_RATE, num_frames
+from vecset.encoders.speech.phones import (
+    FESTIVAL_PHONES,
+    FOLD39,
+    TIMIT39,
+    TIMIT61,
+    PhoneSet,
+    phone_names,
+)
+
+__all__ = ["Audio", "FESTIVAL_PHONES", "FOLD39", "FRAME_LENGTH", "FRAME_SHIFT", "Featurizer", "Normalization", "PhoneSet", "SAMPLE_RATE", "Segment", "SpeechEncoder", "TIMIT39", "TIMIT61", "audio_extensions", "check_wav_complete", "frame_centres", "frame_labels", "frames_to_segments", "num_frames", "phone_names", "read_audio", "read_phn"]

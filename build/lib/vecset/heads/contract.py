@@ -1,0 +1,72 @@
+"""Head: the contract every head follows, so that TaskModule and MultiTaskModule run any head
+through one step (``vecset.pipelines.training.step``) without asking what it is."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from torch import Tensor, nn
+from torchmetrics import MetricCollection
+
+from vecset.backbone.data_spec import DataSpec
+from vecset.backbone.vectorset import VectorSet
+
+
+class Head(nn.Module, ABC):
+    """Reads the backbone's VectorSet and owns the task's loss, metrics and predictions.
+
+    A subclass sets:
+
+    - ``monitor``: (a logged validation metric, ``"min"`` or ``"max"``), e.g.
+      ``("val_acc", "max")``: what the best checkpoint is chosen by in a single-task run;
+    - ``needs_batch``: True when ``forward`` reads the batch (teacher forcing reads the
+      targets, kernel regression the queries); the step then passes it, else ``None``.
+
+    and defines ``forward``, ``loss``, ``metrics``, ``metric_inputs``, ``predict``; and
+    ``receive`` when it checks or learns something from the data (the hand-over, once at setup).
+
+    Shapes:
+        forward: VectorSet x (B, N, D), mask (B, N); features None or (B, F) -> out (a
+        tensor or a dict of tensors, whatever ``loss``/``metric_inputs``/``predict`` read).
+    """
+
+    monitor: tuple[str, str]
+    needs_batch: bool = False
+
+    @abstractmethod
+    def forward(self, vs: VectorSet, features: Tensor | None = None, batch: dict | None = None) -> Any:
+        """The head's output for the batch (``batch`` is None unless ``needs_batch``)."""
+
+    @abstractmethod
+    def loss(self, out: Any, batch: dict) -> Tensor:
+        """Scalar training loss of ``out`` against the batch's targets."""
+
+    @abstractmethod
+    def metrics(self) -> MetricCollection:
+        """A fresh collection; the Lightning module clones it per stage (``val_acc``...)."""
+
+    @abstractmethod
+    def metric_inputs(self, out: Any, batch: dict) -> tuple:
+        """The arguments of ``metrics().update`` for this batch."""
+
+    @abstractmethod
+    def predict(self, out: Any, batch: dict) -> dict:
+        """Per-sample predictions for ``vecset predict`` (lists, one entry per sample)."""
+
+    def receive(self, spec: DataSpec) -> str | None:
+        """The hand-over: check the data and take what the head learns from it (a scaler, a
+        vocabulary) when ``spec.fit``; return what it took, for the run's log, or None.
+        Default: nothing to check or take."""
+        return None
+
+
+def check_class_count(num_classes: int, spec: DataSpec) -> None:
+    """A head with ``num_classes`` outputs against data with ``spec.class_names`` labels."""
+    have = spec.num_classes
+    if have is not None and num_classes != have:
+        raise ValueError(
+            f"{spec.where}the head predicts {num_classes} classes but the data has {have} "
+            f"({spec.source}.class_names = {spec.class_names}); set the head's "
+            "num_classes/num_outputs to match"
+        )

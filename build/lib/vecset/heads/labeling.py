@@ -1,0 +1,72 @@
+"""LabelingHead (N -> N): one label per vector (speech frames, tokens, graph nodes)."""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torchmetrics import MetricCollection
+from torchmetrics.classification import MulticlassAccuracy
+
+from vecset.backbone.data_spec import DataSpec
+from vecset.backbone.vectorset import VectorSet
+from vecset.heads.contract import Head, check_class_count
+
+
+class LabelingHead(Head):
+    """Per-vector logits.
+
+    Args:
+        d_model: input width D.
+        num_classes: number of labels C.
+        ignore_index: target value that contributes neither to the loss nor to metrics
+            (padding uses it too).
+        dropout: dropout before the classifier.
+
+    Shapes:
+        VectorSet (B, N, D) -> logits (B, N, C); targets ``batch["y"]`` (B, N) long.
+    """
+
+    task = "labeling"
+    monitor = ("val_acc", "max")
+
+    def __init__(self, d_model: int, num_classes: int, ignore_index: int = -100, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.num_classes, self.ignore_index = num_classes, ignore_index
+        self.drop = nn.Dropout(dropout)
+        self.proj = nn.Linear(d_model, num_classes)
+
+    def forward(self, vs: VectorSet, features: Tensor | None = None, batch: dict | None = None) -> Tensor:
+        x = vs.x[:, 1:] if vs.cls else vs.x  # a CLS vector has no label
+        return self.proj(self.drop(x))  # (B, N, C)
+
+    def receive(self, spec: DataSpec) -> None:
+        check_class_count(self.num_classes, spec)
+
+    def check_targets(self, y: Tensor) -> None:
+        real = y[y != self.ignore_index]
+        if real.numel() and (real.min() < 0 or real.max() >= self.num_classes):
+            raise ValueError(
+                f"label out of range: targets span [{int(real.min())}, {int(real.max())}] but "
+                f"LabelingHead has num_classes={self.num_classes}"
+            )
+
+    def loss(self, out: Tensor, batch: dict) -> Tensor:
+        y = batch["y"]
+        self.check_targets(y)
+        return F.cross_entropy(out.flatten(0, 1), y.flatten(), ignore_index=self.ignore_index)
+
+    def metrics(self) -> MetricCollection:
+        return MetricCollection({"acc": MulticlassAccuracy(self.num_classes, average="micro",
+                                                           ignore_index=self.ignore_index)})
+
+    def metric_inputs(self, out: Tensor, batch: dict) -> tuple[Tensor, Tensor]:
+        return out.argmax(-1).flatten(), batch["y"].flatten()
+
+    def predict(self, out: Tensor, batch: dict) -> dict:
+        """Per set: predicted labels and their probabilities, for the real vectors only."""
+        prob, label = out.softmax(-1).max(-1)  # (B, N)
+        mask = batch["mask"]
+        return {
+            "label": [label[i][mask[i]].tolist() for i in range(len(label))],
+            "prob": [prob[i][mask[i]].tolist() for i in range(len(prob))],
+        }

@@ -1,0 +1,234 @@
+"""The ``vecset`` command: LightningCLI with vecset's run directories and results.
+
+``vecset fit --config configs/debug.yaml`` trains, keeps checkpoints (best and last),
+TensorBoard and CSV logs and the config in ``runs/<config name>/version_<n>/``, then tests
+the best checkpoint and writes ``results.json`` there. After every test ``ReportWriter``
+(pipelines/reports/callback.py) writes the run's curves and each task's reports there too,
+unless ``--plots false``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
+from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
+from pytorch_lightning.utilities.warnings import PossibleUserWarning
+
+from vecset.pipelines.reports.callback import ReportWriter
+from vecset.pipelines.signals import stop_on_signals
+from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
+from vecset.pipelines.training.checkpoint import (
+    CheckpointConfigCheck,
+    last_checkpoint_path,
+    run_version,
+    wants_last_checkpoint,
+    with_atomic_checkpoint_io,
+)
+
+RUNS_DIR = "runs"
+
+
+def config_name(argv: list[str]) -> str:
+    """Stem of the last ``--config``/``-c`` file on the command line ('default' if none)."""
+    name = "default"
+    for i, a in enumerate(argv):
+        if a in ("--config", "-c") and i + 1 < len(argv):
+            name = Path(argv[i + 1]).stem
+        elif a.startswith("--config="):
+            name = Path(a.split("=", 1)[1]).stem
+    return name
+
+
+def next_version(root: Path) -> int:
+    taken = [int(m.group(1)) for p in root.glob("version_*") if (m := re.fullmatch(r"version_(\d+)", p.name))]
+    return max(taken, default=-1) + 1
+
+
+class PredictionWriter(BasePredictionWriter):
+    """Writes ``vecset predict`` output through the DataModule (CSV by default)."""
+
+    def __init__(self) -> None:
+        super().__init__(write_interval="epoch")
+
+    def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices) -> None:
+        dm = trainer.datamodule
+        rows = []
+        for out in predictions:
+            preds = {k: v for k, v in out.items() if k != "ids"}
+            rows += dm.prediction_rows(out["ids"], preds)
+        path = dm.write_predictions(rows, Path(trainer.log_dir))
+        if trainer.is_global_zero:
+            print(f"predictions: {path}")
+
+
+class VecsetCLI(CheckpointConfigCheck, LightningCLI):
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.add_argument("--plots", type=bool, default=True,
+                            help="write the curves and each task's reports and plots into the run directory after test")
+
+    def _instantiate_trainer(self, config: dict, callbacks: list):
+        # vecset's defaults: a rich progress bar unless turned off, and the prediction writer
+        if config.get("logger") in (None, True):
+            config["logger"] = default_loggers()
+        callbacks = list(callbacks) + [PredictionWriter(), ResumeState()]
+        # a NonFiniteGuard in trainer.callbacks (e.g. init_args {check_inputs: false}, or both
+        # checks off) replaces the default one
+        configured = [*(config.get("callbacks") or []), *callbacks]
+        if not any(isinstance(c, NonFiniteGuard) for c in configured):
+            callbacks.append(NonFiniteGuard())
+        if self._subcommand_config().get("plots", True) and not any(isinstance(c, ReportWriter) for c in configured):
+            callbacks.append(ReportWriter())
+        config["plugins"] = with_atomic_checkpoint_io(config.get("plugins"))
+        if config.get("enable_progress_bar", True) is not False:
+            callbacks.append(RichProgressBar())
+        return super()._instantiate_trainer(config, callbacks)
+
+    def _subcommand_config(self):
+        """This subcommand's parsed options (the whole config when built with run=False)."""
+        return self.config[self.subcommand] if self.subcommand else self.config
+
+    def before_fit(self) -> None:
+        self._t0 = time.time()
+
+    def after_fit(self) -> None:
+        trainer, model, dm = self.trainer, self.model, self.datamodule
+        ckpt_cb = trainer.checkpoint_callback
+        best = ckpt_cb.best_model_path if ckpt_cb is not None and ckpt_cb.best_model_path else None
+        last = last_checkpoint_path(trainer)
+        wall = time.time() - self._t0
+        test = trainer.test(model, datamodule=dm, ckpt_path=best or None, verbose=True)
+        run_dir = Path(trainer.log_dir)  # a broadcast under DDP: every process must call it
+        if not trainer.is_global_zero:
+            return
+        absolute = lambda p: str(Path(p).resolve()) if p else None  # noqa: E731
+        results = {
+            "config": absolute(run_dir / "config.yaml"),
+            "checkpoint": absolute(best),
+            "last_checkpoint": absolute(last),
+            "monitor": ckpt_cb.monitor if ckpt_cb is not None else None,
+            "best_val": float(ckpt_cb.best_model_score) if ckpt_cb is not None and ckpt_cb.best_model_score is not None else None,
+            # one dict per test dataloader (several in multi-task runs): merged
+            "test": {k: float(v) for d in test for k, v in d.items()},
+            "epochs": trainer.current_epoch,
+            "global_steps": trainer.global_step,
+            "wall_seconds": round(wall, 2),
+        }
+        writer = next((c for c in trainer.callbacks if isinstance(c, ReportWriter)), None)
+        if writer is not None:  # it wrote them at the end of the test above
+            results["plots"] = [str(p) for p in writer.written]
+        from vecset.pipelines.training.multitask import MultiTaskModule, task_table
+
+        if isinstance(model, MultiTaskModule):
+            results["per_task"], text = task_table(results["test"], model.tasks)
+            print(text)
+        path = run_dir / "results.json"
+        path.write_text(json.dumps(results, indent=2))
+        print(f"results: {path}")
+
+
+def default_loggers() -> list:
+    """CSV and TensorBoard logs in runs/<config name>/version_<n>/ (one n for both)."""
+    from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
+
+    name = os.environ.get("VECSET_RUN_NAME", "default")
+    version = int(os.environ["VECSET_RUN_VERSION"])
+    # CSV first: the trainer creates the loggers' folders in this order at setup, and the CSV
+    # logger warns that a folder it finds non-empty "will be deleted"; second, it found the
+    # TensorBoard events file just written into the same new folder
+    return [CSVLogger(RUNS_DIR, name=name, version=version),
+            TensorBoardLogger(RUNS_DIR, name=name, version=version, default_hp_metric=False)]
+
+
+class _CloudTips(logging.Filter):
+    """Drops Lightning 2.6's "💡 Tip: For seamless cloud ..." lines (litlogger, litmodels),
+    logged on every run: advertising for Lightning's hosted services, not about the run; and
+    its note that the model's ModelCheckpoint replaces the Trainer's default one: vecset's
+    TaskModule/MultiTaskModule always configure theirs (best and last), on purpose."""
+
+    REPLACED_DEFAULT = ("The following callbacks returned in `LightningModule.configure_callbacks` will override "
+                        "existing callbacks passed to Trainer: ModelCheckpoint")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        return not (msg.startswith("💡 Tip: For seamless cloud") or msg == self.REPLACED_DEFAULT)
+
+
+def silence_inapplicable_advice(resuming: bool) -> None:
+    """Lightning's messages that do not apply to a vecset run, each silenced exactly. Warning
+    filters are added to the current ``warnings.catch_warnings`` scope (run_cli's); the tips'
+    logging filter stays installed (they are never about a run)."""
+    for name in ("pytorch_lightning.utilities.rank_zero", "lightning_fabric.utilities.rank_zero"):
+        logger = logging.getLogger(name)  # rank_zero_info logs through one of these
+        if not any(isinstance(f, _CloudTips) for f in logger.filters):
+            logger.addFilter(_CloudTips())
+    # Lightning guesses from the loader's type (no state_dict) that a mid-epoch resume cannot
+    # be exact; ResumeState (a CLI default) positions a ResumableSampler and warns itself when a
+    # train loader has none ("this epoch's data starts over")
+    warnings.filterwarnings("ignore", category=PossibleUserWarning,
+                            message="You're resuming from a checkpoint that ended before the epoch ended and "
+                                    "your dataloader is not resumable")
+    # Lightning 2.6's own pytree helper builds torch's deprecated LeafSpec (a FutureWarning on
+    # every fit); nothing in a run or a config can change it
+    warnings.filterwarnings("ignore", category=FutureWarning, message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+    if resuming:
+        # --ckpt_path last continues the run directory on purpose: its checkpoints/ is in use
+        warnings.filterwarnings("ignore", category=UserWarning,
+                                message=r"Checkpoint directory .* exists and is not empty\.$")
+
+
+def end_process_group() -> None:
+    """Destroy a DDP run's process group before the interpreter exits: left to interpreter
+    shutdown, gloo's threads sometimes abort the process ("terminate called without an active
+    exception", exit code -6) after the run has finished and written its results."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
+
+
+def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
+    argv = sys.argv[1:] if args is None else args
+    name = config_name(argv)
+    # one run directory for every process of a run (DDP children inherit the environment)
+    if "VECSET_RUN_VERSION" not in os.environ:
+        os.environ["VECSET_RUN_NAME"] = name
+        # --ckpt_path last continues the newest run directory (its checkpoints are there)
+        os.environ["VECSET_RUN_VERSION"] = str(run_version(argv, Path(RUNS_DIR) / name))
+    try:
+        with warnings.catch_warnings():
+            silence_inapplicable_advice(resuming=wants_last_checkpoint(argv))
+            cli = VecsetCLI(
+                pl.LightningModule,  # TaskModule, MultiTaskModule, or a user's own, by class_path
+                subclass_mode_model=True,
+                subclass_mode_data=True,
+                save_config_kwargs={"overwrite": True},
+                seed_everything_default=0,
+                args=args,
+                run=run,
+            )
+            if run:
+                end_process_group()
+            return cli
+    finally:
+        if args is not None:
+            os.environ.pop("VECSET_RUN_VERSION", None)
+            os.environ.pop("VECSET_RUN_NAME", None)
+
+
+def main() -> None:
+    """Console entry point ``vecset``; SIGTERM and Ctrl-C end it within seconds, also in the
+    middle of a long step (``pipelines/signals.py``)."""
+    with stop_on_signals():
+        run_cli()
+
+
+if __name__ == "__main__":
+    main()

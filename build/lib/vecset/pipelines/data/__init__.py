@@ -1,0 +1,1 @@
+"""Data modules: find, split, featurize (through the encoder packages) and batch."""

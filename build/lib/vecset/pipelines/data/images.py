@@ -1,0 +1,545 @@
+"""Image classification DataModules: scikit-learn's 8x8 digits (the default job), the
+user's own image folders (torchvision ImageFolder layout) and CIFAR-10 from a local folder.
+
+Every batch is ``{"image": (B, C, H, W) float, "y": (B,) long, "ids": (B,) long}``; the
+pixel/patch encoders in ``encoders/image.py`` turn the image into a VectorSet.
+Digits: Alpaydin & Kaynak 1995 (UCI optdigits), shipped with scikit-learn.
+ImageFolder and CIFAR-10 (Krizhevsky 2009) through torchvision, never downloading.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch.utils.data import DataLoader, Dataset
+from torchvision.transforms import v2
+
+from vecset.pipelines.data.base import VecsetDataModule
+
+log = logging.getLogger(__name__)
+
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp", ".gif")
+# Pillow's modes (its "Concepts: Modes" page) by what a pixel value means. Every other mode holds
+# 8-bit samples (0..255). 16-bit grey: 0..65535. F: 32-bit floats, no range of their own. I: 32-bit
+# signed integers, no range either, except that Pillow's PPM/PGM reader puts 16-bit files there
+# rescaled to 0..65535.
+GREY16_MODES = ("I;16", "I;16L", "I;16B", "I;16N")
+GREY_MODES = ("1", "L", "I", "F", *GREY16_MODES)
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def collate_images(items: list[dict]) -> dict:
+    """Stack same-size images: ``{"image": (B,C,H,W), "y": (B,), "ids": (B,)}``."""
+    if not items:
+        raise ValueError("cannot collate an empty batch")
+    shapes = {tuple(it["image"].shape) for it in items}
+    if len(shapes) > 1:
+        raise ValueError(f"images of one batch must share a size, got {sorted(shapes)} "
+                         f"(ids {[it['id'] for it in items]}); set image_size to resize them")
+    batch = {"image": torch.stack([it["image"] for it in items]),
+             "ids": torch.tensor([int(it["id"]) for it in items])}
+    if "y" in items[0]:
+        batch["y"] = torch.tensor([int(it["y"]) for it in items])
+    return batch
+
+
+class TensorImages(Dataset):
+    """In-memory images (N, C, H, W) with labels; ``transform`` runs per sample."""
+
+    def __init__(self, images: Tensor, labels: Tensor, ids: Tensor, transform=None) -> None:
+        self.images, self.labels, self.ids, self.transform = images, labels, ids, transform
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, i: int) -> dict:
+        img = self.images[i]
+        if self.transform is not None:
+            img = self.transform(img)
+        return {"image": img, "y": int(self.labels[i]), "id": int(self.ids[i])}
+
+
+class ImageDataModule(VecsetDataModule):
+    """Shared loaders, prediction naming and reports of the image DataModules.
+
+    Subclasses fill ``self.sets`` ({"train", "val", "test"} -> Dataset), ``class_names`` and
+    ``image_shape`` (the (C, H, W) of every image a batch holds: the model checks at setup that
+    its attention can hold the set an image makes) in ``setup`` and implement ``describe``.
+    """
+
+    image_shape: tuple[int, int, int] | None = None
+
+    def __init__(self, batch_size: int, num_workers: int, attention_images: int, attention_layer: int) -> None:
+        super().__init__()
+        self.batch_size, self.num_workers = batch_size, num_workers
+        self.attention_images, self.attention_layer = attention_images, attention_layer
+        self.sets: dict[str, Dataset] = {}
+
+    collate = staticmethod(collate_images)
+
+    def _loader(self, split: str, shuffle: bool = False) -> DataLoader:
+        return DataLoader(self.sets[split], batch_size=self.batch_size, shuffle=shuffle,
+                          num_workers=self.num_workers, collate_fn=self.collate,
+                          persistent_workers=self.num_workers > 0)
+
+    def reports(self) -> list:
+        """The confusion matrix with per-class accuracy, and the attention maps of
+        ``attention_images`` test images (``pipelines/reports/classification.py``, ``images.py``)."""
+        from vecset.pipelines.reports.images import AttentionMapsReport
+
+        return [*super().reports(), AttentionMapsReport(self.attention_images, self.attention_layer)]
+
+    def display_image(self, image: Tensor) -> np.ndarray:
+        """(C, H, W) model input -> (H, W) or (H, W, 3) array in [0, 1] for plotting."""
+        img = image.detach().cpu().float()
+        img = (img - img.min()) / (img.max() - img.min()).clamp(min=1e-8)
+        return img[0].numpy() if img.shape[0] == 1 else img[:3].permute(1, 2, 0).numpy()
+
+
+# -- digits ----------------------------------------------------------------------------
+
+def digits_split(y: np.ndarray, seed: int = 0) -> dict[str, np.ndarray]:
+    """The pinned split: 20% test (stratified, random_state=0), then 10% of the rest as
+    validation (stratified, random_state=0). Returns indices into ``load_digits``."""
+    from sklearn.model_selection import train_test_split
+
+    idx = np.arange(len(y))
+    rest, test = train_test_split(idx, test_size=0.2, stratify=y, random_state=seed)
+    train, val = train_test_split(rest, test_size=0.1, stratify=y[rest], random_state=seed)
+    return {"train": train, "val": val, "test": test}
+
+
+class DigitsDataModule(ImageDataModule):
+    """scikit-learn's ``load_digits``: 1797 grey 8x8 images (values 0..16), 10 classes.
+
+    The split is pinned (``digits_split``): 1293 train, 144 val, 360 test. Pixels are scaled
+    to [-1, 1]. Training images get a small random affine (rotation, shift, scale;
+    torchvision transforms v2).
+
+    Args:
+        batch_size: images per batch.
+        augment: apply the random affine to training images.
+        degrees, translate, scale: the affine's ranges (``v2.RandomAffine``).
+        num_workers: DataLoader workers (0: in the main process; the data is tiny).
+        attention_images: how many test images the attention plot shows.
+        attention_layer: backbone block whose attention is plotted when the head does not
+            pool by attention.
+    """
+
+    class_names = [str(d) for d in range(10)]
+    image_shape = (1, 8, 8)
+
+    def __init__(self, batch_size: int = 64, augment: bool = True, degrees: float = 10.0,
+                 translate: float = 0.1, scale: Sequence[float] = (0.9, 1.1), num_workers: int = 0,
+                 attention_images: int = 8, attention_layer: int = -1) -> None:
+        super().__init__(batch_size, num_workers, attention_images, attention_layer)
+        self.augment = augment
+        self.affine = v2.RandomAffine(degrees=degrees, translate=(translate, translate), scale=tuple(scale),
+                                      interpolation=v2.InterpolationMode.BILINEAR, fill=-1.0)
+        self.index: dict[str, np.ndarray] = {}
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.sets:
+            return
+        from sklearn.datasets import load_digits
+
+        X, y = load_digits(return_X_y=True)
+        images = torch.tensor(X, dtype=torch.float32).reshape(-1, 1, 8, 8) / 8.0 - 1.0  # 0..16 -> [-1, 1]
+        labels = torch.tensor(y, dtype=torch.long)
+        self.index = digits_split(y)
+        for split, idx in self.index.items():
+            t = torch.as_tensor(idx)
+            tf = self.affine if split == "train" and self.augment else None
+            self.sets[split] = TensorImages(images[t], labels[t], t, tf)
+
+    def describe(self, sample_id: int) -> str:
+        return f"load_digits[{sample_id}]"
+
+
+# -- image folders ---------------------------------------------------------------------
+
+def _image_channels(mode: str) -> int | None:
+    """1 for grey modes, 3 for RGB, None for anything that needs an explicit conversion."""
+    if mode in GREY_MODES:
+        return 1
+    if mode == "RGB":
+        return 3
+    return None
+
+
+def scan_image_folder(root: Path, skip_non_images: bool) -> tuple[list[str], dict[str, list[Path]]]:
+    """Class folders of ``root`` and their image files, sorted.
+
+    An empty class folder is an error. A file without an image extension is an error unless
+    ``skip_non_images`` (then it is counted and logged); hidden files (.DS_Store) are
+    skipped, counted and logged.
+    """
+    if not root.is_dir():
+        raise FileNotFoundError(f"image folder {root} does not exist (expected <root>/<class>/<image files>)")
+    classes = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not classes:
+        raise ValueError(f"image folder {root} has no class subfolders (expected <root>/<class>/<image files>)")
+    files: dict[str, list[Path]] = {}
+    skipped: Counter = Counter()
+    for c in classes:
+        found = []
+        for p in sorted((root / c).rglob("*")):
+            if p.is_dir():
+                continue
+            if p.name.startswith("."):
+                skipped["hidden"] += 1
+            elif p.suffix.lower() in IMAGE_EXTENSIONS:
+                found.append(p)
+            elif skip_non_images:
+                skipped["non-image"] += 1
+            else:
+                raise ValueError(
+                    f"{p}: not an image file (extension {p.suffix or 'none'!r}; expected one of "
+                    f"{', '.join(IMAGE_EXTENSIONS)}); remove it or set skip_non_images: true"
+                )
+        if not found:
+            raise ValueError(f"class folder {root / c} is empty: no image files (expected at least one of "
+                             f"{', '.join(IMAGE_EXTENSIONS)})")
+        files[c] = found
+    if skipped:
+        log.warning("%s: skipped %s", root, ", ".join(f"{n} {k} file(s)" for k, n in sorted(skipped.items())))
+    return classes, files
+
+
+def unscalable_mode(mode: str, image_format: str | None) -> bool:
+    """True for a PIL mode whose pixel values have no fixed range to scale to [0, 1] from:
+    32-bit integers (mode I) from anything but Pillow's PPM/PGM reader (which rescales 16-bit
+    files to 0..65535 there)."""
+    return mode == "I" and image_format != "PPM"
+
+
+def unscalable_message(path: Path, mode: str) -> str:
+    return (f"{path}: PIL mode {mode!r} (32-bit integer pixels) has no fixed range to scale them to [0, 1] "
+            "from; save the image as 8- or 16-bit PNG/TIFF, or as a float (mode F) TIFF with values in [0, 1]")
+
+
+def png_bit_depth(path: Path) -> int | None:
+    """Bits per sample of a PNG file (its IHDR chunk, byte 24 of the file: PNG spec 11.2.2),
+    None for other files."""
+    with open(path, "rb") as f:
+        head = f.read(26)
+    return head[24] if head[:8] == PNG_SIGNATURE and head[12:16] == b"IHDR" else None
+
+
+def read_image(path: Path, channels: int) -> Tensor:
+    """One image file as (C, H, W) pixels, C = ``channels`` (1 grey, 3 RGB).
+
+    8-bit images are read with PIL and converted by it (RGB -> L by ITU-R 601-2 luma, L/P/RGBA
+    -> RGB), as uint8 0..255: the transforms scale them by 255. Deeper images come back as float32
+    scaled by their own range, because PIL's conversion to L/RGB clips them to 8 bits: 16-bit grey
+    (I;16, and 16-bit PGM, which Pillow reads as mode I) and 16-bit PNGs (torchvision's decoder:
+    Pillow reads 16-bit RGB PNGs as 8-bit) are divided by 65535; float images (mode F) are taken
+    as they are (torchvision's convention for float images: [0, 1]). A deep grey image becomes
+    RGB by copying it into the three channels, a deep RGB one grey by ITU-R 601-2 luma, an
+    alpha channel is dropped (as PIL's conversions do). A NaN or inf pixel is an error naming
+    the file.
+    """
+    from PIL import Image
+
+    if png_bit_depth(path) == 16:
+        from torchvision.io import ImageReadMode, decode_image
+
+        img = v2.functional.to_dtype(decode_image(str(path), ImageReadMode.UNCHANGED), torch.float32, scale=True)
+        img = img[:3] if img.shape[0] >= 3 else img[:1]  # (C, H, W) without alpha: RGBA -> RGB, LA -> L
+    else:
+        with Image.open(path) as im:
+            if im.mode not in ("I", "F", *GREY16_MODES):
+                mode = "L" if channels == 1 else "RGB"
+                return v2.functional.pil_to_tensor(im.convert(mode) if im.mode != mode else im)  # (C, H, W) uint8
+            if unscalable_mode(im.mode, im.format):
+                raise ValueError(unscalable_message(path, im.mode))
+            values = np.asarray(im)  # (H, W): uint16 for I;16*, int32 for I, float32 for F
+        if values.dtype.kind in "iu":  # 0..65535: I;16* and Pillow's 16-bit PGM
+            img = v2.functional.to_dtype(torch.from_numpy(values.astype(np.uint16))[None], torch.float32, scale=True)
+        else:
+            img = torch.from_numpy(values.astype(np.float32))[None]  # (1, H, W)
+            bad = ~torch.isfinite(img[0])
+            if bad.any():
+                r, c = (int(v) for v in bad.nonzero()[0])
+                raise ValueError(f"{path}: {int(bad.sum())} of {bad.numel()} pixels are not finite (NaN or inf); "
+                                 f"the first at row {r}, column {c}. Fix or remove the file")
+    if img.shape[0] != channels:
+        img = img.expand(3, -1, -1).clone() if channels == 3 else v2.functional.rgb_to_grayscale(img)
+    return img
+
+
+class FileImages(Dataset):
+    """Image files with labels; reads each with ``read_image`` (converting it to ``channels``),
+    then transforms."""
+
+    def __init__(self, paths: list[Path], labels: list[int], ids: list[int], channels: int,
+                 transform) -> None:
+        self.paths, self.labels, self.ids, self.channels, self.transform = paths, labels, ids, channels, transform
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, i: int) -> dict:
+        return {"image": self.transform(read_image(self.paths[i], self.channels)), "y": self.labels[i],
+                "id": self.ids[i]}
+
+
+class ImageFolderDataModule(ImageDataModule):
+    """The user's images in torchvision's ImageFolder layout.
+
+    Either ``root/train/<class>/*``, ``root/val/<class>/*`` (optional) and
+    ``root/test/<class>/*``, or one ``root/<class>/*`` split by ``val_fraction`` /
+    ``test_fraction`` (stratified, ``split_seed``). The class list (and the number of
+    classes) is read from the training folders; a class in val/test that training lacks is
+    an error.
+
+    Every image is checked in ``setup`` (header only): a corrupt file, one whose mode
+    does not match ``channels`` (1 grey, 3 RGB) without ``convert: true``, or one of 32-bit
+    integer pixels (no range to scale from) is an error naming the file.
+
+    Pixels are scaled to [0, 1] by their depth's range (``read_image``): 8-bit by 255,
+    16-bit (grey PNG/TIFF/PGM, RGB PNG) by 65535; float images (mode F) are taken as they
+    are, and a NaN or inf pixel in one is an error naming the file.
+
+    Args:
+        root: the folder.
+        channels: 1 (grey) or 3 (RGB), what the encoder's in_channels expects.
+        convert: convert images of another mode (RGB -> L, L/P/RGBA -> RGB) instead of failing.
+        image_size: resize every image to (H, W) (an int: a square); None keeps the size,
+            and then every image must share it.
+        mean, std: per-channel normalization after scaling pixels to [0, 1] (see above).
+        augment: random horizontal flip and small affine on training images.
+        val_fraction, test_fraction, split_seed: the split of a single folder (and of
+            train into train/val when there is no val folder).
+        skip_non_images: skip (count and log) files without an image extension instead of failing.
+        batch_size, num_workers, attention_images, attention_layer: as in DigitsDataModule.
+    """
+
+    def __init__(self, root: str, channels: int = 3, convert: bool = False,
+                 image_size: int | list[int] | None = None, mean: Sequence[float] | None = None,
+                 std: Sequence[float] | None = None, augment: bool = False, val_fraction: float = 0.1,
+                 test_fraction: float = 0.1, split_seed: int = 0, skip_non_images: bool = False,
+                 batch_size: int = 64, num_workers: int = 0, attention_images: int = 8,
+                 attention_layer: int = -1) -> None:
+        super().__init__(batch_size, num_workers, attention_images, attention_layer)
+        if channels not in (1, 3):
+            raise ValueError(f"channels must be 1 (grey) or 3 (RGB), got {channels}")
+        self.root, self.channels, self.convert = Path(root), channels, convert
+        self.image_size = (image_size, image_size) if isinstance(image_size, int) else (
+            tuple(image_size) if image_size is not None else None)
+        self.mean = list(mean) if mean is not None else [0.5] * channels
+        self.std = list(std) if std is not None else [0.5] * channels
+        if len(self.mean) != channels or len(self.std) != channels:
+            raise ValueError(f"mean and std need {channels} values (one per channel), got {self.mean}, {self.std}")
+        self.augment = augment
+        self.val_fraction, self.test_fraction, self.split_seed = val_fraction, test_fraction, split_seed
+        self.skip_non_images = skip_non_images
+        self.paths: list[Path] = []
+        self._sizes: dict[tuple[int, int], Path] = {}
+        self.class_names = None
+
+    # -- checks -------------------------------------------------------------------------
+    def _check_files(self, paths: list[Path]) -> None:
+        from PIL import Image, UnidentifiedImageError
+
+        sizes = self._sizes  # across all splits: one batch may not mix sizes
+        for p in paths:
+            try:
+                with Image.open(p) as im:
+                    im.verify()  # reads the file's structure without decoding all pixels
+                    mode, size, image_format = im.mode, im.size, im.format
+            except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+                raise ValueError(f"{p}: not a readable image ({type(e).__name__}: {e}); "
+                                 "expected an image file PIL can open") from e
+            if unscalable_mode(mode, image_format):
+                raise ValueError(unscalable_message(p, mode))
+            have = _image_channels(mode)
+            if have != self.channels and not self.convert:
+                what = {1: "grey", 3: "RGB", None: f"mode {mode}"}[have]
+                raise ValueError(
+                    f"{p}: image is {what} (PIL mode {mode!r}) but channels={self.channels} "
+                    f"({'grey' if self.channels == 1 else 'RGB'}) was asked; set convert: true to convert, "
+                    "or set channels (and the encoder's in_channels) to match"
+                )
+            sizes.setdefault(size, p)
+        if self.image_size is None and len(sizes) > 1:
+            (s1, p1), (s2, p2) = list(sizes.items())[:2]
+            raise ValueError(f"images differ in size ({p1}: {s1[0]}x{s1[1]}, {p2}: {s2[0]}x{s2[1]} as WxH) "
+                             "and image_size is not set; set image_size to resize them")
+
+    # -- setup --------------------------------------------------------------------------
+    def _transform(self, train: bool):
+        steps = [v2.ToImage()]
+        if self.image_size is not None:
+            steps.append(v2.Resize(list(self.image_size), antialias=True))
+        if train and self.augment:
+            steps += [v2.RandomHorizontalFlip(), v2.RandomAffine(degrees=10, translate=(0.1, 0.1))]
+        steps += [v2.ToDtype(torch.float32, scale=True), v2.Normalize(self.mean, self.std)]
+        return v2.Compose(steps)
+
+    def _add(self, files: list[Path]) -> list[int]:
+        ids = list(range(len(self.paths), len(self.paths) + len(files)))
+        self.paths += files
+        return ids
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.sets:
+            return
+        subdirs = {s: self.root / s for s in ("train", "val", "test")}
+        split_files: dict[str, tuple[list[Path], list[int]]] = {}
+        if subdirs["train"].is_dir():
+            classes, train_files = scan_image_folder(subdirs["train"], self.skip_non_images)
+            to_idx = {c: i for i, c in enumerate(classes)}
+            split_files["train"] = _flatten(train_files, to_idx)
+            self._check_files(split_files["train"][0])
+            for s in ("val", "test"):
+                if not subdirs[s].is_dir():
+                    continue
+                cs, fs = scan_image_folder(subdirs[s], self.skip_non_images)
+                missing = [c for c in cs if c not in to_idx]
+                if missing:
+                    raise ValueError(
+                        f"{subdirs[s]}: class folder(s) {missing} are not in the training folder "
+                        f"{subdirs['train']} (training classes: {classes}); every class must have training images"
+                    )
+                split_files[s] = _flatten(fs, to_idx)
+                self._check_files(split_files[s][0])
+            if "test" not in split_files:
+                raise FileNotFoundError(f"{self.root} has a train/ folder but no test/ folder "
+                                        f"(expected {subdirs['test']})")
+        else:
+            classes, files = scan_image_folder(self.root, self.skip_non_images)
+            to_idx = {c: i for i, c in enumerate(classes)}
+            paths, labels = _flatten(files, to_idx)
+            self._check_files(paths)
+            few = [str(self.root / c) for c in classes if len(files[c]) < 3]
+            if few:
+                raise ValueError(f"class folder(s) {few} hold fewer than 3 images: a stratified "
+                                 "train/val/test split needs at least one image of each class in each")
+            rest, test = self._split(paths, labels, self.test_fraction, "test_fraction")
+            split_files["test"] = ([paths[i] for i in test], [labels[i] for i in test])
+            split_files["train"] = ([paths[i] for i in rest], [labels[i] for i in rest])
+        if "val" not in split_files:
+            paths, labels = split_files["train"]
+            tr, va = self._split(paths, labels, self.val_fraction, "val_fraction")
+            split_files["train"] = ([paths[i] for i in tr], [labels[i] for i in tr])
+            split_files["val"] = ([paths[i] for i in va], [labels[i] for i in va])
+        self.class_names = classes
+        # every image is resized to image_size, or (_check_files) all share one size; PIL's is (W, H)
+        h, w = self.image_size if self.image_size is not None else next(iter(self._sizes))[::-1]
+        self.image_shape = (self.channels, h, w)
+        for s in ("train", "val", "test"):
+            paths, labels = split_files[s]
+            self.sets[s] = FileImages(paths, labels, self._add(paths), self.channels,
+                                      self._transform(s == "train"))
+        log.info("%s: %d classes, %s images (train/val/test)", self.root, len(classes),
+                 "/".join(str(len(self.sets[s])) for s in ("train", "val", "test")))
+
+    def _split(self, paths: list[Path], labels: list[int], fraction: float, name: str):
+        from sklearn.model_selection import train_test_split
+
+        try:
+            return train_test_split(np.arange(len(paths)), test_size=fraction, stratify=labels,
+                                    random_state=self.split_seed)
+        except ValueError as e:
+            raise ValueError(f"{self.root}: cannot split {len(paths)} images of {len(set(labels))} classes "
+                             f"with {name}={fraction} (stratified): {e}") from e
+
+    def describe(self, sample_id: int) -> str:
+        return str(self.paths[sample_id])
+
+
+def _flatten(files: dict[str, list[Path]], to_idx: dict[str, int]) -> tuple[list[Path], list[int]]:
+    paths, labels = [], []
+    for c, fs in files.items():
+        paths += fs
+        labels += [to_idx[c]] * len(fs)
+    return paths, labels
+
+
+# -- CIFAR-10 --------------------------------------------------------------------------
+
+class Cifar10DataModule(ImageDataModule):
+    """CIFAR-10 from a folder the user already has (torchvision's ``CIFAR10`` layout:
+    ``root/cifar-10-batches-py/``); never downloads. A missing folder is an error naming
+    where it looked.
+
+    The official test set is the test split; ``val_fraction`` of the official training
+    set (stratified, ``split_seed``) is the validation split. Pixels are normalized with
+    CIFAR-10's channel means/stds; training images get a random crop (padding 4) and a
+    horizontal flip.
+
+    Args:
+        root: the folder holding ``cifar-10-batches-py``.
+        val_fraction, split_seed: the validation split.
+        augment: random crop and flip on training images.
+        batch_size, num_workers, attention_images, attention_layer: as in DigitsDataModule.
+    """
+
+    image_shape = (3, 32, 32)
+    MEAN = (0.4914, 0.4822, 0.4465)
+    STD = (0.2470, 0.2435, 0.2616)
+
+    def __init__(self, root: str, val_fraction: float = 0.1, split_seed: int = 0, augment: bool = True,
+                 batch_size: int = 128, num_workers: int = 0, attention_images: int = 8,
+                 attention_layer: int = -1) -> None:
+        super().__init__(batch_size, num_workers, attention_images, attention_layer)
+        self.root, self.val_fraction, self.split_seed, self.augment = Path(root), val_fraction, split_seed, augment
+        self.class_names = None
+        self.offsets: dict[str, int] = {}
+
+    def _check_root(self) -> Path:
+        folder = self.root / "cifar-10-batches-py"
+        if not folder.is_dir():
+            raise FileNotFoundError(
+                f"CIFAR-10 not found: looked for {folder.resolve()} (torchvision's layout, the folder "
+                "cifar-10-batches-py from cifar-10-python.tar.gz). vecset never downloads; unpack it there "
+                "or set data.init_args.root"
+            )
+        return folder
+
+    def prepare_data(self) -> None:
+        self._check_root()
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.sets:
+            return
+        from sklearn.model_selection import train_test_split
+        from torchvision.datasets import CIFAR10
+
+        folder = self._check_root()
+        try:
+            full_train = CIFAR10(str(self.root), train=True, download=False)
+            test = CIFAR10(str(self.root), train=False, download=False)
+        except RuntimeError as e:
+            raise ValueError(f"{folder}: CIFAR-10 files are missing or corrupt ({e}); expected "
+                             "data_batch_1..5, test_batch and batches.meta from cifar-10-python.tar.gz") from e
+        self.class_names = list(full_train.classes)
+        norm = [v2.ToDtype(torch.float32, scale=True), v2.Normalize(self.MEAN, self.STD)]
+        train_tf = v2.Compose([v2.RandomCrop(32, padding=4), v2.RandomHorizontalFlip(), *norm]) if self.augment \
+            else v2.Compose(norm)
+        eval_tf = v2.Compose(norm)
+
+        def as_tensor(ds) -> Tensor:
+            return torch.from_numpy(ds.data).permute(0, 3, 1, 2).contiguous()  # (N, 3, 32, 32) uint8
+
+        xtr, ytr = as_tensor(full_train), torch.tensor(full_train.targets)
+        idx = np.arange(len(ytr))
+        tr, va = train_test_split(idx, test_size=self.val_fraction, stratify=ytr.numpy(), random_state=self.split_seed)
+        tr, va = torch.as_tensor(tr), torch.as_tensor(va)
+        # ids: 0..49999 official training images, 50000.. official test images
+        self.offsets = {"train": 0, "test": len(ytr)}
+        self.sets["train"] = TensorImages(xtr[tr], ytr[tr], tr, train_tf)
+        self.sets["val"] = TensorImages(xtr[va], ytr[va], va, eval_tf)
+        self.sets["test"] = TensorImages(as_tensor(test), torch.tensor(test.targets),
+                                         torch.arange(len(test.targets)) + len(ytr), eval_tf)
+
+    def describe(self, sample_id: int) -> str:
+        n = self.offsets.get("test", 50000)
+        return f"cifar10-train[{sample_id}]" if sample_id < n else f"cifar10-test[{sample_id - n}]"

@@ -1,0 +1,372 @@
+"""MoleculeDataModule: a CSV of SMILES with one or more numeric targets -> graph batches.
+
+Splits: ``random`` (``numpy.random.default_rng(split_seed).permutation(n)``, first 80%
+train, next 10% validation, the rest test: the FreeSolv benchmark splits for seeds 0..4),
+``scaffold`` (Bemis & Murcko 1996 scaffolds via RDKit, whole scaffold groups, largest first,
+to train, then validation, then test; as in DeepChem's ScaffoldSplitter), or ``column``
+(a column of the file with train/val/test; without val rows, ``val_fraction`` of the train
+rows, drawn with ``split_seed``, validate).
+
+Every molecule is featurized once in ``setup`` (graph tensors, optional descriptors) and
+kept for all epochs. Rows that cannot be used are skipped, counted and logged with their
+line number (missing or non-numeric target, or one beyond float32; SMILES that RDKit rejects,
+is empty, or has more than ``max_atoms`` heavy atoms); a missing or duplicated column, a row
+with the wrong number of fields and invalid UTF-8 are errors naming the file and line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import math
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+import torch
+from torch.utils.data import DataLoader
+
+from vecset.backbone.data_spec import DataSpec
+from vecset.encoders.graph import (
+    InvalidMolecule,
+    NodeFeaturizer,
+    graph_tensors,
+    mol_to_graph,
+    molecule_descriptors,
+    pad_graphs,
+    parse_smiles,
+)
+from vecset.encoders.text.files import read_utf8
+from vecset.pipelines.data.base import VecsetDataModule
+
+log = logging.getLogger(__name__)
+
+Split = Literal["random", "scaffold", "column"]
+
+
+def read_csv_rows(path: Path) -> tuple[pd.DataFrame, list[int]]:
+    """The data rows of a CSV file as strings, and the line each row starts on.
+
+    Read with the ``csv`` module rather than ``pandas.read_csv``, which drops blank lines
+    without counting them (every later row's line number would be off) and renames a
+    duplicate column (``expt``, ``expt.1``). Blank lines are skipped but counted; duplicate
+    column names, a row with another number of fields than the header and invalid UTF-8 are
+    ValueErrors naming the file and line.
+    """
+    reader = csv.reader(io.StringIO(read_utf8(path), newline=""))
+    header: list[str] | None = None
+    header_line, start = 0, 1
+    rows, lines = [], []
+    try:
+        for record in reader:
+            if record:  # a blank line reads as []
+                if header is None:
+                    header, header_line = record, start
+                    # unnamed columns (a spreadsheet's trailing commas) cannot be selected: not duplicates
+                    dup = sorted({c for c in header if c and header.count(c) > 1})
+                    if dup:
+                        where = ", ".join(str(i + 1) for i, c in enumerate(header) if c in dup)
+                        raise ValueError(f"{path}:{start}: duplicate column name(s) {dup} (columns {where}); "
+                                         "each column needs its own name")
+                elif len(record) != len(header):
+                    n = len(record)
+                    raise ValueError(f"{path}:{start}: {n} field{'s' if n != 1 else ''}, the header (line "
+                                     f"{header_line}) has {len(header)}: {record}")
+                else:
+                    rows.append(record)
+                    lines.append(start)
+            start = reader.line_num + 1  # a quoted field may span lines
+    except csv.Error as e:
+        raise ValueError(f"{path}:{reader.line_num}: {e}") from None
+    if header is None:
+        raise ValueError(f"{path}: empty file (expected a header line of column names)")
+    return pd.DataFrame(rows, columns=header, dtype=str), lines
+
+
+def random_split(n: int, seed: int, fractions: tuple[float, float] = (0.8, 0.1)) -> dict[str, np.ndarray]:
+    """``default_rng(seed).permutation(n)``: first int(0.8 n) train, next int(0.1 n) val, rest test."""
+    perm = np.random.default_rng(seed).permutation(n)
+    n_train, n_val = int(fractions[0] * n), int(fractions[1] * n)
+    return {"train": perm[:n_train], "val": perm[n_train : n_train + n_val], "test": perm[n_train + n_val :]}
+
+
+def scaffold_split(smiles: list[str], fractions: tuple[float, float] = (0.8, 0.1)) -> dict[str, np.ndarray]:
+    """Bemis-Murcko scaffold groups, largest first, fill train, then val, then test."""
+    from rdkit.Chem.Scaffolds import MurckoScaffold
+
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(smiles):
+        groups.setdefault(MurckoScaffold.MurckoScaffoldSmiles(smiles=s, includeChirality=False), []).append(i)
+    ordered = sorted(groups.values(), key=lambda g: (-len(g), g[0]))
+    n = len(smiles)
+    out: dict[str, list[int]] = {"train": [], "val": [], "test": []}
+    for g in ordered:
+        if len(out["train"]) + len(g) <= fractions[0] * n:
+            out["train"] += g
+        elif len(out["val"]) + len(g) <= fractions[1] * n:
+            out["val"] += g
+        else:
+            out["test"] += g
+    return {k: np.array(sorted(v), dtype=np.int64) for k, v in out.items()}
+
+
+class MoleculeDataModule(VecsetDataModule):
+    """Molecule property regression from a CSV of SMILES.
+
+    Args:
+        csv_path: the data file.
+        smiles_column: column holding SMILES.
+        target_columns: one or more numeric target columns (predicted in their units).
+        split: ``random``, ``scaffold`` or ``column`` (see the module docstring).
+        split_seed: seed of the random split (and of the validation draw for ``column``).
+        split_column: the column for ``split="column"`` (values train / val / test).
+        val_fraction: share of the train rows held out when the column has no val rows.
+        max_atoms: molecules with more heavy atoms are skipped and reported.
+        max_dist: shortest-path distances are clipped here (must match the encoder's).
+        lap_pe_k: Laplacian eigenvectors per graph (must match the encoder's ``lap_pe_k``).
+        descriptors: add standardized RDKit 2-D descriptors as ``batch["features"]`` (set
+            the head's ``extra_features`` to their number, 217 with RDKit 2026.09; a
+            mismatch is an error at setup).
+        batch_size: molecules per batch.
+        predict_csv: a CSV of SMILES for ``vecset predict`` (its ``smiles_column``); invalid
+            rows are written to ``invalid_rows.csv`` and the rest predicted. Without it,
+            ``predict`` runs on the test split.
+        num_workers: DataLoader workers.
+
+    Batches: see ``encoders.graph.pad_graphs``; ``y`` (B, T) float.
+    """
+
+    def __init__(self, csv_path: str, smiles_column: str = "smiles", target_columns: list[str] | None = None,
+                 split: Split = "random", split_seed: int = 0, split_column: str = "split",
+                 val_fraction: float = 0.1, max_atoms: int = 100, max_dist: int = 8, lap_pe_k: int = 0,
+                 descriptors: bool = False, batch_size: int = 32, predict_csv: str | None = None,
+                 num_workers: int = 0) -> None:
+        super().__init__()
+        if split not in ("random", "scaffold", "column"):
+            raise ValueError(f"split must be 'random', 'scaffold' or 'column', got {split!r}")
+        if not target_columns:
+            raise ValueError("MoleculeDataModule needs target_columns (one or more numeric columns)")
+        self.csv_path, self.smiles_column = Path(csv_path), smiles_column
+        self.target_names = list(target_columns)
+        self.split, self.split_seed, self.split_column = split, split_seed, split_column
+        self.val_fraction, self.max_atoms, self.max_dist = val_fraction, max_atoms, max_dist
+        self.lap_pe_k, self.descriptors, self.batch_size = lap_pe_k, descriptors, batch_size
+        self.predict_csv = Path(predict_csv) if predict_csv else None
+        self.num_workers = num_workers
+        self.featurizer = NodeFeaturizer()
+        self.items: list[dict] | None = None
+        self.splits: dict[str, list[dict]] = {}
+        self.skipped: list[dict] = []  # {"line", "smiles", "reason"} of the training file
+        self.invalid_predict: list[dict] = []
+        self.predict_items: list[dict] | None = None
+        self.desc_mean: np.ndarray | None = None
+        self.desc_std: np.ndarray | None = None
+
+    # -- reading --------------------------------------------------------------------
+    def _read(self, path: Path, columns: list[str]) -> tuple[pd.DataFrame, list[int]]:
+        if not path.exists():
+            raise FileNotFoundError(f"molecule CSV not found: {path}")
+        df, lines = read_csv_rows(path)
+        missing = [c for c in columns if c not in df.columns]
+        if missing:
+            raise ValueError(f"{path}: column(s) {missing} not in the file; its columns are {list(df.columns)}")
+        return df, lines
+
+    def _target_problem(self, df: pd.DataFrame, row: int, y: np.ndarray) -> str | None:
+        """Why the targets ``y`` (T,) of data row ``row`` cannot be used, or None."""
+        with np.errstate(over="ignore"):  # the batch holds float32: 1e39 is finite here but inf there
+            as_float32 = y.astype(np.float32)
+        for finite, why in ((np.isfinite(y), "missing or non-numeric target"),
+                            (np.isfinite(as_float32), "target out of float32 range")):
+            if not finite.all():
+                bad = [f"{c}={df[c].iat[row]!r}" for c, ok in zip(self.target_names, finite, strict=True) if not ok]
+                return f"{why} ({', '.join(bad)})"
+        return None
+
+    def _featurize(self, smiles: str) -> dict:
+        mol = parse_smiles(smiles, self.max_atoms)
+        item = graph_tensors(mol_to_graph(mol), self.featurizer, self.max_dist, self.lap_pe_k)
+        if self.descriptors:
+            item["raw_desc"] = molecule_descriptors(mol)
+        item["smiles"] = smiles
+        return item
+
+    def _load(self) -> None:
+        cols = [self.smiles_column, *self.target_names] + ([self.split_column] if self.split == "column" else [])
+        df, lines = self._read(self.csv_path, cols)
+        targets = df[self.target_names].apply(lambda c: pd.to_numeric(c.str.strip(), errors="coerce"))
+        items, skipped = [], []
+        for row in range(len(df)):
+            smi = df[self.smiles_column].iat[row].strip()
+            y = targets.iloc[row].to_numpy(dtype=np.float64)
+            reason = self._target_problem(df, row, y)
+            if reason is None:
+                try:
+                    item = self._featurize(smi)
+                except InvalidMolecule as e:
+                    reason = e.reason
+            if reason is not None:
+                skipped.append({"line": lines[row], "smiles": smi, "reason": reason})
+                continue
+            item.update(id=row, line=lines[row], y=torch.tensor(y, dtype=torch.float32))
+            if self.split == "column":
+                item["split_value"] = df[self.split_column].iat[row].strip().lower()
+            items.append(item)
+        if skipped:
+            log.warning("%s: skipped %d of %d rows: %s", self.csv_path, len(skipped), len(df),
+                        "; ".join(f"line {s['line']} {s['smiles']!r}: {s['reason']}" for s in skipped[:20])
+                        + (" ..." if len(skipped) > 20 else ""))
+        if not items:
+            raise ValueError(f"{self.csv_path}: no usable rows ({len(skipped)} skipped)")
+        self.items, self.skipped = items, skipped
+
+    def _split(self) -> dict[str, np.ndarray]:
+        n = len(self.items)
+        if self.split == "random":
+            return random_split(n, self.split_seed)
+        if self.split == "scaffold":
+            return scaffold_split([it["smiles"] for it in self.items])
+        values = np.array([it["split_value"] for it in self.items])
+        values = np.where(values == "valid", "val", values)
+        bad = sorted(str(v) for v in set(values) - {"train", "val", "test"})
+        if bad:
+            raise ValueError(f"{self.csv_path}: column {self.split_column!r} has values {bad}; "
+                             "expected train, val (or valid) and test")
+        idx = {k: np.flatnonzero(values == k) for k in ("train", "val", "test")}
+        if len(idx["val"]) == 0:
+            perm = np.random.default_rng(self.split_seed).permutation(idx["train"])
+            n_val = int(self.val_fraction * len(perm))
+            idx["train"], idx["val"] = np.sort(perm[: len(perm) - n_val]), np.sort(perm[len(perm) - n_val :])
+        return idx
+
+    def _normalize_descriptors(self, items: list[dict]) -> None:
+        for it in items:
+            z = (it["raw_desc"] - self.desc_mean) / self.desc_std
+            # unseen failures (NaN) sit at the training mean; clipping keeps a huge value
+            # (e.g. Ipc) of one molecule from dominating the input
+            it["features"] = torch.from_numpy(np.clip(np.nan_to_num(z, nan=0.0), -5, 5)).float()
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.items is None:
+            self._load()
+            idx = self._split()
+            self.splits = {k: [self.items[i] for i in v] for k, v in idx.items()}
+            if self.descriptors:
+                train = np.stack([it["raw_desc"] for it in self.splits["train"]])
+                self.desc_mean = np.nan_to_num(np.nanmean(train, 0))
+                std = np.nan_to_num(np.nanstd(train, 0))
+                self.desc_std = np.where(std > 0, std, 1.0)
+                self._normalize_descriptors(self.items)
+            log.info("%s: %s molecules", self.csv_path, {k: len(v) for k, v in self.splits.items()})
+            for k, v in self.splits.items():
+                if not v:
+                    raise ValueError(f"{self.csv_path}: the {k} split is empty ({len(self.items)} usable rows)")
+        if stage == "predict" and self.predict_csv is not None and self.predict_items is None:
+            self._load_predict()
+
+    def _load_predict(self) -> None:
+        df, lines = self._read(self.predict_csv, [self.smiles_column])
+        items, invalid = [], []
+        for row in range(len(df)):
+            smi = df[self.smiles_column].iat[row].strip()
+            try:
+                item = self._featurize(smi)
+            except InvalidMolecule as e:
+                invalid.append({"line": lines[row], "smiles": smi, "reason": e.reason})
+                continue
+            item.update(id=row, line=lines[row])
+            items.append(item)
+        if self.descriptors:
+            self._normalize_descriptors(items)
+        if invalid:
+            log.warning("%s: %d of %d SMILES could not be predicted: %s", self.predict_csv, len(invalid), len(df),
+                        "; ".join(f"line {s['line']} {s['smiles']!r}: {s['reason']}" for s in invalid))
+        self.predict_items, self.invalid_predict = items, invalid
+
+    # -- loaders ----------------------------------------------------------------------
+    def collate(self, items: list[dict]) -> dict:
+        return pad_graphs(items, unreachable=self.max_dist + 1)
+
+    def _loader(self, items: list[dict], shuffle: bool = False) -> DataLoader:
+        return DataLoader(items, batch_size=self.batch_size, shuffle=shuffle, collate_fn=self.collate,
+                          num_workers=self.num_workers)
+
+    def train_dataloader(self) -> DataLoader:
+        return self._loader(self.splits["train"], shuffle=True)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._loader(self.splits["val"])
+
+    def test_dataloader(self) -> DataLoader:
+        return self._loader(self.splits["test"])
+
+    def predict_dataloader(self) -> DataLoader:
+        if self.predict_csv is not None:
+            if not self.predict_items:
+                raise ValueError(f"{self.predict_csv}: none of its SMILES could be featurized "
+                                 f"({len(self.invalid_predict)} invalid)")
+            return self._loader(self.predict_items)
+        return self._loader(self.splits["test"])
+
+    # -- what the task and the writer need -------------------------------------------
+    @property
+    def descriptor_dim(self) -> int:
+        return 0 if self.desc_mean is None else len(self.desc_mean)
+
+    def data_spec(self, stage: str) -> DataSpec:
+        """The descriptors' width (checked against the head's ``extra_features`` at every
+        stage); at fit, the training targets for the regression scaler."""
+        spec = replace(super().data_spec(stage), feature_width=self.descriptor_dim)
+        if spec.fit:
+            spec = replace(spec, train_targets=torch.stack([it["y"] for it in self.splits["train"]]))
+        return spec
+
+    def _predicting(self) -> bool:
+        """Ids name rows of ``predict_csv`` (once it is read) rather than of ``csv_path``."""
+        return self.predict_csv is not None and self.predict_items is not None
+
+    def _by_id(self) -> dict[int, dict]:
+        return {it["id"]: it for it in (self.predict_items if self._predicting() else self.items)}
+
+    def describe(self, sample_id: int) -> str:
+        """``path:line SMILES`` of the row the sample came from."""
+        item = self._by_id()[sample_id]
+        return f"{self.predict_csv if self._predicting() else self.csv_path}:{item['line']} {item['smiles']}"
+
+    def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
+        by_id = self._by_id()
+        rows = []
+        for i, sid in enumerate(ids):
+            row = {"line": by_id[sid]["line"], "smiles": by_id[sid]["smiles"]}
+            row.update({name: float(v) for name, v in zip(self.target_names, preds["value"][i], strict=True)})
+            rows.append(row)
+        return rows
+
+    def write_predictions(self, rows: list[dict], out_dir: Path) -> Path:
+        path = super().write_predictions(sorted(rows, key=lambda r: r["line"]), out_dir)
+        if self.invalid_predict:
+            bad = Path(out_dir) / "invalid_rows.csv"
+            with open(bad, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=["line", "smiles", "reason"])
+                w.writeheader()
+                w.writerows(self.invalid_predict)
+            print(f"{len(self.invalid_predict)} rows not predicted (invalid SMILES): {bad}")
+        return path
+
+    # -- reports after test ------------------------------------------------------------
+    def reports(self) -> list:
+        """The parity plot and test errors, and the atoms' pooling attention
+        (``pipelines/reports/regression.py``, ``molecules.py``)."""
+        from vecset.pipelines.reports.molecules import PoolingAttentionReport
+
+        return [*super().reports(), PoolingAttentionReport()]
+
+
+def rmse(pred: np.ndarray, true: np.ndarray) -> float:
+    return float(math.sqrt(np.mean((np.asarray(pred) - np.asarray(true)) ** 2)))
+
+
+__all__ = ["MoleculeDataModule", "random_split", "rmse", "scaffold_split"]

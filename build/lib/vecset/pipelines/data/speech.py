@@ -1,0 +1,294 @@
+"""SpeechFramesDataModule: frame labeling (one phone per 10 ms frame) on TIMIT-layout folders.
+
+The shipped corpus is ``data/speech`` (Festival-synthesized, see ``scripts/make_speech_corpus.py``
+and data/README.md); real TIMIT or any folder of ``<speaker>/<utt>.wav`` + ``<utt>.phn`` works
+the same way. Features and labels are computed once in ``setup`` and kept in memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+from collections import Counter
+from dataclasses import replace
+from decimal import Decimal
+from pathlib import Path
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from vecset.backbone.data_spec import DataSpec
+from vecset.encoders.collate import pad_sets
+from vecset.encoders.speech import (
+    FRAME_LENGTH,
+    FRAME_SHIFT,
+    SAMPLE_RATE,
+    Featurizer,
+    PhoneSet,
+    audio_extensions,
+    frame_labels,
+    frames_to_segments,
+    num_frames,
+    phone_names,
+    read_audio,
+    read_phn,
+)
+from vecset.pipelines.data.base import VecsetDataModule
+
+log = logging.getLogger(__name__)
+
+# TIMIT's alignment and transcript files beside each utterance: skipping them is expected
+COMPANION_EXTS = (".phn", ".wrd", ".txt")
+
+
+def find_audio(stem: Path) -> Path | None:
+    """``stem`` + an audio extension (``audio_extensions``, .wav and .flac first) in any letter
+    case (real TIMIT has .WAV)."""
+    for ext in audio_extensions():
+        for e in (ext, ext.upper()):
+            if stem.with_suffix(e).exists():
+                return stem.with_suffix(e)
+    return None
+
+
+def find_phn(audio: Path) -> Path | None:
+    for e in (".phn", ".PHN"):
+        if audio.with_suffix(e).exists():
+            return audio.with_suffix(e)
+    return None
+
+
+def scan_audio(folder: Path) -> list[Path]:
+    """The audio files under ``folder`` (recursively, sorted): every extension the reader reads
+    (``audio_extensions``). Other files are skipped, counted by extension and reported: at
+    warning level unless they are all TIMIT's .phn/.wrd/.txt beside the utterances."""
+    exts = audio_extensions()
+    files, skipped = [], Counter()
+    for f in sorted(folder.rglob("*")):
+        if f.is_dir():
+            continue
+        if f.suffix.lower() in exts:
+            files.append(f)
+        else:
+            skipped["hidden" if f.name.startswith(".") else f.suffix.lower() or "no-extension"] += 1
+    if not files:
+        raise ValueError(f"{folder}: no audio files under this folder (extensions read: {' '.join(exts)})")
+    if skipped:
+        import soundfile as sf
+
+        level = logging.INFO if set(skipped) <= set(COMPANION_EXTS) else logging.WARNING
+        log.log(level, "%s: %d audio files; skipped %d other files (%s): not a format the audio reader reads "
+                "(soundfile with libsndfile %s: %s)", folder, len(files), sum(skipped.values()),
+                ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())), sf.__libsndfile_version__, " ".join(exts))
+    return files
+
+
+def list_audio(root: Path, spec: str) -> list[Path]:
+    """A split given as a list file (utterance paths relative to ``root``, with or without the
+    extension, one per line) or as a folder under ``root`` searched recursively."""
+    p = root / spec
+    if p.is_dir():
+        return scan_audio(p)
+    if not p.is_file():
+        raise ValueError(f"{p}: split '{spec}' is neither a list file nor a folder under {root}")
+    files = []
+    for ln, line in enumerate(p.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        stem = root / line.strip()
+        audio = stem if stem.suffix.lower() in audio_extensions() and stem.exists() else find_audio(stem)
+        if audio is None:
+            raise ValueError(f"{p}:{ln}: no audio file {stem}.wav, {stem}.flac or another audio extension "
+                             f"({' '.join(audio_extensions())})")
+        files.append(audio)
+    return files
+
+
+class SpeechUtterances(Dataset):
+    """Featurized utterances: ``{"x": (T, F) float, "y": (T,) long, "id": int}`` (no "y" without labels)."""
+
+    def __init__(self, items: list[dict]) -> None:
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict:
+        it = self.items[i]
+        out = {"x": it["x"], "id": it["id"]}
+        if it.get("y") is not None:
+            out["y"] = it["y"]
+        return out
+
+
+class SpeechFramesDataModule(VecsetDataModule):
+    """Frame labeling on a TIMIT-layout corpus.
+
+    Args:
+        root: corpus folder (``data/speech`` is shipped).
+        train, val, test: each split as a list file of utterance paths relative to ``root``
+            (``train.lst``...) or a folder under ``root`` (real TIMIT: ``TRAIN``, ``TEST``).
+        phone_set: ``festival`` (radio phones + pau + h#), ``timit61``, or ``timit39`` (the
+            Lee & Hon folding of either set; TIMIT's ``q`` frames are ignored and counted).
+        features: ``fbank`` or ``mfcc``; num_mel_bins: 40 or 80; num_ceps: MFCC width.
+        batch_size: utterances per batch.
+        predict_paths: audio files or folders for ``vecset predict`` (no .phn needed);
+            default: the test split.
+        max_utterances: keep only the first n utterances of each split (quick runs; 0 = all).
+        plot_utterances: test utterances drawn with true and predicted segments after test
+            (0: no segments and no attention picture).
+    """
+
+    def __init__(self, root: str = "data/speech", train: str = "train.lst", val: str = "dev.lst",
+                 test: str = "test.lst", phone_set: PhoneSet = "festival",
+                 features: str = "fbank", num_mel_bins: int = 40, num_ceps: int = 13,
+                 batch_size: int = 8, predict_paths: list[str] | None = None,
+                 max_utterances: int = 0, plot_utterances: int = 3, num_workers: int = 0) -> None:
+        super().__init__()
+        self.root = Path(root)
+        self.split_specs = {"train": train, "val": val, "test": test}
+        self.phone_set = phone_set
+        self.class_names = phone_names(phone_set)
+        self.featurizer = Featurizer(features, num_mel_bins, num_ceps)  # type: ignore[arg-type]
+        self.batch_size, self.num_workers = batch_size, num_workers
+        self.predict_paths = predict_paths
+        self.max_utterances, self.plot_utterances = max_utterances, plot_utterances
+        self.sets: dict[str, SpeechUtterances] = {}
+        self.paths: dict[int, Path] = {}  # sample id -> audio file
+        # sample id -> the audio file's own length and rate (its .phn counts these samples)
+        self.n_samples: dict[int, int] = {}
+        self.sample_rates: dict[int, int] = {}
+        self._next_id = 0
+
+    # -- reading ---------------------------------------------------------------------------
+    def load_utterance(self, audio: Path, labelled: bool = True) -> dict:
+        a = read_audio(audio)
+        feats = self.featurizer(torch.from_numpy(a.wav))  # (T, F)
+        T = num_frames(len(a.wav))
+        if feats.shape[0] != T:
+            raise RuntimeError(f"{audio}: fbank gave {feats.shape[0]} frames, expected {T}")
+        sid = self._next_id
+        self._next_id += 1
+        self.paths[sid], self.n_samples[sid], self.sample_rates[sid] = audio, a.file_samples, a.file_rate
+        item = {"x": feats, "id": sid, "y": None, "ignored": 0}
+        if labelled:
+            phn = find_phn(audio)
+            if phn is None:
+                raise ValueError(f"{audio}: no {audio.with_suffix('.phn').name} next to it; every training, "
+                                 "validation and test utterance needs its phone alignment")
+            segs = read_phn(phn, a.file_samples, self.class_names, fold39=self.phone_set == "timit39",
+                            sample_rate=a.file_rate, audio=audio)
+            y, ignored = frame_labels(segs, T, self.class_names, sample_rate=a.file_rate)
+            item["y"], item["ignored"] = torch.from_numpy(y), ignored
+        return item
+
+    def load_split(self, split: str) -> SpeechUtterances:
+        files = list_audio(self.root, self.split_specs[split])
+        if self.max_utterances:
+            files = files[: self.max_utterances]
+        items = [self.load_utterance(f) for f in files]
+        ignored = sum(it["ignored"] for it in items)
+        frames = sum(len(it["x"]) for it in items)
+        msg = f"speech {split}: {len(items)} utterances, {frames} frames from {self.root / self.split_specs[split]}"
+        if ignored:
+            msg += f"; {ignored} frames without a class (not covered by a segment, or q) are ignored"
+        log.info(msg)
+        if ignored:
+            print(msg)
+        return SpeechUtterances(items)
+
+    def speakers(self, split: str) -> set[str]:
+        return {self.paths[it["id"]].parent.name for it in self.sets[split].items}
+
+    def setup(self, stage: str | None = None) -> None:
+        if stage == "predict" and self.predict_paths:
+            if "predict" not in self.sets:
+                files = []
+                for p in map(Path, self.predict_paths):
+                    if p.is_dir():
+                        files += scan_audio(p)
+                    elif p.exists():
+                        files.append(p)
+                    else:
+                        raise ValueError(f"{p}: predict path does not exist")
+                self.sets["predict"] = SpeechUtterances([self.load_utterance(f, labelled=False) for f in files])
+            return
+        wanted = {"fit": ["train", "val"], "validate": ["val"], "test": ["test"], "predict": ["test"]}.get(
+            stage or "", ["train", "val", "test"])
+        for split in wanted:
+            if split not in self.sets:
+                self.sets[split] = self.load_split(split)
+        if "train" in self.sets and "test" in self.sets and (shared := self.speakers("train") & self.speakers("test")):
+            log.warning("speech: train and test share speakers %s (the split is not speaker-disjoint)", sorted(shared))
+
+    def data_spec(self, stage: str) -> DataSpec:
+        """At fit, the training frames (for a SpeechEncoder with global normalization)."""
+        spec = super().data_spec(stage)
+        if spec.fit:
+            spec = replace(spec, train_frames=[it["x"] for it in self.sets["train"].items])
+        return spec
+
+    # -- loaders ---------------------------------------------------------------------------
+    collate = staticmethod(pad_sets)
+
+    def _loader(self, split: str, shuffle: bool = False, batch_size: int | None = None) -> DataLoader:
+        return DataLoader(self.sets[split], batch_size=batch_size or self.batch_size, shuffle=shuffle,
+                          collate_fn=self.collate, num_workers=self.num_workers)
+
+    def predict_split(self) -> str:
+        return "predict" if "predict" in self.sets else "test"
+
+    # -- predictions -----------------------------------------------------------------------
+    def describe(self, sample_id: int) -> str:
+        return str(self.paths[sample_id])
+
+    def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
+        return [{"input": self.describe(sid), "id": sid, "labels": [self.class_names[j] for j in preds["label"][i]],
+                 "prob": preds["prob"][i]} for i, sid in enumerate(ids)]
+
+    def write_predictions(self, rows: list[dict], out_dir: Path) -> Path:
+        """Per input file: ``<name>.frames`` (frame, centre sample, label, probability) and
+        ``<name>.phn`` (merged segments, TIMIT format); plus ``predictions.csv`` as an index.
+        Sample numbers are the audio file's own, at its rate (TIMIT's convention); a frame centre
+        is fractional there when the rate is not a multiple of 100 Hz (exact decimals)."""
+        out_dir = Path(out_dir)
+        pred_dir = out_dir / "predictions"
+        pred_dir.mkdir(parents=True, exist_ok=True)
+        index, used = [], set()
+        for r in rows:
+            sid, audio = r["id"], Path(r["input"])
+            name = f"{audio.parent.name}_{audio.stem}" if audio.parent.name else audio.stem
+            if name in used:  # same folder and file name under different parents: keep both
+                name = f"{name}_{sid}"
+            used.add(name)
+            rate = self.sample_rates[sid]
+            with open(pred_dir / f"{name}.frames", "w") as f:
+                f.write(f"# frame centre_sample label probability (samples at {rate} Hz, the audio file's rate)\n")
+                for t, (lab, p) in enumerate(zip(r["labels"], r["prob"], strict=False)):
+                    # 16 kHz centre * rate / 16000: a terminating decimal, printed exactly
+                    centre = Decimal((t * FRAME_SHIFT + FRAME_LENGTH // 2) * rate) / SAMPLE_RATE
+                    f.write(f"{t} {centre} {lab} {p:.4f}\n")
+            segs = frames_to_segments(r["labels"], self.n_samples[sid], rate)
+            (pred_dir / f"{name}.phn").write_text("".join(f"{s.start} {s.end} {s.phone}\n" for s in segs))
+            index.append({"input": str(audio), "frames": len(r["labels"]), "segments": len(segs),
+                          "phn": str(pred_dir / f"{name}.phn")})
+        path = out_dir / "predictions.csv"
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["input", "frames", "segments", "phn"])
+            w.writeheader()
+            w.writerows(index)
+        return path
+
+    # -- reports after test -----------------------------------------------------------------
+    def reports(self) -> list:
+        """Per-phone accuracy, the segments of ``plot_utterances`` test utterances and the
+        attention over the first one's frames (``pipelines/reports/speech.py``)."""
+        from vecset.pipelines.reports.speech import (
+            FrameAttentionReport,
+            PerPhoneReport,
+            SegmentsReport,
+        )
+
+        if not self.plot_utterances:
+            return [PerPhoneReport()]
+        return [PerPhoneReport(), SegmentsReport(self.plot_utterances), FrameAttentionReport()]

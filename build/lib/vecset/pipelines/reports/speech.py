@@ -1,0 +1,213 @@
+"""Speech frame labeling reports: per-phone test accuracy and the most frequent confusions
+(``test_per_phone.json`` / ``.csv``), log-mel spectrograms with true and predicted phone
+segments beneath them (``speech_segments.png``), and one layer's attention map over the
+frames (``attention.png``)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from vecset.pipelines.reports.base import Report, ReportContext, plt
+from vecset.pipelines.reports.outputs import inference, to_device
+
+log = logging.getLogger(__name__)
+
+# (sample id, predicted labels (T,), true labels (T,)) of one test utterance
+Utterance = tuple[int, np.ndarray, np.ndarray]
+
+
+def utterances(ctx: ReportContext) -> list[Utterance]:
+    """Every test utterance's frame labels, from the test outputs (the labels the test
+    accuracy scored), cut to the utterance's frames."""
+    out = []
+    for o in ctx.test_outputs():
+        y = o.batch["y"]  # (B, T) padded
+        pred = torch.as_tensor(o.pred).reshape(y.shape)  # (B, T)
+        for i, sid in enumerate(o.batch["ids"].tolist()):
+            n = int(o.batch["mask"][i].sum())
+            out.append((sid, pred[i, :n].numpy(), y[i, :n].numpy()))
+    return out
+
+
+def boundary_frames(y: np.ndarray) -> np.ndarray:
+    """(T,) bool: the frames on either side of a change of label (the last frame of a segment
+    and the first of the next), where frame-level labels are least certain. Ignored frames
+    (label < 0) make no boundary."""
+    change = (y[1:] != y[:-1]) & (y[1:] >= 0) & (y[:-1] >= 0)
+    out = np.zeros(len(y), dtype=bool)
+    out[:-1] |= change
+    out[1:] |= change
+    return out
+
+
+def per_phone_report(outputs: list[Utterance], class_names: list[str], out_dir: Path) -> Path:
+    """Per-phone frame accuracy on the test split (recall per true phone) and the most
+    frequent confusions: ``test_per_phone.csv`` and ``test_per_phone.json``."""
+    C = len(class_names)
+    conf = np.zeros((C, C), dtype=np.int64)
+    at_edge = np.zeros(2, dtype=np.int64)  # [frames, correct] next to a phone change
+    for _, p, y in outputs:
+        keep = y >= 0
+        np.add.at(conf, (y[keep], p[keep]), 1)
+        edge = boundary_frames(y) & keep
+        at_edge += [edge.sum(), (p[edge] == y[edge]).sum()]
+    rows = []
+    for c in range(C):
+        n = int(conf[c].sum())
+        if n:
+            rows.append({"phone": class_names[c], "frames": n, "accuracy": round(conf[c, c] / n, 4)})
+    off = conf.copy()
+    np.fill_diagonal(off, 0)
+    top = np.dstack(np.unravel_index(np.argsort(off.ravel())[::-1][:10], off.shape))[0]
+    confusions = [{"true": class_names[i], "predicted": class_names[j], "frames": int(off[i, j])}
+                  for i, j in top if off[i, j]]
+    total = int(conf.sum())
+    with open(out_dir / "test_per_phone.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["phone", "frames", "accuracy"])
+        w.writeheader()
+        w.writerows(rows)
+    # TIMIT-style scoring counts the silences (h#, pau, brth; sil/h#/pau/epi/closures are already
+    # one class under timit39) as one: confusing them is no phone error
+    sil = [i for i, p in enumerate(class_names) if p in ("h#", "pau", "brth")]
+    folded = np.trace(conf) + (conf[np.ix_(sil, sil)].sum() - np.trace(conf[np.ix_(sil, sil)]) if sil else 0)
+    inside = total - int(at_edge[0]), int(np.trace(conf) - at_edge[1])  # frames, correct
+    report = {"frame_accuracy": round(float(np.trace(conf)) / max(1, total), 4),
+              "frame_accuracy_silences_merged": round(float(folded) / max(1, total), 4), "frames": total,
+              # where the errors are: on the two frames either side of a phone change, or inside
+              "boundary_frames": int(at_edge[0]),
+              "frame_accuracy_at_boundaries": round(float(at_edge[1]) / max(1, int(at_edge[0])), 4),
+              "frame_accuracy_inside_phones": round(inside[1] / max(1, inside[0]), 4),
+              "share_of_errors_at_boundaries": round(float(at_edge[0] - at_edge[1]) / max(1, total - int(np.trace(conf))), 4),
+              "per_phone": rows, "top_confusions": confusions}
+    path = out_dir / "test_per_phone.json"
+    path.write_text(json.dumps(report, indent=2))
+    print(f"test frame accuracy {report['frame_accuracy']:.4f}, with h#/pau/brth merged "
+          f"{report['frame_accuracy_silences_merged']:.4f}; on the frames either side of a phone change "
+          f"{report['frame_accuracy_at_boundaries']:.4f} (they hold {report['share_of_errors_at_boundaries']:.0%} "
+          f"of the errors), inside phones {report['frame_accuracy_inside_phones']:.4f}")
+    print("per-phone test frame accuracy (" + str(total) + " frames): " +
+          ", ".join(f"{r['phone']} {r['accuracy']:.2f}" for r in rows))
+    return path
+
+
+def runs(labels: np.ndarray) -> list[tuple[int, int, int]]:
+    """(start_frame, end_frame, label) for each run of equal labels."""
+    out, s = [], 0
+    for t in range(1, len(labels) + 1):
+        if t == len(labels) or labels[t] != labels[t - 1]:
+            out.append((s, t, int(labels[t - 1])))
+            s = t
+    return out
+
+
+def _segment_row(ax, labels: np.ndarray, names: list[str], title: str, truth: np.ndarray | None = None) -> None:
+    cmap = plt.get_cmap("tab20")
+    for s, e, lab in runs(labels):
+        wrong = truth is not None and bool((truth[s:e] != lab).any())
+        ax.axvspan(s, e, color=cmap(lab % 20), alpha=0.55 if not wrong else 0.25, lw=0)
+        ax.axvline(s, color="k", lw=0.4)
+        if e - s >= 3 and lab >= 0:
+            ax.text((s + e) / 2, 0.5, names[lab], ha="center", va="center", fontsize=6,
+                    color="red" if wrong else "black")
+    ax.set_yticks([])
+    ax.set_ylabel(title, rotation=0, ha="right", va="center", fontsize=8)
+    ax.set_xlim(0, len(labels))
+
+
+def segments_figure(dm, outputs: list[Utterance]):
+    """For each (id, predicted, true): log-mel frames, then true and predicted segments."""
+    names = dm.class_names
+    items = {it["id"]: it for it in dm.sets["test"].items}
+    fig, axes = plt.subplots(4 * len(outputs), 1, figsize=(14, 3.0 * len(outputs)),
+                             gridspec_kw={"height_ratios": [4, 0.7, 0.7, 1.4] * len(outputs), "hspace": 0.05},
+                             squeeze=False)
+    axes = axes[:, 0]
+    for k, (sid, pred, true) in enumerate(outputs):
+        feats = items[sid]["x"].numpy()  # (T, F) log-mel energies
+        a0, a1, a2, gap = axes[4 * k: 4 * k + 4]
+        gap.axis("off")
+        a0.imshow(feats.T, origin="lower", aspect="auto", cmap="magma", interpolation="nearest")
+        acc = float((pred == true)[true >= 0].mean()) if (true >= 0).any() else float("nan")
+        a0.set_title(f"{dm.describe(sid)}  (frame accuracy {acc:.3f})", fontsize=9)
+        a0.set_ylabel("mel bin")
+        a0.set_xticks([])
+        a0.set_xlim(-0.5, len(true) - 0.5)
+        _segment_row(a1, true, names, "true")
+        a1.set_xticks([])
+        _segment_row(a2, pred, names, "predicted", truth=true)
+        a2.set_xlabel("frame (10 ms); red text: a segment with wrong frames", fontsize=8)
+    fig.subplots_adjust(left=0.06, right=0.99, top=0.97, bottom=0.03)
+    return fig
+
+
+def attention_figure(dm, model, sample_id: int, layer: int = -1, max_frames: int = 300):
+    """Attention weights (mean over heads) of one layer for one test utterance."""
+    item = next(it for it in dm.sets["test"].items if it["id"] == sample_id)
+    with inference(model):
+        batch = to_device(dm.collate([{"x": item["x"], "id": sample_id}]), model.device)
+        vs = model.encoder(batch)
+        # only the plotted queries are expanded: a windowed layer keeps its band, not T x T
+        w = model.backbone.attention_weights(vs, layer=layer, queries=max_frames)  # (1, H, min(T, max_frames), T)
+    a = w[0].mean(0).cpu().numpy()[:, :max_frames]
+    fig, ax = plt.subplots(figsize=(6, 5.5))
+    im = ax.imshow(a, cmap="viridis", origin="upper", interpolation="nearest")
+    # the encoder's window overrides the backbone's (as in Backbone.forward)
+    win = vs.window if vs.window is not None else getattr(model.backbone.blocks[layer].attn, "window", None)
+    ax.set_title(f"layer {layer} attention, mean over heads (window={win})\n{dm.describe(sample_id)}", fontsize=8)
+    ax.set_xlabel("key frame")
+    ax.set_ylabel("query frame")
+    fig.colorbar(im, ax=ax, fraction=0.046)
+    fig.tight_layout()
+    return fig
+
+
+class PerPhoneReport(Report):
+    """``test_per_phone.json`` and ``test_per_phone.csv`` (see ``per_phone_report``)."""
+
+    def write(self, ctx: ReportContext) -> list[Path]:
+        return [per_phone_report(utterances(ctx), list(ctx.data.class_names), ctx.out_dir)]
+
+
+class SegmentsReport(Report):
+    """``speech_segments.png``: the first ``utterances`` test utterances.
+
+    Args:
+        utterances: how many to draw (0: none).
+    """
+
+    def __init__(self, utterances: int = 3) -> None:
+        self.utterances = utterances
+
+    def write(self, ctx: ReportContext) -> list[Path]:
+        chosen = utterances(ctx)[: self.utterances]
+        if not chosen:
+            return []
+        return [ctx.save_figure(segments_figure(ctx.data, chosen), "speech_segments.png", dpi=90)]
+
+
+class FrameAttentionReport(Report):
+    """``attention.png``: one layer's attention over the frames of the first test utterance,
+    when the backbone has attention (a window MLP or BiLSTM has none).
+
+    Args:
+        layer: the backbone block.
+        max_frames: query frames drawn (the first ones).
+    """
+
+    def __init__(self, layer: int = -1, max_frames: int = 300) -> None:
+        self.layer, self.max_frames = layer, max_frames
+
+    def write(self, ctx: ReportContext) -> list[Path]:
+        items = ctx.data.sets["test"].items
+        backbone = getattr(ctx.model, "backbone", None)
+        if not items or not hasattr(backbone, "attention_weights"):
+            log.info("speech: %s has no attention weights to plot", type(backbone).__name__)
+            return []
+        fig = attention_figure(ctx.data, ctx.model, items[0]["id"], self.layer, self.max_frames)
+        return [ctx.save_figure(fig, "attention.png", dpi=90)]

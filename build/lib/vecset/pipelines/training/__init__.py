@@ -1,0 +1,1 @@
+"""Training: TaskModule, MultiTaskModule, checkpoints and callbacks."""

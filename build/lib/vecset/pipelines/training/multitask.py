@@ -1,0 +1,210 @@
+"""MultiTaskModule: one shared Backbone, an encoder and a head per task.
+
+Caruana 1997, "Multitask Learning": hard parameter sharing. Every task's encoder projects
+its modality to the shared d_model; every task's loss moves the same backbone weights.
+"""
+
+from __future__ import annotations
+
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.core.mixins.hparams_mixin import _given_hyperparameters
+from pytorch_lightning.utilities import CombinedLoader
+from torch import Tensor, nn
+from torchmetrics import MeanMetric
+
+from vecset.encoders.contract import Encoder
+from vecset.heads.contract import Head
+from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.training.hand_over import hand_over
+from vecset.pipelines.training.set_size import check_set_size
+from vecset.pipelines.training.step import (
+    STAGES,
+    check_parts,
+    forward_task,
+    stage_metrics,
+    task_step,
+)
+from vecset.pipelines.training.task import adamw_warmup_cosine, best_and_last_checkpoint
+from vecset.pipelines.training.task_view import TaskView
+
+
+class MultiTaskDataModule(VecsetDataModule):
+    """Several DataModules, one per task name. Training draws a batch from every task at
+    each step (``max_size_cycle``: shorter tasks cycle); validation and test run the tasks
+    one after another (``sequential``)."""
+
+    def __init__(self, tasks: dict[str, pl.LightningDataModule]) -> None:
+        super().__init__()
+        if not tasks:
+            raise ValueError("MultiTaskDataModule needs at least one task")
+        self.tasks = tasks
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.tasks)
+
+    def prepare_data(self) -> None:
+        for dm in self.tasks.values():
+            dm.prepare_data()
+
+    def setup(self, stage: str | None = None) -> None:
+        for dm in self.tasks.values():
+            dm.setup(stage)
+
+    def train_dataloader(self):
+        return CombinedLoader({k: dm.train_dataloader() for k, dm in self.tasks.items()}, "max_size_cycle")
+
+    def val_dataloader(self):
+        return CombinedLoader([dm.val_dataloader() for dm in self.tasks.values()], "sequential")
+
+    def test_dataloader(self):
+        return CombinedLoader([dm.test_dataloader() for dm in self.tasks.values()], "sequential")
+
+    def describe(self, sample_id: int, task: str | None = None) -> str:
+        """The task's data module's ``describe`` (sample ids are per task; the task may be
+        left out where there is only one); the id itself for a plain LightningDataModule."""
+        if task is None:
+            if len(self.tasks) != 1:
+                raise ValueError(f"MultiTaskDataModule.describe({sample_id}) needs the task, one of {self.names}")
+            (task,) = self.tasks
+        describe = getattr(self.tasks[task], "describe", None)
+        return describe(sample_id) if describe is not None else str(sample_id)
+
+
+class MultiTaskModule(pl.LightningModule):
+    """Tasks named by the keys of ``encoders`` and ``heads`` (the same keys as the data's).
+
+    Args:
+        backbone: the one shared trunk.
+        encoders: task name -> encoder (raw batch -> VectorSet of width d_model).
+        heads: task name -> head.
+        loss_weights: task name -> weight of its loss in the sum (default 1 each).
+        lr, weight_decay, warmup: as in TaskModule.
+
+    Metrics are logged with the task's name as prefix: ``speech/val_acc``,
+    ``digits/val_acc``, ``freesolv/val_rmse``; ``val_loss`` is the weighted sum of the
+    tasks' mean validation losses (the checkpoint monitor).
+    """
+
+    def __init__(self, backbone: nn.Module, encoders: dict[str, Encoder], heads: dict[str, Head],
+                 loss_weights: dict[str, float] | None = None, lr: float = 1e-3, weight_decay: float = 0.01,
+                 warmup: float = 0.05) -> None:
+        super().__init__()
+        if set(encoders) != set(heads):
+            raise ValueError(f"encoders {sorted(encoders)} and heads {sorted(heads)} must name the same tasks")
+        weights = {t: 1.0 for t in encoders} | dict(loss_weights or {})
+        if set(weights) != set(encoders):
+            raise ValueError(f"loss_weights names unknown tasks: {sorted(set(weights) - set(encoders))}")
+        for t in encoders:
+            check_parts(encoders[t], heads[t], task=t)
+        if _given_hyperparameters.get() is not None:
+            self.save_hyperparameters()
+        else:
+            self.save_hyperparameters(ignore=["backbone", "encoders", "heads"])
+        self.backbone = backbone
+        self.encoders = nn.ModuleDict(encoders)
+        self.heads = nn.ModuleDict(heads)
+        self.tasks = list(encoders)
+        self.loss_weights = weights
+        self.metrics = nn.ModuleDict({
+            f"{stage}__{t}": stage_metrics(heads[t], stage, task=t) for stage in STAGES for t in self.tasks
+        })
+        self.mean_losses = nn.ModuleDict({f"{stage}__{t}": MeanMetric() for stage in ("val", "test") for t in self.tasks})
+
+    def forward(self, task: str, batch: dict) -> Tensor:
+        return forward_task(self.encoders[task], self.backbone, self.heads[task], batch)
+
+    def task_view(self, task: str) -> TaskView:
+        """Task ``task`` as a single-task model (the shared backbone, its encoder and head)."""
+        return TaskView(self, task)
+
+    def _task_names(self) -> list[str]:
+        dm = self.trainer.datamodule
+        names = list(dm.tasks) if isinstance(dm, MultiTaskDataModule) else self.tasks
+        if set(names) != set(self.tasks):
+            raise ValueError(f"the data's tasks {sorted(names)} differ from the model's {sorted(self.tasks)}")
+        return names
+
+    def setup(self, stage: str) -> None:
+        """The hand-over, per task: each task's data module's DataSpec goes to that task's
+        encoder and head (as in TaskModule.setup; messages name the task)."""
+        dm = self.trainer.datamodule if self._trainer is not None else None
+        if not isinstance(dm, MultiTaskDataModule):
+            if stage == "fit" and dm is not None:
+                raise ValueError(f"MultiTaskModule trains on a MultiTaskDataModule (one data module per "
+                                 f"task of {self.tasks}), got {type(dm).__name__}")
+            return
+        for t in self._task_names():
+            hand_over(dm.tasks[t], stage, self.encoders[t], self.heads[t], task=t)
+            check_set_size(self.encoders[t], self.backbone, dm.tasks[t], self.trainer.strategy.root_device, task=t)
+
+    def _task_step(self, task: str, batch: dict, stage: str) -> Tensor:
+        loss = task_step(self, self.encoders[task], self.backbone, self.heads[task],
+                         self.metrics[f"{stage}__{task}"], batch, stage, task=task)
+        if stage != "train":  # val_loss / test_loss: the tasks' epoch means, weighted
+            self.mean_losses[f"{stage}__{task}"].update(loss.detach(), weight=len(batch["ids"]))
+        return loss
+
+    def training_step(self, batch: dict, batch_idx: int) -> Tensor:
+        total = 0.0
+        for task, b in batch.items():
+            if b is None:
+                continue
+            total = total + self.loss_weights[task] * self._task_step(task, b, "train")
+        self.log("train_loss", total, on_step=True, on_epoch=True, prog_bar=True, batch_size=1)
+        return total
+
+    def validation_step(self, batch: dict, batch_idx: int, dataloader_idx: int = 0) -> None:
+        self._task_step(self._task_names()[dataloader_idx], batch, "val")
+
+    def test_step(self, batch: dict, batch_idx: int, dataloader_idx: int = 0) -> None:
+        self._task_step(self._task_names()[dataloader_idx], batch, "test")
+
+    def _log_losses(self, stage: str) -> None:
+        total = 0.0
+        for t in self.tasks:
+            m = self.mean_losses[f"{stage}__{t}"]
+            value = m.compute()
+            m.reset()
+            self.log(f"{t}/{stage}_loss", value)
+            total = total + self.loss_weights[t] * value
+        self.log(f"{stage}_loss", total, prog_bar=stage == "val")
+
+    def on_validation_epoch_end(self) -> None:
+        self._log_losses("val")
+
+    def on_test_epoch_end(self) -> None:
+        self._log_losses("test")
+
+    def configure_optimizers(self):
+        return adamw_warmup_cosine(self, self.hparams.lr, self.hparams.weight_decay, self.hparams.warmup)
+
+    def configure_callbacks(self):
+        return best_and_last_checkpoint(self, "val_loss", "min")
+
+
+def shared_backbone_grads(model: MultiTaskModule, batches: dict[str, dict]) -> dict[str, float]:
+    """Gradient norm each task's loss puts on the shared backbone (diagnostics and tests)."""
+    norms = {}
+    for task, batch in batches.items():
+        model.zero_grad(set_to_none=True)
+        model.heads[task].loss(model(task, batch), batch).backward()
+        grads = [p.grad.norm() for p in model.backbone.parameters() if p.grad is not None]
+        norms[task] = float(torch.stack(grads).norm()) if grads else 0.0
+    model.zero_grad(set_to_none=True)
+    return norms
+
+
+def task_table(test: dict[str, float], tasks: list[str]) -> tuple[list[dict], str]:
+    """Per task, its test metrics from this run (losses left out), as rows and as a table.
+    Nothing from other runs: a single-task baseline is only comparable at the same number of
+    optimizer steps, which ``python bench/multitask.py`` runs and reports itself."""
+    rows = []
+    for t in tasks:
+        for key, value in sorted(test.items()):
+            if key.startswith(f"{t}/test_") and not key.endswith("_loss"):
+                rows.append({"task": t, "metric": key.split("/", 1)[1], "value": value})
+    lines = [f"{'task':10s} {'metric':10s} {'this run':>10s}"]
+    lines += [f"{r['task']:10s} {r['metric']:10s} {r['value']:10.4f}" for r in rows]
+    return rows, "\n".join(lines)

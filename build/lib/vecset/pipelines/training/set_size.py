@@ -1,0 +1,61 @@
+"""Refuse, before the first step, a set of vectors larger than the backbone's attention can hold."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from vecset.backbone.attention import available_memory
+
+
+def check_set_size(encoder: nn.Module, backbone: nn.Module, dm, device: torch.device, task: str | None = None) -> None:
+    """Refuse, at setup, images whose set of vectors the backbone's attention cannot hold,
+    instead of a first step that runs for hours (a 4000x4000 image as 10^6 patch vectors).
+
+    The DataModule tells the size of its images (``image_shape``, (C, H, W)), the encoder the
+    grid of vectors one image makes (``grid``). Full attention over a set of N vectors weighs
+    heads x N x N pairs: the plain formulation, the dense masked path and the attention plots
+    hold them (the fused kernel holds less but takes the same N^2 time); truncated attention
+    (window w) holds heads x N x 3w (the blocked path). One set's weights must fit in the free
+    memory of the device (``available_memory``, as the attention's own check before it
+    allocates them).
+    """
+    shape = getattr(dm, "image_shape", None)
+    blocks = getattr(backbone, "blocks", None)
+    if shape is None or not hasattr(encoder, "grid") or not blocks or not hasattr(blocks[0], "attn"):
+        return  # not images, or a backbone without attention (the baselines)
+    _, H, W = shape
+    gh, gw = encoder.grid(H, W)
+    cls = int(getattr(backbone, "cls", None) is not None)
+    n = gh * gw + cls
+    attn = blocks[0].attn
+    param = next(backbone.parameters())
+    keys = n if attn.window is None else min(n, 3 * max(attn.window, 1))
+    need = attn.heads * n * keys * param.element_size()
+    free = available_memory(device)
+    if free is None or need <= free:
+        return
+    dtype = str(param.dtype).removeprefix("torch.")
+    if attn.window is None:
+        holds = f"full attention over one set holds {attn.heads} x {n} x {n} weights (heads x N x N, {dtype})"
+    else:
+        holds = (f"truncated attention (window {attn.window}) over one set holds {attn.heads} x {n} x {keys} "
+                 f"weights (heads x N x 3 window, {dtype})")
+    per_pair = attn.heads * param.element_size()
+    fit = math.isqrt(free // per_pair) if attn.window is None else free // (per_pair * keys)  # the largest N that fits
+    side = math.isqrt(max(fit - cls, 0)) * getattr(encoder, "patch_size", 1)  # a square image of <= fit vectors
+    example = f" (e.g. [{side}, {side}])" if side else ""
+    where = f"task {task!r}: " if task else ""
+    extra = ", plus the CLS vector" if cls else ""
+    raise MemoryError(
+        f"{where}{type(dm).__name__}'s images of {H}x{W} pixels make sets of {n} vectors ({type(encoder).__name__}: "
+        f"a {gh}x{gw} grid{extra}); {holds}, about {_bytes(need)}, but {_bytes(free)} is free "
+        f"on {device}. At most {fit} vectors fit: set the data's image_size{example}, larger patches "
+        "(PatchEncoder's patch_size), or truncated attention (the backbone's window)"
+    )
+
+
+def _bytes(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"

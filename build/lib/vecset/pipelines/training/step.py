@@ -1,0 +1,82 @@
+"""One task's step, shared by TaskModule and MultiTaskModule: encoder -> backbone -> head,
+the loss, the metric update and the names everything is logged under."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pytorch_lightning as pl
+from torch import Tensor, nn
+from torchmetrics import MetricCollection
+
+from vecset.encoders.contract import Encoder
+from vecset.heads.contract import Head
+
+Stage = Literal["train", "val", "test"]
+STAGES: tuple[Stage, ...] = ("train", "val", "test")
+
+
+def check_parts(encoder: nn.Module, head: nn.Module, task: str | None = None) -> None:
+    """Encoders and heads follow their contracts (the step and the hand-over rely on them)."""
+    where = f"task {task!r}: " if task else ""
+    if not isinstance(encoder, Encoder):
+        raise TypeError(f"{where}the encoder {type(encoder).__name__} is not a vecset.encoders.Encoder: "
+                        "subclass it (forward(batch) -> VectorSet; receive(spec) to take data at setup)")
+    if not isinstance(head, Head):
+        raise TypeError(f"{where}the head {type(head).__name__} is not a vecset.heads.Head: subclass it "
+                        "(forward, loss, metrics, metric_inputs, predict, monitor)")
+
+
+def metric_prefix(stage: Stage, task: str | None = None) -> str:
+    """``val_`` alone (``val_acc``, ``val_loss``); ``speech/val_`` in a multi-task run."""
+    return f"{task}/{stage}_" if task else f"{stage}_"
+
+
+def stage_metrics(head: Head, stage: Stage, task: str | None = None) -> MetricCollection:
+    """The head's metrics for one stage, named as they are logged."""
+    return head.metrics().clone(prefix=metric_prefix(stage, task))
+
+
+def forward_task(encoder: nn.Module, backbone: nn.Module, head: Head, batch: dict) -> Any:
+    """encoder -> backbone -> head; the head gets the batch when it reads it (``needs_batch``:
+    teacher forcing reads the targets, kernel regression the queries).
+
+    Shapes:
+        batch -> VectorSet (B, N, D) -> VectorSet (B, N, D) (N+1 with a CLS vector) -> the
+        head's output; ``batch["features"]`` (B, F) where the data has set-level features.
+    """
+    vs = backbone(encoder(batch))
+    return head(vs, batch.get("features"), batch=batch if head.needs_batch else None)
+
+
+def detached(out: Any) -> Any:
+    """``out`` (a tensor or a dict of them) cut from the graph, for the metrics."""
+    if isinstance(out, Tensor):
+        return out.detach()
+    if isinstance(out, dict):
+        return {k: v.detach() if isinstance(v, Tensor) else v for k, v in out.items()}
+    return out
+
+
+def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Module, head: Head,
+              metrics: MetricCollection, batch: dict, stage: Stage, task: str | None = None) -> Tensor:
+    """Forward one task's batch, update and log its metrics (epoch means), return its loss.
+
+    Alone (``task`` None) the task's loss is the run's: it is logged here as ``train_loss``
+    (per step and epoch) / ``val_loss`` / ``test_loss``. In a multi-task run the training loss
+    is logged as ``task/train_loss``; the evaluation losses are the caller's (MultiTaskModule
+    weights the tasks' epoch means into ``val_loss``).
+    """
+    out = forward_task(encoder, backbone, head, batch)
+    loss = head.loss(out, batch)
+    bs = len(batch["ids"])
+    if task is None:
+        module.log(f"{stage}_loss", loss, on_step=stage == "train", on_epoch=True, prog_bar=stage != "test",
+                   batch_size=bs, sync_dist=stage != "train")
+    elif stage == "train":
+        module.log(f"{task}/train_loss", loss, on_step=True, on_epoch=True, batch_size=bs)
+    metrics.update(*head.metric_inputs(detached(out), batch))
+    # one task's metrics in the progress bar; a multi-task run's would crowd it
+    module.log_dict(metrics, on_step=False, on_epoch=True, prog_bar=task is None and stage == "val",
+                    batch_size=bs, add_dataloader_idx=False)
+    return loss

@@ -1,0 +1,141 @@
+"""TaskModule: encoder + backbone + head, injected, trained with Lightning."""
+
+from __future__ import annotations
+
+import math
+
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import ModelCheckpoint
+from pytorch_lightning.core.mixins.hparams_mixin import _given_hyperparameters
+from torch import Tensor, nn
+
+from vecset.encoders.contract import Encoder
+from vecset.heads.contract import Head
+from vecset.pipelines.training.checkpoint import last_checkpoint, read_checkpoint, state_mismatch
+from vecset.pipelines.training.hand_over import hand_over
+from vecset.pipelines.training.set_size import check_set_size
+from vecset.pipelines.training.step import check_parts, forward_task, stage_metrics, task_step
+
+
+def warmup_cosine(step: int, total: int, warmup: int) -> float:
+    """LR multiplier: linear warmup to 1, then cosine decay to 0 at ``total``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def adamw_warmup_cosine(module: pl.LightningModule, lr: float, weight_decay: float, warmup: float) -> dict:
+    """AdamW over the trainable parameters, linear warmup then cosine decay to zero."""
+    params = [p for p in module.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    total = max(1, int(module.trainer.estimated_stepping_batches))
+    steps = max(1, int(warmup * total) if warmup < 1 else int(warmup))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: warmup_cosine(s, total, steps))
+    return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+def load_backbone(backbone: nn.Module, ckpt_path: str, freeze: bool) -> None:
+    """Start from the backbone of another run's checkpoint (single- or multi-task)."""
+    state = read_checkpoint(ckpt_path)["state_dict"]
+    sub = {k[len("backbone."):]: v for k, v in state.items() if k.startswith("backbone.")}
+    if not sub:
+        raise ValueError(f"{ckpt_path} holds no 'backbone.*' weights")
+    # compared first: load_state_dict's own error lists every parameter on a line of its own
+    diffs = state_mismatch(sub, backbone)
+    if diffs:
+        raise ValueError(f"the backbone in {ckpt_path} does not match the configured one (compare depth, d_model, "
+                         "heads): " + "; ".join(diffs))
+    backbone.load_state_dict(sub)
+    if freeze:
+        for p in backbone.parameters():
+            p.requires_grad_(False)
+
+
+def best_and_last_checkpoint(module: pl.LightningModule, monitor: str, mode: str) -> list:
+    """Keep the best checkpoint by the task's validation metric (first: it is
+    ``trainer.checkpoint_callback``), and ``last.ckpt`` after every epoch (``last_checkpoint``);
+    nothing when the trainer was built with ``enable_checkpointing=False``."""
+    trainer = getattr(module, "_trainer", None)
+    if trainer is not None and not trainer.checkpoint_callbacks:
+        return []
+    return [ModelCheckpoint(monitor=monitor, mode=mode, auto_insert_metric_name=False,
+                            filename="best-epoch{epoch:03d}-" + monitor + "{" + monitor + ":.4f}"),
+            last_checkpoint()]
+
+
+class TaskModule(pl.LightningModule):
+    """One task: ``encoder`` (raw batch -> VectorSet), ``backbone`` (VectorSet -> VectorSet),
+    ``head`` (VectorSet -> outputs, loss, metrics).
+
+    Args:
+        encoder, backbone, head: modules built from the config (``class_path``/``init_args``).
+        lr: peak AdamW learning rate.
+        weight_decay: AdamW weight decay.
+        warmup: warmup length, as a fraction of all optimizer steps (< 1) or a step count.
+        backbone_ckpt: start the backbone from this checkpoint's ``backbone.*`` weights (for
+            example a multi-task run's), then train as configured.
+        freeze_backbone: keep those backbone weights fixed (train encoder and head only).
+
+    A config's ``optimizer:``/``lr_scheduler:`` sections replace this default AdamW +
+    warmup + cosine schedule (LightningCLI's mechanism).
+    """
+
+    def __init__(self, encoder: Encoder, backbone: nn.Module, head: Head, lr: float = 1e-3,
+                 weight_decay: float = 0.01, warmup: float = 0.05, backbone_ckpt: str | None = None,
+                 freeze_backbone: bool = False) -> None:
+        super().__init__()
+        check_parts(encoder, head)
+        if _given_hyperparameters.get() is not None:
+            # built by LightningCLI: it hands over the parsed config, so the checkpoint can
+            # rebuild every injected module with load_from_checkpoint
+            self.save_hyperparameters()
+        else:
+            self.save_hyperparameters(ignore=["encoder", "backbone", "head"])
+        self.encoder, self.backbone, self.head = encoder, backbone, head
+        if backbone_ckpt:
+            load_backbone(backbone, backbone_ckpt, freeze_backbone)
+        elif freeze_backbone:
+            raise ValueError("freeze_backbone=True needs backbone_ckpt (a frozen random backbone learns nothing)")
+        self.train_metrics = stage_metrics(head, "train")
+        self.val_metrics = stage_metrics(head, "val")
+        self.test_metrics = stage_metrics(head, "test")
+
+    def forward(self, batch: dict) -> Tensor:
+        return forward_task(self.encoder, self.backbone, self.head, batch)
+
+    def setup(self, stage: str) -> None:
+        """The hand-over: the data module's DataSpec goes to the encoder and the head, which
+        check it (class count, feature width) and, at fit, take what they learn from the
+        training data (vocabulary, scaler, statistics). On resume the checkpoint, restored
+        after this, brings its own."""
+        dm = self.trainer.datamodule if self._trainer is not None else None
+        if dm is not None:
+            hand_over(dm, stage, self.encoder, self.head)
+            check_set_size(self.encoder, self.backbone, dm, self.trainer.strategy.root_device)
+
+    # -- steps --------------------------------------------------------------------------
+    def _step(self, batch: dict, stage: str) -> Tensor:
+        return task_step(self, self.encoder, self.backbone, self.head, getattr(self, f"{stage}_metrics"),
+                         batch, stage)
+
+    def training_step(self, batch: dict, batch_idx: int) -> Tensor:
+        return self._step(batch, "train")
+
+    def validation_step(self, batch: dict, batch_idx: int) -> None:
+        self._step(batch, "val")
+
+    def test_step(self, batch: dict, batch_idx: int) -> None:
+        self._step(batch, "test")
+
+    def predict_step(self, batch: dict, batch_idx: int) -> dict:
+        out = self(batch)
+        return {"ids": batch["ids"].tolist(), **self.head.predict(out, batch)}
+
+    # -- optimisation and checkpoints -------------------------------------------------
+    def configure_optimizers(self):
+        return adamw_warmup_cosine(self, self.hparams.lr, self.hparams.weight_decay, self.hparams.warmup)
+
+    def configure_callbacks(self):
+        return best_and_last_checkpoint(self, *self.head.monitor)
