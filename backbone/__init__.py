@@ -2,7 +2,7 @@
 
 from vecset.backbone.attention import MultiHeadSelfAttention, local_attention
 from vecset.backbone.backbone import Backbone
-from vecset.backbone.baselines import BiLSTM, WindowMLP
+from vecset.backbone.baselines import BiLSTM, GridResNet, WindowMLP
 from vecset.backbone.block import Block
 from vecset.backbone.masked_softmax import lengths_to_mask, masked_softmax
 from vecset.backbone.positional import (
@@ -16,6 +16,6 @@ from vecset.backbone.vectorset import VectorSet
 from vecset.backbone.vocab import Vocabulary, tokenize
 
 __all__ = [
-    "Backbone", "BiLSTM", "Block", "Learned1D", "Learned2D", "MultiHeadSelfAttention", "NoPositional", "Sinusoidal1D", "Sinusoidal2D", "VectorSet",
+    "Backbone", "BiLSTM", "Block", "GridResNet", "Learned1D", "Learned2D", "MultiHeadSelfAttention", "NoPositional", "Sinusoidal1D", "Sinusoidal2D", "VectorSet",
     "Vocabulary", "WindowMLP", "lengths_to_mask", "local_attention", "masked_softmax", "tokenize",
 ]
