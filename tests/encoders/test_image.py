@@ -544,3 +544,34 @@ def test_cli_cifar10_config_without_data(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match=r"CIFAR-10 not found: looked for .*missing/cifar-10-batches-py"):
         run_cli(["fit", "--config", str(ROOT / "configs" / "cifar10.yaml"), "--data.init_args.root", "missing",
                  "--trainer.accelerator", "cpu"])
+
+# -- the convolutional stem ------------------------------------------------------------------
+
+def test_conv_stem_keeps_the_grid_and_feeds_the_patches():
+    torch.manual_seed(0)
+    enc = PatchEncoder(1, 16, 4, stem_channels=[8, 12])
+    vs = enc({"image": torch.randn(3, 1, 28, 28)})
+    assert vs.x.shape == (3, 49, 16) and enc.grid(28, 28) == (7, 7)
+    assert enc.proj.in_channels == 12 and [m.out_channels for m in enc.stem if isinstance(m, torch.nn.Conv2d)] == [8, 12]
+    # the stem's output is what the patches are cut from
+    enc.eval()
+    img = torch.randn(2, 1, 28, 28)
+    feats = enc.stem(img)
+    assert feats.shape == (2, 12, 28, 28)
+    ref = enc.proj(feats).flatten(2).transpose(1, 2) + enc.positional(7, 7, img.device)
+    torch.testing.assert_close(enc({"image": img}).x, ref)
+    padded = PatchEncoder(1, 16, 4, pad=True, stem_channels=[8])({"image": torch.randn(1, 1, 30, 30)})
+    assert padded.x.shape == (1, 64, 16)  # ceil(30/4)^2
+    with pytest.raises(ValueError, match=r"stem_channels must be >= 1 each"):
+        PatchEncoder(1, 16, 4, stem_channels=[8, 0])
+
+
+def test_no_stem_by_default_leaves_the_encoder_as_it_was():
+    torch.manual_seed(0)
+    enc = PatchEncoder(1, 8, 2)
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(1, 8, kernel_size=2, stride=2)
+    assert list(enc.state_dict()) == ["proj.weight", "proj.bias"]  # old checkpoints load as they are
+    assert torch.equal(enc.proj.weight, conv.weight)  # the same seeded initialization
+    assert isinstance(enc.stem, torch.nn.Identity)
+
