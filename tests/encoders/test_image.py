@@ -150,8 +150,17 @@ def test_attention_grid_is_a_distribution_over_patches(pooling, cls_token, windo
 def test_plots_written(tmp_path):
     dm = DigitsDataModule(attention_images=4)
     paths = dm.plots(_tiny_model("attention"), tmp_path)
-    assert [p.name for p in paths] == ["confusion_matrix.png", "attention_maps.png"]
+    assert [p.name for p in paths] == ["confusion_matrix.png", "attention_maps.png", "worst_mistakes.png"]
     assert all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_image_plots_skip_attention_maps_for_the_cnn(tmp_path):
+    from vecset.backbone import GridResNet
+
+    torch.manual_seed(0)
+    model = TaskModule(PixelEncoder(1, 8, positional="none"), GridResNet(8, widths=(8,), blocks=1), SequenceHead(8, 10))
+    paths = DigitsDataModule(attention_images=4, mistake_images=4).plots(model, tmp_path)
+    assert [p.name for p in paths] == ["confusion_matrix.png", "worst_mistakes.png"]
 
 
 # -- image folders -------------------------------------------------------------------------
@@ -545,6 +554,7 @@ def test_cli_cifar10_config_without_data(tmp_path, monkeypatch):
         run_cli(["fit", "--config", str(ROOT / "configs" / "cifar10.yaml"), "--data.init_args.root", "missing",
                  "--trainer.accelerator", "cpu"])
 
+
 # -- the convolutional stem ------------------------------------------------------------------
 
 def test_conv_stem_keeps_the_grid_and_feeds_the_patches():
@@ -575,3 +585,49 @@ def test_no_stem_by_default_leaves_the_encoder_as_it_was():
     assert torch.equal(enc.proj.weight, conv.weight)  # the same seeded initialization
     assert isinstance(enc.stem, torch.nn.Identity)
 
+
+# -- training transforms ---------------------------------------------------------------------
+
+def test_folder_augment_keeps_its_default_list_and_takes_a_configured_one(tmp_path):
+    from torchvision.transforms import v2
+
+    root = _folder(tmp_path / "imgs", n=10, mode="L")
+    default = ImageFolderDataModule(str(root), channels=1, augment=True)
+    assert [type(t) for t in default.train_transforms] == [v2.RandomHorizontalFlip, v2.RandomAffine]
+    assert default.train_transforms[1].degrees == [-10.0, 10.0] and default.train_transforms[1].translate == (0.1, 0.1)
+    mine = ImageFolderDataModule(str(root), channels=1, augment=True,
+                                 train_transforms=[v2.RandomAffine(degrees=5)])
+    mine.setup("fit")
+    steps = [type(t) for t in mine.sets["train"].transform.transforms]
+    assert steps == [v2.ToImage, v2.RandomAffine, v2.ToDtype, v2.Normalize]  # no flip: digits, text
+    assert [type(t) for t in mine.sets["val"].transform.transforms] == [v2.ToImage, v2.ToDtype, v2.Normalize]
+    with pytest.raises(ValueError, match=r"train_transforms is set but augment is false"):
+        ImageFolderDataModule(str(root), train_transforms=[v2.RandomAffine(degrees=5)])
+
+
+def test_digits_default_affine_is_unchanged_and_replaceable():
+    from torchvision.transforms import v2
+
+    dm = DigitsDataModule()
+    tf = dm.train_transforms
+    assert isinstance(tf, v2.RandomAffine) and tf.degrees == [-10.0, 10.0] and tf.scale == (0.9, 1.1)
+    dm.setup("fit")
+    torch.manual_seed(0)
+    a = dm.sets["train"][0]["image"]
+    torch.manual_seed(0)
+    ref = v2.RandomAffine(degrees=10.0, translate=(0.1, 0.1), scale=(0.9, 1.1),
+                          interpolation=v2.InterpolationMode.BILINEAR, fill=-1.0)(dm.sets["train"].images[0])
+    torch.testing.assert_close(a, ref)  # the same draw as the affine digits always used
+    flip = DigitsDataModule(train_transforms=[v2.RandomHorizontalFlip(p=1.0)])
+    flip.setup("fit")
+    torch.testing.assert_close(flip.sets["train"][0]["image"], flip.sets["train"].images[0].flip(-1))
+
+
+def test_image_folder_predict_files_resized_and_named(tmp_path, monkeypatch):
+    root = _folder(tmp_path / "imgs", n=10, mode="L")
+    _write(tmp_path / "new" / "x.png", "RGB", size=(16, 12), value=200)
+    dm = ImageFolderDataModule(str(root), channels=1, convert=True, predict_files=[str(tmp_path / "new")])
+    dm.setup("predict")
+    batch = next(iter(dm.predict_dataloader()))
+    assert dm.predict_split() == "predict" and batch["image"].shape == (1, 1, 8, 8) and "y" not in batch
+    assert dm.describe(int(batch["ids"][0])) == str(tmp_path / "new" / "x.png")
