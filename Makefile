@@ -73,3 +73,16 @@ speech: $(STAMP)
 
 speech-bench: $(STAMP)
 	$(PY) bench/speech_baselines.py
+# --- Fashion-MNIST (issue #17) ----------------------------------------------------------------
+# The data: Debian's dataset-fashion-mnist (installed with apt-get when run as root and missing;
+# otherwise the message says which package to install), checked by reading it.
+.PHONY: fashion-mnist fashion-mnist-fit bench-images
+fashion-mnist: $(STAMP)
+	$(PY) scripts/get_fashion_mnist.py --install
+
+fashion-mnist-fit: fashion-mnist
+	$(VENV)/bin/vecset fit --config configs/fashion_mnist.yaml
+
+# sklearn baselines, self-attention and the CNN on the same split and budget (about 65 minutes)
+bench-images: fashion-mnist
+	$(PY) bench/image_baselines.py

@@ -3,7 +3,7 @@ contracts below both encoders and heads: VectorSet, DataSpec, Vocabulary."""
 
 from vecset.backbone.attention import MultiHeadSelfAttention, local_attention
 from vecset.backbone.backbone import Backbone
-from vecset.backbone.baselines import BiLSTM, WindowMLP
+from vecset.backbone.baselines import BiLSTM, GridResNet, WindowMLP
 from vecset.backbone.block import Block
 from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.masked_softmax import lengths_to_mask, masked_softmax
@@ -18,6 +18,6 @@ from vecset.backbone.vectorset import VectorSet
 from vecset.backbone.vocab import Vocabulary, tokenize
 
 __all__ = [
-    "Backbone", "BiLSTM", "Block", "DataSpec", "Learned1D", "Learned2D", "MultiHeadSelfAttention", "NoPositional", "Sinusoidal1D", "Sinusoidal2D", "VectorSet",
+    "Backbone", "BiLSTM", "Block", "DataSpec", "GridResNet", "Learned1D", "Learned2D", "MultiHeadSelfAttention", "NoPositional", "Sinusoidal1D", "Sinusoidal2D", "VectorSet",
     "Vocabulary", "WindowMLP", "lengths_to_mask", "local_attention", "masked_softmax", "tokenize",
 ]

@@ -7,6 +7,7 @@ DataModule), then trained for a few steps with AdamW outside Lightning, timing
 
     python bench/training.py                         # every job config that exists
     python bench/training.py configs/debug.yaml      # chosen ones
+    python bench/training.py configs/fashion_mnist.yaml configs/fashion_mnist_cnn.yaml --name training_fashion_mnist
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from bench.common import table, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 JOBS = ["debug", "digits", "digits_pixel", "speech_frames", "speech_frames_mlp", "speech_frames_bilstm",
-        "freesolv", "solubility", "g2p", "multitask"]
+        "freesolv", "solubility", "g2p", "multitask", "fashion_mnist", "fashion_mnist_cnn"]
 
 
 def batch_size_of(batch) -> int:
@@ -43,12 +44,13 @@ def loss_of(model, batch):
     return model.head.loss(model(batch), batch)
 
 
-def bench_job(config: Path, steps: int, warmup: int) -> dict:
+def bench_job(config: Path, steps: int, warmup: int, args: list[str] = ()) -> dict:
+    """Step time and data wait of ``config`` (with command-line ``args``) over ``steps`` steps."""
     from vecset.pipelines.cli import run_cli
     from vecset.pipelines.training.hand_over import hand_over
     from vecset.pipelines.training.multitask import MultiTaskDataModule
 
-    cli = run_cli(["--config", str(config), "--trainer.logger=false"], run=False)
+    cli = run_cli(["--config", str(config), "--trainer.logger=false", *args], run=False)
     model, dm = cli.model, cli.datamodule
     dm.prepare_data()
     dm.setup("fit")
@@ -84,7 +86,8 @@ def bench_job(config: Path, steps: int, warmup: int) -> dict:
             samples += batch_size_of(batch)
     total = wait + compute
     return {"job": config.stem, "steps": steps, "samples_per_s": samples / total, "step_s": total / steps,
-            "data_wait_share": wait / total, "under_10pct": wait / total < 0.10}
+            "data_wait_share": wait / total, "under_10pct": wait / total < 0.10,
+            "train_batches": len(loader)}
 
 
 def main() -> None:
@@ -92,6 +95,8 @@ def main() -> None:
     ap.add_argument("configs", nargs="*", type=Path)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--name", default="training", help="bench/results/<name>.json (chosen configs: another name "
+                                                       "keeps the full table)")
     args = ap.parse_args()
     configs = args.configs or [ROOT / "configs" / f"{j}.yaml" for j in JOBS if (ROOT / "configs" / f"{j}.yaml").exists()]
     rows = []
@@ -102,7 +107,7 @@ def main() -> None:
             rows.append({"job": c.stem, "error": f"{type(e).__name__}: {e}"[:200]})
         print(rows[-1], flush=True)
     print(table(rows, ["job", "steps", "samples_per_s", "step_s", "data_wait_share", "under_10pct", "error"]))
-    print(f"wrote {write_json('training', {'steps': args.steps, 'rows': rows})}")
+    print(f"wrote {write_json(args.name, {'steps': args.steps, 'rows': rows})}")
 
 
 if __name__ == "__main__":

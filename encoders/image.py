@@ -5,10 +5,15 @@ a linear projection of each flattened patch, and a 2-D positional encoding added
 A 5x10 RGB image is 50 pixel vectors of 3 values; with p = 5 it is 2 patch vectors of 75.
 The projection of flattened patches is written as a Conv2d with kernel = stride = p, which
 is the same linear map (and what timm's ``PatchEmbed`` does).
+
+An optional convolutional stem before the patches (Xiao et al. 2021, "Early Convolutions Help
+Transformers See Better"): a few 3x3 convolutions give each patch vector local features
+(edges, textures) that a ViT trained from scratch on small data learns slowly by itself.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import torch
@@ -87,6 +92,21 @@ class PixelEncoder(Encoder):
                          pos=_grid_pos(H, W, 1, image.device).expand(B, -1, -1))
 
 
+def conv_stem(in_channels: int, channels: Sequence[int]) -> nn.Module:
+    """3x3 convolutions (stride 1, zero padding 1: the image keeps its size), each followed by
+    BatchNorm and GELU; ``nn.Identity`` when ``channels`` is empty.
+
+    Shapes: (B, in_channels, H, W) -> (B, channels[-1], H, W)
+    """
+    layers: list[nn.Module] = []
+    for c in channels:
+        if c < 1:
+            raise ValueError(f"stem_channels must be >= 1 each, got {list(channels)}")
+        layers += [nn.Conv2d(in_channels, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.GELU()]
+        in_channels = c
+    return nn.Sequential(*layers) if layers else nn.Identity()
+
+
 class PatchEncoder(Encoder):
     """One vector per non-overlapping p x p patch (ViT): the flattened patch (C*p*p values)
     projected to d_model, plus a 2-D positional encoding over the patch grid.
@@ -99,6 +119,9 @@ class PatchEncoder(Encoder):
             smaller than p on either side is always an error (it would be mostly padding).
         positional, max_h, max_w: as in PixelEncoder; max_h/max_w count patches.
         pad: allow zero-padding of sides that are not multiples of p.
+        stem_channels: widths of a convolutional stem run on the (padded) image before the
+            patches (``conv_stem``: 3x3, BatchNorm, GELU each, the image keeps its size); the
+            patches are then cut from its last feature map. Empty (default): no stem.
 
     Shapes:
         batch["image"] (B, C, H, W) float -> VectorSet x (B, ceil(H/p)*ceil(W/p), D) row-major,
@@ -107,12 +130,14 @@ class PatchEncoder(Encoder):
 
     def __init__(self, in_channels: int, d_model: int, patch_size: int,
                  positional: Positional2D = "sinusoidal", max_h: int | None = None,
-                 max_w: int | None = None, pad: bool = False) -> None:
+                 max_w: int | None = None, pad: bool = False, stem_channels: Sequence[int] = ()) -> None:
         super().__init__()
         if patch_size < 1:
             raise ValueError(f"patch_size must be >= 1, got {patch_size}")
         self.in_channels, self.d_model, self.patch_size, self.pad = in_channels, d_model, patch_size, pad
-        self.proj = nn.Conv2d(in_channels, d_model, kernel_size=patch_size, stride=patch_size)
+        self.stem = conv_stem(in_channels, stem_channels)
+        width = stem_channels[-1] if stem_channels else in_channels
+        self.proj = nn.Conv2d(width, d_model, kernel_size=patch_size, stride=patch_size)
         self.positional = make_positional_2d(positional, d_model, max_h, max_w)
 
     def grid(self, h: int, w: int) -> tuple[int, int]:
@@ -137,7 +162,7 @@ class PatchEncoder(Encoder):
                 )
             image = F.pad(image, (0, -W % p, 0, -H % p))  # zero rows/columns at the bottom/right
         gh, gw = self.grid(H, W)
-        x = self.proj(image).flatten(2).transpose(1, 2)  # (B, gh*gw, D)
+        x = self.proj(self.stem(image)).flatten(2).transpose(1, 2)  # (B, gh*gw, D)
         if not isinstance(self.positional, NoPositional):
             x = x + self.positional(gh, gw, image.device)  # (gh*gw, D)
         return VectorSet(x=x, mask=torch.ones(B, gh * gw, dtype=torch.bool, device=x.device),

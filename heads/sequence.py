@@ -40,6 +40,9 @@ class SequenceHead(Head):
         extra_features: width of optional set-level features (``batch["features"]``)
             joined to the pooled vector (e.g. molecule descriptors).
         dropout: dropout before the output layer.
+        label_smoothing: classification only: the cross-entropy's target puts this share of
+            its mass uniformly over all classes (Szegedy et al. 2016, "Rethinking the Inception
+            Architecture"); 0 is the plain cross-entropy.
 
     Shapes:
         VectorSet (B, N, D) -> (B, num_outputs); targets ``batch["y"]`` (B,) long or
@@ -47,13 +50,17 @@ class SequenceHead(Head):
     """
 
     def __init__(self, d_model: int, num_outputs: int, task: Task = "classification",
-                 pooling: Pooling = "mean", extra_features: int = 0, dropout: float = 0.0) -> None:
+                 pooling: Pooling = "mean", extra_features: int = 0, dropout: float = 0.0,
+                 label_smoothing: float = 0.0) -> None:
         super().__init__()
         if task not in ("classification", "regression"):
             raise ValueError(f"task must be 'classification' or 'regression', got {task!r}")
         if pooling not in ("mean", "cls", "attention"):
             raise ValueError(f"pooling must be 'mean', 'cls' or 'attention', got {pooling!r}")
+        if not 0.0 <= label_smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
         self.task, self.pooling, self.num_outputs = task, pooling, num_outputs
+        self.label_smoothing = label_smoothing
         self.extra_features = extra_features
         self.monitor = ("val_acc", "max") if task == "classification" else ("val_rmse", "min")
         if pooling == "attention":
@@ -127,7 +134,7 @@ class SequenceHead(Head):
                     f"label out of range: targets span [{int(y.min())}, {int(y.max())}] but "
                     f"SequenceHead has num_outputs={self.num_outputs}"
                 )
-            return F.cross_entropy(out, y)
+            return F.cross_entropy(out, y, label_smoothing=self.label_smoothing)
         z = (y.reshape(out.shape) - self.target_mean) / self.target_std
         return F.mse_loss(out, z)
 

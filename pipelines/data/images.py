@@ -65,21 +65,77 @@ class TensorImages(Dataset):
         return {"image": img, "y": int(self.labels[i]), "id": int(self.ids[i])}
 
 
+def check_train_transforms(augment: bool, train_transforms: Sequence | None) -> None:
+    """``augment`` switches the training transforms on, ``train_transforms`` says which (None:
+    the data module's default list); a list given with ``augment: false`` would be ignored."""
+    if train_transforms is not None and not augment:
+        raise ValueError("train_transforms is set but augment is false, so they would not be applied: "
+                         "set augment: true to use them (or drop train_transforms)")
+
+
+def list_predict_files(files: Sequence[str]) -> list[Path]:
+    """The image files ``vecset predict`` reads: each file as given, each folder as the image
+    files under it (sorted, hidden files skipped). A missing path, a file without an image
+    extension, one PIL cannot read, or a folder without images is an error naming it."""
+    from PIL import Image, UnidentifiedImageError
+
+    found: list[Path] = []
+    for f in files:
+        p = Path(f)
+        if p.is_dir():
+            inside = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith(".")
+                            and q.suffix.lower() in IMAGE_EXTENSIONS)
+            if not inside:
+                raise ValueError(f"predict folder {p} holds no image files (expected one of {', '.join(IMAGE_EXTENSIONS)})")
+            found += inside
+        elif p.is_file():
+            if p.suffix.lower() not in IMAGE_EXTENSIONS:
+                raise ValueError(f"{p}: not an image file (extension {p.suffix or 'none'!r}; expected one of "
+                                 f"{', '.join(IMAGE_EXTENSIONS)})")
+            found.append(p)
+        else:
+            raise FileNotFoundError(f"predict file {p} does not exist")
+    for p in found:
+        try:
+            with Image.open(p) as im:
+                im.verify()  # the file's structure, without decoding every pixel
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+            raise ValueError(f"{p}: not a readable image ({type(e).__name__}: {e})") from e
+    return found
+
+
 class ImageDataModule(VecsetDataModule):
     """Shared loaders, prediction naming and reports of the image DataModules.
 
     Subclasses fill ``self.sets`` ({"train", "val", "test"} -> Dataset), ``class_names`` and
     ``image_shape`` (the (C, H, W) of every image a batch holds: the model checks at setup that
     its attention can hold the set an image makes) in ``setup`` and implement ``describe``.
+    Those that read image files for ``vecset predict`` (``predict_files``) add them with
+    ``add_predict_files``; ``predict`` then reads that split instead of the test split.
     """
 
     image_shape: tuple[int, int, int] | None = None
+    predict_files: list[str] | None = None
 
-    def __init__(self, batch_size: int, num_workers: int, attention_images: int, attention_layer: int) -> None:
+    def __init__(self, batch_size: int, num_workers: int, attention_images: int, attention_layer: int,
+                 mistake_images: int = 16) -> None:
         super().__init__()
         self.batch_size, self.num_workers = batch_size, num_workers
         self.attention_images, self.attention_layer = attention_images, attention_layer
+        self.mistake_images = mistake_images
         self.sets: dict[str, Dataset] = {}
+        self.predict_paths: list[Path] = []
+        self.predict_offset = 0
+
+    def add_predict_files(self, paths: list[Path], channels: int, transform, first_id: int) -> None:
+        """The predict split: ``paths`` read as ``channels``-channel images, then ``transform``
+        (the evaluation transform, resizing to the training images' size); ids from ``first_id``."""
+        self.predict_paths, self.predict_offset = list(paths), first_id
+        ids = list(range(first_id, first_id + len(paths)))
+        self.sets["predict"] = FileImages(self.predict_paths, None, ids, channels, transform)
+
+    def predict_split(self) -> str:
+        return "predict" if self.predict_files else "test"
 
     collate = staticmethod(collate_images)
 
@@ -90,10 +146,13 @@ class ImageDataModule(VecsetDataModule):
 
     def reports(self) -> list:
         """The confusion matrix with per-class accuracy, and the attention maps of
-        ``attention_images`` test images (``pipelines/reports/classification.py``, ``images.py``)."""
+        ``attention_images`` test images (``pipelines/reports/classification.py``, ``images.py``),
+        and the ``mistake_images`` most confident test mistakes (``mistakes.py``)."""
         from vecset.pipelines.reports.images import AttentionMapsReport
+        from vecset.pipelines.reports.mistakes import MistakesReport
 
-        return [*super().reports(), AttentionMapsReport(self.attention_images, self.attention_layer)]
+        return [*super().reports(), AttentionMapsReport(self.attention_images, self.attention_layer),
+                MistakesReport(self.mistake_images)]
 
     def display_image(self, image: Tensor) -> np.ndarray:
         """(C, H, W) model input -> (H, W) or (H, W, 3) array in [0, 1] for plotting."""
@@ -120,28 +179,36 @@ class DigitsDataModule(ImageDataModule):
 
     The split is pinned (``digits_split``): 1293 train, 144 val, 360 test. Pixels are scaled
     to [-1, 1]. Training images get a small random affine (rotation, shift, scale;
-    torchvision transforms v2).
+    torchvision transforms v2), by default no flip: a mirrored digit is another glyph.
 
     Args:
         batch_size: images per batch.
-        augment: apply the random affine to training images.
-        degrees, translate, scale: the affine's ranges (``v2.RandomAffine``).
+        augment: apply the training transforms.
+        train_transforms: torchvision v2 transforms for training images (``class_path`` /
+            ``init_args`` in the YAML), run on the (1, 8, 8) float image in [-1, 1] (the
+            background is -1); None: the random affine below.
+        degrees, translate, scale: the default affine's ranges (``v2.RandomAffine``).
         num_workers: DataLoader workers (0: in the main process; the data is tiny).
         attention_images: how many test images the attention plot shows.
         attention_layer: backbone block whose attention is plotted when the head does not
             pool by attention.
+        mistake_images: how many of the most confident test mistakes the mistakes grid
+            shows (0: no grid).
     """
 
     class_names = [str(d) for d in range(10)]
     image_shape = (1, 8, 8)
 
-    def __init__(self, batch_size: int = 64, augment: bool = True, degrees: float = 10.0,
+    def __init__(self, batch_size: int = 64, augment: bool = True,
+                 train_transforms: list[v2.Transform] | None = None, degrees: float = 10.0,
                  translate: float = 0.1, scale: Sequence[float] = (0.9, 1.1), num_workers: int = 0,
-                 attention_images: int = 8, attention_layer: int = -1) -> None:
-        super().__init__(batch_size, num_workers, attention_images, attention_layer)
+                 attention_images: int = 8, attention_layer: int = -1, mistake_images: int = 16) -> None:
+        super().__init__(batch_size, num_workers, attention_images, attention_layer, mistake_images)
+        check_train_transforms(augment, train_transforms)
         self.augment = augment
-        self.affine = v2.RandomAffine(degrees=degrees, translate=(translate, translate), scale=tuple(scale),
-                                      interpolation=v2.InterpolationMode.BILINEAR, fill=-1.0)
+        self.train_transforms = v2.Compose(list(train_transforms)) if train_transforms is not None else \
+            v2.RandomAffine(degrees=degrees, translate=(translate, translate), scale=tuple(scale),
+                            interpolation=v2.InterpolationMode.BILINEAR, fill=-1.0)
         self.index: dict[str, np.ndarray] = {}
 
     def setup(self, stage: str | None = None) -> None:
@@ -155,7 +222,7 @@ class DigitsDataModule(ImageDataModule):
         self.index = digits_split(y)
         for split, idx in self.index.items():
             t = torch.as_tensor(idx)
-            tf = self.affine if split == "train" and self.augment else None
+            tf = self.train_transforms if split == "train" and self.augment else None
             self.sets[split] = TensorImages(images[t], labels[t], t, tf)
 
     def describe(self, sample_id: int) -> str:
@@ -275,10 +342,10 @@ def read_image(path: Path, channels: int) -> Tensor:
 
 
 class FileImages(Dataset):
-    """Image files with labels; reads each with ``read_image`` (converting it to ``channels``),
-    then transforms."""
+    """Image files with labels (None: files to predict); reads each with ``read_image``
+    (converting it to ``channels``), then transforms."""
 
-    def __init__(self, paths: list[Path], labels: list[int], ids: list[int], channels: int,
+    def __init__(self, paths: list[Path], labels: list[int] | None, ids: list[int], channels: int,
                  transform) -> None:
         self.paths, self.labels, self.ids, self.channels, self.transform = paths, labels, ids, channels, transform
 
@@ -286,8 +353,10 @@ class FileImages(Dataset):
         return len(self.paths)
 
     def __getitem__(self, i: int) -> dict:
-        return {"image": self.transform(read_image(self.paths[i], self.channels)), "y": self.labels[i],
-                "id": self.ids[i]}
+        item = {"image": self.transform(read_image(self.paths[i], self.channels)), "id": self.ids[i]}
+        if self.labels is not None:
+            item["y"] = self.labels[i]
+        return item
 
 
 class ImageFolderDataModule(ImageDataModule):
@@ -314,20 +383,30 @@ class ImageFolderDataModule(ImageDataModule):
         image_size: resize every image to (H, W) (an int: a square); None keeps the size,
             and then every image must share it.
         mean, std: per-channel normalization after scaling pixels to [0, 1] (see above).
-        augment: random horizontal flip and small affine on training images.
+        augment: apply the training transforms.
+        train_transforms: torchvision v2 transforms for training images (``class_path`` /
+            ``init_args`` in the YAML), run after resizing, on the image before scaling and
+            normalization (uint8 for 8-bit files); None: ``folder_augment()``, a random
+            horizontal flip and a small affine (rotation 10 degrees, shift 10%), meant for
+            photos: it mirrors digits and text, so give your own list for those.
         val_fraction, test_fraction, split_seed: the split of a single folder (and of
             train into train/val when there is no val folder).
         skip_non_images: skip (count and log) files without an image extension instead of failing.
-        batch_size, num_workers, attention_images, attention_layer: as in DigitsDataModule.
+        predict_files: image files or folders for ``vecset predict``, converted to ``channels``
+            and resized to the training images' size.
+        batch_size, num_workers, attention_images, attention_layer, mistake_images: as in
+            DigitsDataModule.
     """
 
     def __init__(self, root: str, channels: int = 3, convert: bool = False,
                  image_size: int | list[int] | None = None, mean: Sequence[float] | None = None,
-                 std: Sequence[float] | None = None, augment: bool = False, val_fraction: float = 0.1,
+                 std: Sequence[float] | None = None, augment: bool = False,
+                 train_transforms: list[v2.Transform] | None = None, val_fraction: float = 0.1,
                  test_fraction: float = 0.1, split_seed: int = 0, skip_non_images: bool = False,
-                 batch_size: int = 64, num_workers: int = 0, attention_images: int = 8,
-                 attention_layer: int = -1) -> None:
-        super().__init__(batch_size, num_workers, attention_images, attention_layer)
+                 predict_files: list[str] | None = None, batch_size: int = 64, num_workers: int = 0,
+                 attention_images: int = 8, attention_layer: int = -1, mistake_images: int = 16) -> None:
+        super().__init__(batch_size, num_workers, attention_images, attention_layer, mistake_images)
+        check_train_transforms(augment, train_transforms)
         if channels not in (1, 3):
             raise ValueError(f"channels must be 1 (grey) or 3 (RGB), got {channels}")
         self.root, self.channels, self.convert = Path(root), channels, convert
@@ -338,8 +417,10 @@ class ImageFolderDataModule(ImageDataModule):
         if len(self.mean) != channels or len(self.std) != channels:
             raise ValueError(f"mean and std need {channels} values (one per channel), got {self.mean}, {self.std}")
         self.augment = augment
+        self.train_transforms = list(train_transforms) if train_transforms is not None else folder_augment()
         self.val_fraction, self.test_fraction, self.split_seed = val_fraction, test_fraction, split_seed
         self.skip_non_images = skip_non_images
+        self.predict_files = list(predict_files) if predict_files else None
         self.paths: list[Path] = []
         self._sizes: dict[tuple[int, int], Path] = {}
         self.class_names = None
@@ -374,12 +455,14 @@ class ImageFolderDataModule(ImageDataModule):
                              "and image_size is not set; set image_size to resize them")
 
     # -- setup --------------------------------------------------------------------------
-    def _transform(self, train: bool):
+    def _transform(self, train: bool, size: tuple[int, int] | None = None):
+        """Resize (to ``size``, else ``image_size``), the training transforms, scale, normalize."""
         steps = [v2.ToImage()]
-        if self.image_size is not None:
-            steps.append(v2.Resize(list(self.image_size), antialias=True))
+        size = size or self.image_size
+        if size is not None:
+            steps.append(v2.Resize(list(size), antialias=True))
         if train and self.augment:
-            steps += [v2.RandomHorizontalFlip(), v2.RandomAffine(degrees=10, translate=(0.1, 0.1))]
+            steps += self.train_transforms
         steps += [v2.ToDtype(torch.float32, scale=True), v2.Normalize(self.mean, self.std)]
         return v2.Compose(steps)
 
@@ -438,6 +521,10 @@ class ImageFolderDataModule(ImageDataModule):
             paths, labels = split_files[s]
             self.sets[s] = FileImages(paths, labels, self._add(paths), self.channels,
                                       self._transform(s == "train"))
+        if self.predict_files:
+            paths = list_predict_files(self.predict_files)
+            self.add_predict_files(paths, self.channels, self._transform(False, size=(h, w)),
+                                   first_id=self._add(paths)[0])
         log.info("%s: %d classes, %s images (train/val/test)", self.root, len(classes),
                  "/".join(str(len(self.sets[s])) for s in ("train", "val", "test")))
 
@@ -453,6 +540,12 @@ class ImageFolderDataModule(ImageDataModule):
 
     def describe(self, sample_id: int) -> str:
         return str(self.paths[sample_id])
+
+
+def folder_augment() -> list[v2.Transform]:
+    """The folder data module's training transforms when ``augment: true`` and no
+    ``train_transforms`` are given (what ``augment: true`` always did)."""
+    return [v2.RandomHorizontalFlip(), v2.RandomAffine(degrees=10, translate=(0.1, 0.1))]
 
 
 def _flatten(files: dict[str, list[Path]], to_idx: dict[str, int]) -> tuple[list[Path], list[int]]:
@@ -478,8 +571,12 @@ class Cifar10DataModule(ImageDataModule):
     Args:
         root: the folder holding ``cifar-10-batches-py``.
         val_fraction, split_seed: the validation split.
-        augment: random crop and flip on training images.
-        batch_size, num_workers, attention_images, attention_layer: as in DigitsDataModule.
+        augment: apply the training transforms.
+        train_transforms: torchvision v2 transforms for training images (``class_path`` /
+            ``init_args``), run on the (3, 32, 32) uint8 image before scaling; None: a random
+            crop of 32 after 4 pixels of padding and a horizontal flip.
+        batch_size, num_workers, attention_images, attention_layer, mistake_images: as in
+            DigitsDataModule.
     """
 
     image_shape = (3, 32, 32)
@@ -487,10 +584,14 @@ class Cifar10DataModule(ImageDataModule):
     STD = (0.2470, 0.2435, 0.2616)
 
     def __init__(self, root: str, val_fraction: float = 0.1, split_seed: int = 0, augment: bool = True,
-                 batch_size: int = 128, num_workers: int = 0, attention_images: int = 8,
-                 attention_layer: int = -1) -> None:
-        super().__init__(batch_size, num_workers, attention_images, attention_layer)
+                 train_transforms: list[v2.Transform] | None = None, batch_size: int = 128,
+                 num_workers: int = 0, attention_images: int = 8, attention_layer: int = -1,
+                 mistake_images: int = 16) -> None:
+        super().__init__(batch_size, num_workers, attention_images, attention_layer, mistake_images)
+        check_train_transforms(augment, train_transforms)
         self.root, self.val_fraction, self.split_seed, self.augment = Path(root), val_fraction, split_seed, augment
+        self.train_transforms = list(train_transforms) if train_transforms is not None else [
+            v2.RandomCrop(32, padding=4), v2.RandomHorizontalFlip()]
         self.class_names = None
         self.offsets: dict[str, int] = {}
 
@@ -522,8 +623,7 @@ class Cifar10DataModule(ImageDataModule):
                              "data_batch_1..5, test_batch and batches.meta from cifar-10-python.tar.gz") from e
         self.class_names = list(full_train.classes)
         norm = [v2.ToDtype(torch.float32, scale=True), v2.Normalize(self.MEAN, self.STD)]
-        train_tf = v2.Compose([v2.RandomCrop(32, padding=4), v2.RandomHorizontalFlip(), *norm]) if self.augment \
-            else v2.Compose(norm)
+        train_tf = v2.Compose([*self.train_transforms, *norm]) if self.augment else v2.Compose(norm)
         eval_tf = v2.Compose(norm)
 
         def as_tensor(ds) -> Tensor:

@@ -33,7 +33,7 @@ def confusion_figure(y: np.ndarray, p: np.ndarray, class_names: list[str]):
     size = max(4.0, 0.45 * n + 2)
     fig, ax = plt.subplots(figsize=(size, size))
     ConfusionMatrixDisplay.from_predictions(y, p, labels=list(range(n)), display_labels=class_names,
-                                            ax=ax, colorbar=False, xticks_rotation=45 if n > 10 else "horizontal")
+                                            ax=ax, colorbar=False, xticks_rotation=45 if n > 10 or max(map(len, class_names)) > 4 else "horizontal")
     ax.set_title(f"test set: accuracy {np.mean(y == p):.4f} ({int(np.sum(y != p))} errors of {len(y)})")
     fig.tight_layout()
     return fig

@@ -10,6 +10,7 @@ grid, upsampled to the image and overlaid on it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from torch import Tensor
 
 from vecset.pipelines.reports.base import Report, ReportContext, plt
 from vecset.pipelines.reports.outputs import inference, to_device
+
+log = logging.getLogger(__name__)
 
 
 def attention_grid(model, batch: dict, layer: int = -1) -> tuple[Tensor, Tensor, str]:
@@ -90,6 +93,11 @@ class AttentionMapsReport(Report):
         test = ctx.data.sets["test"]
         n = min(self.images, len(test))
         if n <= 0:
+            return []
+        if not (getattr(ctx.model.head, "pooling", None) == "attention" or hasattr(ctx.model.backbone, "capture_attention")):
+            # a convolutional baseline with mean pooling has no attention to show
+            log.info("no attention maps: %s has no attention to capture and the head does not pool by attention",
+                     type(ctx.model.backbone).__name__)
             return []
         batch = ctx.data.collate([test[i] for i in range(n)])
         fig = attention_maps_figure(ctx.model, batch, list(ctx.data.class_names), ctx.data.display_image, self.layer)

@@ -516,3 +516,81 @@ def test_cli_cifar10_config_without_data(tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match=r"CIFAR-10 not found: looked for .*missing/cifar-10-batches-py"):
         run_cli(["fit", "--config", str(ROOT / "configs" / "cifar10.yaml"), "--data.init_args.root", "missing",
                  "--trainer.accelerator", "cpu"])
+
+
+# -- the convolutional stem ------------------------------------------------------------------
+
+def test_conv_stem_keeps_the_grid_and_feeds_the_patches():
+    torch.manual_seed(0)
+    enc = PatchEncoder(1, 16, 4, stem_channels=[8, 12])
+    vs = enc({"image": torch.randn(3, 1, 28, 28)})
+    assert vs.x.shape == (3, 49, 16) and enc.grid(28, 28) == (7, 7)
+    assert enc.proj.in_channels == 12 and [m.out_channels for m in enc.stem if isinstance(m, torch.nn.Conv2d)] == [8, 12]
+    # the stem's output is what the patches are cut from
+    enc.eval()
+    img = torch.randn(2, 1, 28, 28)
+    feats = enc.stem(img)
+    assert feats.shape == (2, 12, 28, 28)
+    ref = enc.proj(feats).flatten(2).transpose(1, 2) + enc.positional(7, 7, img.device)
+    torch.testing.assert_close(enc({"image": img}).x, ref)
+    padded = PatchEncoder(1, 16, 4, pad=True, stem_channels=[8])({"image": torch.randn(1, 1, 30, 30)})
+    assert padded.x.shape == (1, 64, 16)  # ceil(30/4)^2
+    with pytest.raises(ValueError, match=r"stem_channels must be >= 1 each"):
+        PatchEncoder(1, 16, 4, stem_channels=[8, 0])
+
+
+def test_no_stem_by_default_leaves_the_encoder_as_it_was():
+    torch.manual_seed(0)
+    enc = PatchEncoder(1, 8, 2)
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(1, 8, kernel_size=2, stride=2)
+    assert list(enc.state_dict()) == ["proj.weight", "proj.bias"]  # old checkpoints load as they are
+    assert torch.equal(enc.proj.weight, conv.weight)  # the same seeded initialization
+    assert isinstance(enc.stem, torch.nn.Identity)
+
+
+# -- training transforms ---------------------------------------------------------------------
+
+def test_folder_augment_keeps_its_default_list_and_takes_a_configured_one(tmp_path):
+    from torchvision.transforms import v2
+
+    root = _folder(tmp_path / "imgs", n=10, mode="L")
+    default = ImageFolderDataModule(str(root), channels=1, augment=True)
+    assert [type(t) for t in default.train_transforms] == [v2.RandomHorizontalFlip, v2.RandomAffine]
+    assert default.train_transforms[1].degrees == [-10.0, 10.0] and default.train_transforms[1].translate == (0.1, 0.1)
+    mine = ImageFolderDataModule(str(root), channels=1, augment=True,
+                                 train_transforms=[v2.RandomAffine(degrees=5)])
+    mine.setup("fit")
+    steps = [type(t) for t in mine.sets["train"].transform.transforms]
+    assert steps == [v2.ToImage, v2.RandomAffine, v2.ToDtype, v2.Normalize]  # no flip: digits, text
+    assert [type(t) for t in mine.sets["val"].transform.transforms] == [v2.ToImage, v2.ToDtype, v2.Normalize]
+    with pytest.raises(ValueError, match=r"train_transforms is set but augment is false"):
+        ImageFolderDataModule(str(root), train_transforms=[v2.RandomAffine(degrees=5)])
+
+
+def test_digits_default_affine_is_unchanged_and_replaceable():
+    from torchvision.transforms import v2
+
+    dm = DigitsDataModule()
+    tf = dm.train_transforms
+    assert isinstance(tf, v2.RandomAffine) and tf.degrees == [-10.0, 10.0] and tf.scale == (0.9, 1.1)
+    dm.setup("fit")
+    torch.manual_seed(0)
+    a = dm.sets["train"][0]["image"]
+    torch.manual_seed(0)
+    ref = v2.RandomAffine(degrees=10.0, translate=(0.1, 0.1), scale=(0.9, 1.1),
+                          interpolation=v2.InterpolationMode.BILINEAR, fill=-1.0)(dm.sets["train"].images[0])
+    torch.testing.assert_close(a, ref)  # the same draw as the affine digits always used
+    flip = DigitsDataModule(train_transforms=[v2.RandomHorizontalFlip(p=1.0)])
+    flip.setup("fit")
+    torch.testing.assert_close(flip.sets["train"][0]["image"], flip.sets["train"].images[0].flip(-1))
+
+
+def test_image_folder_predict_files_resized_and_named(tmp_path, monkeypatch):
+    root = _folder(tmp_path / "imgs", n=10, mode="L")
+    _write(tmp_path / "new" / "x.png", "RGB", size=(16, 12), value=200)
+    dm = ImageFolderDataModule(str(root), channels=1, convert=True, predict_files=[str(tmp_path / "new")])
+    dm.setup("predict")
+    batch = next(iter(dm.predict_dataloader()))
+    assert dm.predict_split() == "predict" and batch["image"].shape == (1, 1, 8, 8) and "y" not in batch
+    assert dm.describe(int(batch["ids"][0])) == str(tmp_path / "new" / "x.png")

@@ -68,3 +68,15 @@ def test_sequence_classification_label_out_of_range():
     out = head(VectorSet.from_list([torch.randn(2, 8)]))
     with pytest.raises(ValueError, match="label out of range"):
         head.loss(out, {"y": torch.tensor([5])})
+
+
+def test_label_smoothing_mixes_the_uniform_target():
+    torch.manual_seed(0)
+    out, y = torch.randn(5, 4), torch.tensor([0, 3, 1, 1, 2])
+    plain = SequenceHead(8, num_outputs=4).loss(out, {"y": y})
+    assert torch.equal(plain, torch.nn.functional.cross_entropy(out, y))  # default 0: the plain loss
+    logp = out.log_softmax(-1)
+    want = (0.9 * -logp.gather(1, y[:, None])[:, 0] + 0.1 * -logp.mean(-1)).mean()
+    torch.testing.assert_close(SequenceHead(8, num_outputs=4, label_smoothing=0.1).loss(out, {"y": y}), want)
+    with pytest.raises(ValueError, match=r"label_smoothing must be in \[0, 1\), got 1.0"):
+        SequenceHead(8, num_outputs=4, label_smoothing=1.0)

@@ -44,9 +44,22 @@ def test_reports_written_with_the_logged_test_accuracy(tmp_path):
     acc = trainer.test(model, datamodule=dm, verbose=False)[0]["test_acc"]
     model.eval()
     paths = [p for r in dm.reports() for p in r.write(ReportContext(model, dm, tmp_path))]
-    assert [p.name for p in paths] == ["test_per_class.json", "confusion_matrix.png", "attention_maps.png"]
+    assert [p.name for p in paths] == ["test_per_class.json", "confusion_matrix.png", "attention_maps.png",
+                                       "worst_mistakes.png"]
     assert all(p.stat().st_size > 1000 for p in paths[1:])
     rep = json.loads(paths[0].read_text())
     assert rep["count"] == 360 and rep["accuracy"] == pytest.approx(acc, abs=1e-6)
     assert [r["class"] for r in rep["per_class"]] == [str(d) for d in range(10)]
     assert not model.training and not any(m.training for m in model.modules())  # still in eval
+
+
+def test_image_reports_skip_attention_maps_for_the_cnn(tmp_path):
+    from vecset.backbone import GridResNet
+    from vecset.encoders import PixelEncoder
+
+    torch.manual_seed(0)
+    model = TaskModule(PixelEncoder(1, 8, positional="none"), GridResNet(8, widths=(8,), blocks=1), SequenceHead(8, 10))
+    dm = DigitsDataModule(attention_images=4, mistake_images=4)
+    dm.setup("test")
+    paths = [p for r in dm.reports() for p in r.write(ReportContext(model, dm, tmp_path))]
+    assert [p.name for p in paths] == ["test_per_class.json", "confusion_matrix.png", "worst_mistakes.png"]
