@@ -14,21 +14,15 @@ counts differ is an error naming the file.
 
 from __future__ import annotations
 
-import gzip
 import logging
-import os
-import tempfile
-import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import torch
 from torch import Tensor
 from torchvision.transforms import v2
 
+from vecset.encoders.image.idx import read_idx
 from vecset.pipelines.data.images import (
     ImageDataModule,
     TensorImages,
@@ -43,8 +37,6 @@ DEFAULT_ROOT = "/usr/share/datasets/fashion-mnist"
 # the four files, by official split (the names of the original release and of Debian's package)
 FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
          "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
-# idx magic numbers (LeCun's format: 0x0000, type 0x08 = unsigned byte, number of dimensions)
-IDX_MAGIC = {"images": 0x00000803, "labels": 0x00000801}
 # per-pixel mean and std of the 60,000 training images, pixels scaled to [0, 1]
 MEAN, STD = 0.2860, 0.3530
 NUM_CLASSES = 10
@@ -84,57 +76,6 @@ def find_files(root: str | Path) -> dict[str, tuple[Path, Path]]:
             paths.append(path)
         found[split] = (paths[0], paths[1])
     return found
-
-
-@contextmanager
-def bytes_as_path(data: bytes) -> Iterator[str]:
-    """``data`` as a file path, for readers that open a path: an anonymous in-memory file
-    where the OS has one (Linux memfd), otherwise a temporary file deleted afterwards."""
-    if hasattr(os, "memfd_create"):
-        fd = os.memfd_create("vecset-idx")
-        try:
-            with os.fdopen(fd, "wb", closefd=False) as f:
-                f.write(data)
-            yield f"/proc/self/fd/{fd}"
-        finally:
-            os.close(fd)
-        return
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "file.idx"
-        path.write_bytes(data)
-        yield str(path)
-
-
-def read_idx(path: str | Path, kind: Literal["images", "labels"]) -> Tensor:
-    """An idx file (gzip-compressed when it ends in ``.gz``) read by torchvision's reader.
-
-    Returns (N, H, W) uint8 images or (N,) int64 labels. A broken gzip stream, a wrong magic
-    number (not an idx file of unsigned bytes of this kind) or a length that does not match
-    the header's sizes (a truncated file) is a ``ValueError`` naming the file.
-    """
-    from torchvision.datasets.mnist import read_image_file, read_label_file
-
-    path = Path(path)
-    data = path.read_bytes()
-    if path.suffix == ".gz":
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as e:
-            raise ValueError(f"{path}: not a complete gzip file ({type(e).__name__}: {e}); reinstall "
-                             f"{DEBIAN_PACKAGE} or replace the file") from e
-    want = IDX_MAGIC[kind]
-    have = int.from_bytes(data[:4], "big") if len(data) >= 4 else None
-    if have != want:
-        got = f"{have:#010x}" if have is not None else f"only {len(data)} bytes"
-        raise ValueError(f"{path}: not an idx {kind} file: magic number {got}, expected {want:#010x} "
-                         f"(unsigned bytes, {3 if kind == 'images' else 1} dimension(s))")
-    reader = read_image_file if kind == "images" else read_label_file
-    with bytes_as_path(data) as p:
-        try:
-            return reader(p)
-        except (RuntimeError, ValueError, TypeError, AssertionError) as e:
-            raise ValueError(f"{path}: truncated or malformed idx {kind} file: {len(data)} bytes do not hold "
-                             f"the sizes its header gives ({type(e).__name__}: {e})") from e
 
 
 def read_split(images_path: Path, labels_path: Path) -> tuple[Tensor, Tensor]:

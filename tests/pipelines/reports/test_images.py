@@ -11,9 +11,9 @@ import torch
 
 from vecset.backbone import Backbone
 from vecset.encoders import PatchEncoder
+from vecset.encoders.image import collate_images
 from vecset.heads import SequenceHead
 from vecset.pipelines import DigitsDataModule, TaskModule
-from vecset.pipelines.data.images import collate_images
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.images import attention_grid
 

@@ -1,1 +1,0 @@
-"""Data modules: find, split, featurize (through the encoder packages) and batch."""

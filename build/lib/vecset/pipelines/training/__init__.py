@@ -1,1 +1,0 @@
-"""Training: TaskModule, MultiTaskModule, checkpoints and callbacks."""
