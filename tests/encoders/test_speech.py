@@ -4,7 +4,9 @@ DataModule on the shipped sample, bad input. Tiny inputs; CPU only."""
 from __future__ import annotations
 
 import logging
+import re
 import shutil
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +30,7 @@ from vecset.encoders.speech import (
     read_audio,
     read_phn,
 )
-from vecset.pipelines.data.speech import SpeechFramesDataModule
+from vecset.pipelines.data.speech import SpeechFramesDataModule, list_audio
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "speech"
 PH = list(FESTIVAL_PHONES)
@@ -333,3 +335,128 @@ def test_cli_fit_and_predict(tmp_path, monkeypatch):
 def test_speech_encoder_window_must_be_at_least_one():
     with pytest.raises(ValueError, match=r"window must be >= 1 \(each frame sees \+-window frames\) or None, got 0"):
         SpeechEncoder(40, 8, window=0)
+
+
+# --- audio at another sample rate: a .phn counts the audio file's own samples (TIMIT's convention) ---
+# segments in milliseconds: every boundary is a multiple of 10 ms, a whole number of samples at 8, 16
+# and 44.1 kHz, and 2.5 ms from the nearest frame centre (centres are at 12.5 + 10 t ms)
+TONES_MS = [(0, 60, "h#", 0), (60, 150, "s", 3000), (150, 320, "aa", 700), (320, 400, "t", 1800), (400, 500, "h#", 0)]
+
+
+def write_tones(d: Path, stem: str, sr: int, ext: str = "wav", phn_end_extra: int = 0) -> Path:
+    """One utterance of TONES_MS at ``sr``: a tone (or near silence) per segment, and its .phn in
+    samples at ``sr``; the last segment ends ``phn_end_extra`` samples after the audio does."""
+    d.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    parts, lines = [], []
+    for a, b, ph, hz in TONES_MS:
+        s, e = a * sr // 1000, b * sr // 1000
+        t = np.arange(s, e) / sr
+        parts.append(0.3 * np.sin(2 * np.pi * hz * t) + 0.003 * rng.standard_normal(e - s))
+        lines.append(f"{s} {e + (phn_end_extra if b == TONES_MS[-1][1] else 0)} {ph}\n")
+    path = d / f"{stem}.{ext}"
+    sf.write(path, np.concatenate(parts).astype(np.float32), sr)
+    (d / f"{stem}.phn").write_text("".join(lines))
+    return path
+
+
+def tones_labels() -> list[str]:
+    """The frame-centre rule applied by hand: frame t (centre 12.5 + 10 t ms) takes the segment holding it."""
+    T = num_frames(TONES_MS[-1][1] * 16)
+    return [next(ph for a, b, ph, _ in TONES_MS if a <= 12.5 + 10 * t < b) for t in range(T)]
+
+
+@pytest.mark.parametrize("sr", [8000, 22050, 44100])
+def test_phn_at_the_files_own_rate_gives_the_same_frame_labels(tmp_path, sr):
+    labels = {}
+    for rate in (16000, sr):
+        write_tones(tmp_path / str(rate) / "spk", "a", rate)
+        dm = SpeechFramesDataModule(root=str(tmp_path / str(rate)), train="spk", val="spk", test="spk")
+        dm.setup("test")
+        item = dm.sets["test"].items[0]
+        assert item["ignored"] == 0
+        assert dm.n_samples[item["id"]] == TONES_MS[-1][1] * rate // 1000  # the file's own length
+        labels[rate] = [PH[i] for i in item["y"].tolist()]
+    assert labels[sr] == labels[16000] == tones_labels()
+
+
+def test_phn_tie_at_a_frame_centre_at_8khz(tmp_path):
+    # a boundary exactly at frame 1's centre (22.5 ms: sample 180 at 8 kHz, 360 at 16 kHz) gives the
+    # frame to the later segment at either rate
+    n = {16000: 400 + 2 * FRAME_SHIFT, 8000: (400 + 2 * FRAME_SHIFT) // 2}
+    for sr in (16000, 8000):
+        write_utt(tmp_path / str(sr) / "spk", "a", n[sr], f"0 {360 * sr // 16000} aa\n{360 * sr // 16000} {n[sr]} b\n",
+                  sr=sr)
+        dm = SpeechFramesDataModule(root=str(tmp_path / str(sr)), train="spk", val="spk", test="spk")
+        dm.setup("test")
+        assert [PH[i] for i in dm.sets["test"].items[0]["y"].tolist()] == ["aa", "b", "b"]
+
+
+def test_phn_past_the_end_names_the_files_rate_and_length(tmp_path):
+    write_tones(tmp_path / "spk", "a", 44100, phn_end_extra=1)
+    dm = SpeechFramesDataModule(root=str(tmp_path), train="spk", val="spk", test="spk")
+    with pytest.raises(ValueError, match=r"spk/a\.phn:5: segment 17640-22051 h# runs past the end of the audio "
+                                         r"\(22050 samples at 44100 Hz in .*spk/a\.wav\)"):
+        dm.setup("test")
+
+
+@pytest.mark.parametrize("sr", [8000, 44100])
+def test_predicted_phn_is_in_the_files_own_samples(tmp_path, sr):
+    audio = write_tones(tmp_path / "spk", "a", sr)
+    dm = SpeechFramesDataModule(root=str(tmp_path), train="spk", val="spk", test="spk")
+    dm.setup("test")
+    item = dm.sets["test"].items[0]
+    y = item["y"].tolist()
+    dm.write_predictions(dm.prediction_rows([item["id"]], {"label": [y], "prob": [[1.0] * len(y)]}), tmp_path / "out")
+    phn = tmp_path / "out" / "predictions" / "spk_a.phn"
+    segs = read_phn(phn, sf.info(str(audio)).frames, PH, sample_rate=sr)
+    assert segs[-1].end == sf.info(str(audio)).frames
+    # each boundary is written halfway between the frame centres either side of the true one (a - 2.5 ms),
+    # in the file's own samples rounded to the nearest (44.1 kHz: 2535.75 -> 2536); read back, the same frames
+    bounds = [0] + [int(Fraction((2 * a - 5) * sr, 2000) + Fraction(1, 2)) for a, *_ in TONES_MS[1:]]
+    assert [s.start for s in segs] == bounds and [s.phone for s in segs] == [ph for *_, ph, _ in TONES_MS]
+    assert frame_labels(segs, len(y), PH, sample_rate=sr)[0].tolist() == y
+    frames = (tmp_path / "out" / "predictions" / "spk_a.frames").read_text().splitlines()
+    assert frames[1].split()[1] == {8000: "100", 44100: "551.25"}[sr]  # frame 0's centre, 12.5 ms
+
+
+def test_resampling_keeps_time_and_length(tmp_path):
+    # the .phn rescaling relies on torchaudio's resampling: output sample i is at time i / 16000 s
+    # (no delay) and there are ceil(n * 16000 / sr) of them
+    for sr, at, want in ((8000, 1000, 2000), (44100, 4410, 1600), (22050, 2205, 1600)):
+        x = np.zeros(6001, dtype=np.float32)
+        x[at] = 0.9
+        sf.write(tmp_path / f"i{sr}.wav", x, sr, subtype="FLOAT")
+        audio = read_audio(tmp_path / f"i{sr}.wav")
+        assert (audio.file_rate, audio.file_samples) == (sr, 6001)
+        assert len(audio.wav) == -(-6001 * 16000 // sr) and int(np.argmax(audio.wav)) == want
+
+
+# --- predict on a folder: every format the reader reads; what is skipped is counted and reported ---
+def test_predict_folder_reads_every_format_and_reports_skips(tmp_path, caplog):
+    d = tmp_path / "in"
+    x = (np.random.default_rng(0).standard_normal(16000) * 0.1).astype(np.float32)
+    (d / "sub").mkdir(parents=True)
+    for name, fmt in (("u_wav.wav", "WAV"), ("u_flac.flac", "FLAC"), ("u_mp3.mp3", "MP3"), ("u_ogg.ogg", "OGG"),
+                      ("u_aiff.aiff", "AIFF"), ("sub/u_sph.sph", "NIST")):  # NIST SPHERE under its usual extension
+        sf.write(d / name, x, 16000, format=fmt)
+    (d / "u_wav.phn").write_text("0 16000 h#\n")
+    (d / "notes.txt").write_text("hello")
+    (d / "clip.m4a").write_bytes(b"\x00\x00\x00\x20ftypM4A ")  # a format libsndfile does not read
+    dm = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(d)])
+    with caplog.at_level(logging.INFO, logger="vecset.pipelines.data.speech"):
+        dm.setup("predict")
+    got = sorted(Path(dm.describe(it["id"])).name for it in dm.sets["predict"].items)
+    assert got == ["u_aiff.aiff", "u_flac.flac", "u_mp3.mp3", "u_ogg.ogg", "u_sph.sph", "u_wav.wav"]
+    msgs = [r for r in caplog.records if "skipped" in r.getMessage()]
+    assert len(msgs) == 1 and msgs[0].levelno == logging.WARNING
+    assert re.search(r"6 audio files; skipped 3 other files \(1 \.m4a, 1 \.phn, 1 \.txt\)", msgs[0].getMessage())
+    # training splits read the same formats, as a folder or as a list of stems
+    (tmp_path / "train.lst").write_text("in/u_mp3\nin/sub/u_sph\n")
+    assert [f.name for f in list_audio(tmp_path, "train.lst")] == ["u_mp3.mp3", "u_sph.sph"]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="vecset.pipelines.data.speech"):
+        assert len(list_audio(tmp_path, "in/sub")) == 1
+        (d / "sub" / "u_sph.phn").write_text("0 16000 h#\n")  # TIMIT's files beside an utterance: said at info
+        assert len(list_audio(tmp_path, "in/sub")) == 1
+    assert [r.levelno for r in caplog.records if "skipped" in r.getMessage()] == [logging.INFO]
