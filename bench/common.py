@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -88,3 +89,22 @@ def write_json(name: str, payload: dict) -> Path:
     payload = {"machine": machine(), "command": "python " + " ".join(sys.argv), **payload}
     path.write_text(json.dumps(payload, indent=2))
     return path
+
+
+def fit_in_child(config: str, args: list[str] | None = None) -> tuple[Path, float]:
+    """``vecset fit --config config args`` in a child process run from the repository root:
+    its run directory (from the ``results: <path>`` line) and its CPU seconds (user + system)."""
+    root = Path(__file__).resolve().parents[1]
+    args = list(args or [])
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(f"vecset fit --config {config} {' '.join(args)}".rstrip(), flush=True)
+    out = subprocess.run([sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", config, *args],
+                         cwd=root, env=env, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if out.returncode:
+        sys.stderr.write(out.stdout[-3000:] + out.stderr[-3000:])
+        raise SystemExit(f"vecset fit --config {config} failed (exit {out.returncode})")
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("results: ")][-1]
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return root / Path(line.split("results: ", 1)[1]).parent, round(cpu, 1)

@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -31,6 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import fit_in_child  # noqa: E402
 from vecset.pipelines.data.images import digits_split  # noqa: E402
 
 CONFIGS = {"vecset patch (configs/digits.yaml)": "configs/digits.yaml",
@@ -71,21 +70,6 @@ def vecset_row(name: str, run_dir: Path, cpu_seconds: float | None) -> dict:
             "train_images": 1293, "test_images": 360}
 
 
-def train(config: str) -> tuple[Path, float]:
-    """``vecset fit --config config`` in a child process; returns its run dir and CPU seconds."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run([sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", config],
-                         cwd=ROOT, env=env, capture_output=True, text=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if out.returncode:
-        sys.stderr.write(out.stdout[-3000:] + out.stderr[-3000:])
-        raise SystemExit(f"vecset fit --config {config} failed (exit {out.returncode})")
-    line = [ln for ln in out.stdout.splitlines() if ln.startswith("results: ")][-1]
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return ROOT / Path(line.split("results: ", 1)[1]).parent, round(cpu, 1)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", nargs=2, metavar=("PATCH_RUN", "PIXEL_RUN"),
@@ -103,7 +87,7 @@ def main() -> None:
             if given:
                 rows.append(vecset_row(name, Path(given), cpu))
             else:
-                run_dir, cpu = train(cfg)
+                run_dir, cpu = fit_in_child(cfg)
                 rows.append(vecset_row(name, run_dir, cpu))
 
     print(f"{'model':<46} {'test acc':>9} {'train s':>9} {'cpu s':>8}")

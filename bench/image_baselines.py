@@ -41,7 +41,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -51,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from bench.common import RESULTS, table, write_json  # noqa: E402
+from bench.common import RESULTS, fit_in_child, table, write_json  # noqa: E402
 
 CONFIGS = {"self-attention (configs/fashion_mnist.yaml)": "configs/fashion_mnist.yaml",
            "CNN: GridResNet (configs/fashion_mnist_cnn.yaml)": "configs/fashion_mnist_cnn.yaml"}
@@ -132,22 +131,6 @@ def fit_args(data: list[str], budget_minutes: float, epochs: int) -> list[str]:
     return [*data, "--trainer.max_epochs", str(epochs),
             "--trainer.max_time", f"00:{secs // 3600:02d}:{secs % 3600 // 60:02d}:{secs % 60:02d}",
             "--trainer.enable_progress_bar", "false"]
-
-
-def train(config: str, args: list[str]) -> tuple[Path, float]:
-    """``vecset fit --config config args`` in a child process; its run dir and CPU seconds."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(f"vecset fit --config {config} {' '.join(args)}", flush=True)
-    out = subprocess.run([sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", config, *args],
-                         cwd=ROOT, env=env, capture_output=True, text=True)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if out.returncode:
-        sys.stderr.write(out.stdout[-3000:] + out.stderr[-3000:])
-        raise SystemExit(f"vecset fit --config {config} failed (exit {out.returncode})")
-    line = [ln for ln in out.stdout.splitlines() if ln.startswith("results: ")][-1]
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return ROOT / Path(line.split("results: ", 1)[1]).parent, round(cpu, 1)
 
 
 def trainable_parameters(checkpoint: str) -> int:
@@ -236,7 +219,7 @@ def main() -> None:
                 else:
                     epochs, sizing[name] = budget_epochs(cfg, data, budget)
                 print(f"{name}: {epochs} epoch(s) for {budget:g} minutes {sizing[name]}", flush=True)
-                run_dir, cpu = train(cfg, fit_args(data, budget, epochs))
+                run_dir, cpu = fit_in_child(cfg, fit_args(data, budget, epochs))
             runs[name] = run_dir
             rows.append(vecset_row(name, run_dir, cpu))
     print(table(rows, COLS))
