@@ -265,11 +265,14 @@ def resample(wav: np.ndarray, orig: int, new: int) -> np.ndarray:
 
 def merge_clitics(words: list[list[str]]) -> list[tuple[str, str, str]]:
     """Festival's (start, end, name) words with a possessive split off (``John`` ``'s``) joined
-    back into one word spanning both (``John's``), as the text and TIMIT's .wrd have it."""
+    back into one word (``John's``), as the text and TIMIT's .wrd have it. Festival puts the
+    clitic's phone into the preceding word's last syllable and gives the clitic itself no
+    syllable (times ``0 0``): the joined word keeps the later of the two ends."""
     out: list[tuple[str, str, str]] = []
     for s, e, w in words:
         if w.startswith("'") and out:
-            out[-1] = (out[-1][0], e, out[-1][2] + w)
+            end = e if float(e) > float(out[-1][1]) else out[-1][1]
+            out[-1] = (out[-1][0], end, out[-1][2] + w)
         else:
             out.append((s, e, w))
     return out

@@ -100,8 +100,11 @@ def test_split_stats_counts_unseen_words():
 
 
 def test_merge_clitics_joins_a_split_possessive():
-    got = corpus.merge_clitics([["0.1", "0.4", "John"], ["0.4", "0.5", "'s"], ["0.5", "0.9", "dog"]])
-    assert got == [("0.1", "0.5", "John's"), ("0.5", "0.9", "dog")]
+    # Festival 2.5: "the stranger's car" -> 's without a syllable (0 0), its z inside "stranger"
+    got = corpus.merge_clitics([["0.22", "0.33", "the"], ["0.33", "1.01", "stranger"], ["0", "0", "'s"],
+                                ["1.01", "1.36", "car"]])
+    assert got == [("0.22", "0.33", "the"), ("0.33", "1.01", "stranger's"), ("1.01", "1.36", "car")]
+    assert corpus.merge_clitics([["0.1", "0.4", "John"], ["0.4", "0.5", "'s"]]) == [("0.1", "0.5", "John's")]
 
 
 def test_shipped_sample_is_sentence_and_speaker_disjoint_with_a_real_vocabulary():
@@ -116,7 +119,8 @@ def test_shipped_sample_is_sentence_and_speaker_disjoint_with_a_real_vocabulary(
     stats = corpus.split_stats(texts)
     assert stats == info["splits"]  # corpus.json's counts are those of the shipped files
     assert stats["train"]["distinct_words"] >= 400 and stats["test"]["unseen_token_share"] > 0.2
-    for u in lists["test"][:10]:  # the word spans carry the sentence's words, in order
+    assert info["dropped_zero_length_words"] == 0
+    for u in lists["test"]:  # the word spans carry the sentence's words, in order
         wrd = [ln.split()[2] for ln in (SAMPLE / f"{u}.wrd").read_text().splitlines()]
         assert wrd == text.words_of((SAMPLE / f"{u}.txt").read_text().split(" ", 2)[2])
     assert sum(p.stat().st_size for p in SAMPLE.rglob("*") if p.is_file()) <= 15_000_000
