@@ -58,15 +58,17 @@ digits-pixel: $(STAMP)
 bench-digits: $(STAMP)
 	$(PY) bench/digits_baselines.py
 # --- speech frame labeling (issue #4) -----------------------------------------------------
-# The full Festival corpus (1000 utterances, ~1 h, 12 speakers) into data/speech_full (not
-# committed); installs the Debian packages when run as root and they are missing.
+# The full Festival corpus (2000 utterances, ~1.7 h, 15 speakers, WordNet's example sentences)
+# into data/speech_full (not committed); installs the Debian packages (Festival, its English
+# voices, wordnet-base) when run as root and they are missing.
 .PHONY: speech-corpus speech-sample speech speech-bench
 speech-corpus: $(STAMP)
-	$(PY) scripts/make_speech_corpus.py --out data/speech_full --utterances 1000 --jobs 2 --install --force
+	$(PY) scripts/make_speech_corpus.py --out data/speech_full --utterances 2000 --speakers 15 --jobs 2 --install --force
 
-# Regenerates the shipped sample exactly (seed 0, 192 utterances, FLAC).
+# Regenerates the shipped sample exactly (seed 0, 240 utterances, FLAC): the first 240
+# utterances of the full corpus.
 speech-sample: $(STAMP)
-	$(PY) scripts/make_speech_corpus.py --out data/speech --utterances 192 --jobs 2 --format flac --install --force
+	$(PY) scripts/make_speech_corpus.py --out data/speech --utterances 240 --speakers 15 --jobs 2 --format flac --install --force
 
 speech: $(STAMP)
 	$(VENV)/bin/vecset fit --config configs/speech_frames.yaml

@@ -50,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -57,57 +58,56 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # speech_text.py beside this file
+from speech_text import (  # noqa: E402
+    MAX_WORDS,
+    MIN_WORDS,
+    WORDNET_DIR,
+    filter_sentences,
+    wordnet_examples,
+    words_of,
+)
+
 SR = 16000
-PACKAGES = ["festival", "festvox-kallpc16k", "festvox-kdlpc16k", "festvox-us-slt-hts"]
+PACKAGES = ["festival", "festvox-kallpc16k", "festvox-kdlpc16k", "festvox-us-slt-hts", "wordnet-base"]
 VOICES = {  # base voice -> (Festival voice function, diphone voice that takes an F0 mean)
     "kal": ("voice_kal_diphone", True),
     "ked": ("voice_ked_diphone", True),
     "slt": ("voice_cmu_us_slt_arctic_hts", False),
 }
 
-# --- a small grammar: sentences Festival reads without text normalisation surprises ----------
-DET = ["the", "a", "every", "that", "this", "one", "some", "no"]
-ADJ = ["small", "green", "quiet", "heavy", "bright", "old", "young", "clever", "lazy", "happy",
-       "cold", "warm", "tall", "strange", "gentle", "brown", "yellow", "careful", "busy", "sharp"]
-NOUN = ["dog", "cat", "teacher", "farmer", "river", "garden", "window", "doctor", "singer",
-        "machine", "village", "bottle", "letter", "mountain", "kitchen", "painter", "soldier",
-        "rabbit", "thunder", "engine", "sister", "brother", "pilot", "island", "wagon", "judge",
-        "fisher", "chair", "boat", "shadow", "forest", "horse", "baker", "clock", "bridge"]
-VERB_T = ["found", "watched", "painted", "carried", "pushed", "visited", "followed", "opened",
-          "measured", "cleaned", "borrowed", "needed", "chased", "fixed", "noticed", "washed"]
-VERB_I = ["slept", "waited", "laughed", "smiled", "shivered", "wandered", "listened", "vanished",
-          "jumped", "rested", "worked", "stayed"]
-ADV = ["slowly", "quickly", "quietly", "early", "today", "again", "yesterday", "outside",
-       "carefully", "happily"]
-PREP = ["near", "under", "behind", "beside", "over", "through", "across", "without", "with"]
-CONJ = ["and", "but", "while", "because", "so"]
+# --- sentences: WordNet's examples (scripts/speech_text.py), each used by one utterance only ----
+def assign_sentences(pool: list[str], utterances: int, seed: int) -> list[str]:
+    """Utterance i's sentence: the i-th of the pool shuffled by ``seed``. Every sentence is used
+    once, so the splits share no sentence (the pool holds no two sentences with the same words),
+    and a smaller corpus is a prefix of a larger one with the same seed."""
+    if utterances > len(pool):
+        raise SystemExit(f"--utterances {utterances} exceeds the {len(pool)} distinct sentences the filter kept")
+    order = list(range(len(pool)))
+    random.Random(f"{seed}:sentences").shuffle(order)
+    return [pool[k] for k in order[:utterances]]
 
 
-def noun_phrase(r: random.Random) -> str:
-    words = [r.choice(DET)]
-    if r.random() < 0.6:
-        words.append(r.choice(ADJ))
-    words.append(r.choice(NOUN))
-    if r.random() < 0.15:
-        words += [r.choice(PREP), r.choice(DET), r.choice(NOUN)]
-    return " ".join(words)
+def split_stats(texts: dict[str, list[str]]) -> dict:
+    """Per split: utterances, word tokens, distinct words; for dev and test also the tokens and
+    distinct words unseen in train, and the sentences shared with train (0 by construction).
 
-
-def clause(r: random.Random) -> str:
-    if r.random() < 0.6:
-        s = f"{noun_phrase(r)} {r.choice(VERB_T)} {noun_phrase(r)}"
-    else:
-        s = f"{noun_phrase(r)} {r.choice(VERB_I)}"
-    if r.random() < 0.4:
-        s += f" {r.choice(ADV)}"
-    return s
-
-
-def sentence(r: random.Random) -> str:
-    s = clause(r)
-    if r.random() < 0.3:  # a comma gives Festival a phrase break: an internal pau
-        s += f", {r.choice(CONJ)} {clause(r)}"
-    return s[0].upper() + s[1:] + "."
+    Args:
+        texts: split -> the sentences of its utterances.
+    """
+    words = {k: [w for t in v for w in words_of(t)] for k, v in texts.items()}
+    train_vocab = set(words.get("train", []))
+    train_sents = {tuple(words_of(t)) for t in texts.get("train", [])}
+    out = {}
+    for k, v in texts.items():
+        row = {"utterances": len(v), "word_tokens": len(words[k]), "distinct_words": len(set(words[k]))}
+        if k != "train":
+            unseen = [w for w in words[k] if w not in train_vocab]
+            row.update(unseen_tokens=len(unseen), unseen_token_share=round(len(unseen) / max(1, len(words[k])), 4),
+                       unseen_distinct_words=len(set(unseen)),
+                       sentences_shared_with_train=sum(tuple(words_of(t)) in train_sents for t in v))
+        out[k] = row
+    return out
 
 
 # --- speakers ------------------------------------------------------------------------------
@@ -153,6 +153,7 @@ def check_festival(install: bool) -> None:
         ("festvox-kallpc16k", (voices / "english/kal_diphone").exists()),
         ("festvox-kdlpc16k", (voices / "english/ked_diphone").exists()),
         ("festvox-us-slt-hts", (voices / "us/cmu_us_slt_arctic_hts").exists()),
+        ("wordnet-base", (WORDNET_DIR / "data.noun").exists()),
     ] if not ok]
     if not missing:
         return
@@ -162,7 +163,7 @@ def check_festival(install: bool) -> None:
         subprocess.run(["apt-get", "install", "-y", *PACKAGES], check=True,
                        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
         return
-    raise SystemExit(f"Festival or its voices are missing ({', '.join(missing)}). Install them with:\n"
+    raise SystemExit(f"Festival, its voices or the WordNet text are missing ({', '.join(missing)}). Install them with:\n"
                      f"  sudo apt-get install {' '.join(PACKAGES)}")
 
 
@@ -172,6 +173,10 @@ def scheme_str(s: str) -> str:
 
 SCHEME_HELPERS = """
 (define (vs_synth txt stem)
+  ;; an error (SIOD ERROR) in one sentence writes <stem>.failed and the batch goes on
+  (unwind-protect (vs_synth_1 txt stem)
+    (let ((fd (fopen (string-append stem ".failed") "w"))) (fclose fd))))
+(define (vs_synth_1 txt stem)
   ;; (Utterance Text txt) does not evaluate txt: build the call with eval
   (set! u (eval (list 'Utterance 'Text txt)))
   (utt.synth u)
@@ -184,7 +189,8 @@ SCHEME_HELPERS = """
       (item.feat w "R:SylStructure.daughtern.daughtern.end")
       (item.name w)))
     (utt.relation.items u 'Word))
-  (fclose fd))
+  (fclose fd)
+  (fclose (fopen (string-append stem ".done") "w")))  ; written last: this utterance is complete
 """
 
 
@@ -205,14 +211,31 @@ def festival_script(jobs: list[tuple[str, Speaker, str]], tmp: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_festival(batch: list[tuple[str, Speaker, str]], tmp: Path) -> None:
-    script = tmp / "batch.scm"
-    script.write_text(festival_script(batch, tmp))
-    res = subprocess.run(["festival", "-b", str(script)], capture_output=True, text=True)
-    bad = [k for k, _, _ in batch if not (tmp / f"{k}.wav").exists()]
-    if res.returncode or bad or "SIOD ERROR" in res.stdout + res.stderr:
-        raise RuntimeError(f"Festival failed on {script} ({len(bad)} utterances without audio, first "
-                           f"{bad[:3]}):\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+def run_festival(batch: list[tuple[str, Speaker, str]], tmp: Path) -> dict[str, str]:
+    """Synthesize a batch; returns the utterances Festival could not say, key -> reason.
+
+    A SIOD error in one sentence is caught in Scheme (``<key>.failed``, reason
+    ``festival_error``). Festival crashes (a segmentation fault) on some input, e.g. text without
+    a single word: the first utterance without audio is then the one it died on (it synthesizes
+    in order); it is counted (``festival_crashed``) and the rest of the batch runs again."""
+    failed: dict[str, str] = {}
+    todo = list(batch)
+    while todo:
+        script = tmp / "batch.scm"
+        script.write_text(festival_script(todo, tmp))
+        res = subprocess.run(["festival", "-b", str(script)], capture_output=True, text=True)
+        for k, _, _ in todo:
+            if (tmp / f"{k}.failed").exists():
+                failed[k] = "festival_error"
+        missing = [i for i, (k, _, _) in enumerate(todo) if k not in failed and not (tmp / f"{k}.done").exists()]
+        if not missing:
+            return failed
+        if res.returncode == 0:
+            raise RuntimeError(f"Festival exited 0 on {script} but wrote no audio for {len(missing)} utterances "
+                               f"(first {todo[missing[0]][0]}):\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
+        failed[todo[missing[0]][0]] = "festival_crashed"
+        todo = todo[missing[0] + 1:]
+    return failed
 
 
 # --- post-processing ------------------------------------------------------------------------
@@ -240,7 +263,30 @@ def resample(wav: np.ndarray, orig: int, new: int) -> np.ndarray:
     return AF.resample(torch.from_numpy(wav).float()[None], orig, new)[0].numpy()
 
 
+def merge_clitics(words: list[list[str]]) -> list[tuple[str, str, str]]:
+    """Festival's (start, end, name) words with a possessive split off (``John`` ``'s``) joined
+    back into one word (``John's``), as the text and TIMIT's .wrd have it. Festival puts the
+    clitic's phone into the preceding word's last syllable and gives the clitic itself no
+    syllable (times ``0 0``): the joined word keeps the later of the two ends."""
+    out: list[tuple[str, str, str]] = []
+    for s, e, w in words:
+        if w.startswith("'") and out:
+            end = e if float(e) > float(out[-1][1]) else out[-1][1]
+            out[-1] = (out[-1][0], end, out[-1][2] + w)
+        else:
+            out.append((s, e, w))
+    return out
+
+
 def postprocess(key: str, spk: Speaker, text: str, tmp: Path, out: Path, fmt: str) -> dict:
+    """Festival's wave, segments and words -> the TIMIT-layout files of one utterance. Returns
+    ``{"utt", "samples", "dropped_segments", "dropped_words"}``, or ``{"utt", "skipped": reason}``
+    when Festival's words are not the sentence's words (it read something as an abbreviation or
+    number): the utterance is not written, and the reason is counted."""
+    said = merge_clitics([line.split() for line in (tmp / f"{key}.words").read_text().splitlines()])
+    if [w.lower().replace("'", "") for _, _, w in said] != [w.replace("'", "") for w in words_of(text)]:
+        return {"utt": key.replace("__", "/"), "skipped": "festival_words_differ", "text": text,
+                "festival_words": " ".join(w for _, _, w in said)}
     wav, sr = sf.read(tmp / f"{key}.wav", dtype="float32")
     if wav.ndim > 1:
         wav = wav.mean(axis=1)
@@ -266,14 +312,15 @@ def postprocess(key: str, spk: Speaker, text: str, tmp: Path, out: Path, fmt: st
         phn[0][2] = "h#"
     if phn[-1][2] == "pau":
         phn[-1][2] = "h#"
-    words = []
+    words, dropped_words = [], 0
     bounds = [0] + [e for _, e, _ in phn]
-    for line in (tmp / f"{key}.words").read_text().splitlines():
-        s, e, w = line.split()
+    for (s, e, _), w in zip(said, words_of(text), strict=True):  # the text's spelling: dogs', ma'am
         # snap to the nearest phone boundary: the word times carry more digits than the segs
         s_, e_ = (min(bounds, key=lambda b: abs(b - float(t) * SR / factor)) for t in (s, e))
         if e_ > s_:
             words.append((s_, e_, w))
+        else:  # shorter than half a phone: no span of its own
+            dropped_words += 1
     d = out / spk.name
     d.mkdir(parents=True, exist_ok=True)
     stem = key.split("__")[1]
@@ -282,21 +329,20 @@ def postprocess(key: str, spk: Speaker, text: str, tmp: Path, out: Path, fmt: st
     (d / f"{stem}.phn").write_text("".join(f"{s} {e} {p}\n" for s, e, p in phn))
     (d / f"{stem}.wrd").write_text("".join(f"{s} {e} {w}\n" for s, e, w in words))
     (d / f"{stem}.txt").write_text(f"0 {n} {text}\n")
-    return {"utt": f"{spk.name}/{stem}", "samples": n, "dropped_segments": dropped}
+    return {"utt": f"{spk.name}/{stem}", "samples": n, "dropped_segments": dropped, "dropped_words": dropped_words}
 
 
 def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fmt: str,
-             install: bool = False) -> dict:
+             install: bool = False, text_dir: Path = WORDNET_DIR) -> dict:
     check_festival(install)
     if jobs < 1:
         raise SystemExit(f"--jobs must be >= 1, got {jobs}")
     spk = make_speakers(speakers, seed)
-    # utterance i: speaker i mod S (balanced), sentence drawn from its own seeded generator
-    items = []
-    for i in range(utterances):
-        s = spk[i % len(spk)]
-        text = sentence(random.Random(f"{seed}:sentence:{i}"))
-        items.append((f"{s.name}__u{i:05d}", s, text))
+    candidates = wordnet_examples(text_dir)
+    pool, filtered = filter_sentences(candidates)
+    texts = assign_sentences(pool, utterances, seed)
+    # utterance i: speaker i mod S (balanced) and the i-th sentence of the seeded order
+    items = [(f"{spk[i % len(spk)].name}__u{i:05d}", spk[i % len(spk)], texts[i]) for i in range(utterances)]
     items.sort(key=lambda t: (t[1].name, t[0]))  # group by speaker: one voice switch per group
     per = math.ceil(len(items) / jobs)
     batches = [items[k:k + per] for k in range(0, len(items), per)]
@@ -308,25 +354,48 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
             (Path(td) / str(b)).mkdir()
             tmps.append(Path(td) / str(b))
         with ThreadPoolExecutor(max_workers=jobs) as ex:
-            list(ex.map(run_festival, batches, tmps))
+            failed = {k: r for f in ex.map(run_festival, batches, tmps) for k, r in f.items()}
         synth_s = time.time() - t0
-        rows = [postprocess(k, s, t, tmp, out, fmt) for batch, tmp in zip(batches, tmps, strict=False) for k, s, t in batch]
-    for split in ("train", "dev", "test"):
-        names = {s.name for s in spk if s.split == split}
-        lst = sorted(r["utt"] for r in rows if r["utt"].split("/")[0] in names)
+        rows = [{"utt": k.replace("__", "/"), "skipped": failed[k], "text": t} if k in failed
+                else postprocess(k, s, t, tmp, out, fmt)
+                for batch, tmp in zip(batches, tmps, strict=True) for k, s, t in batch]
+    written = [r for r in rows if "skipped" not in r]
+    skipped = [r for r in rows if "skipped" in r]
+    for r in skipped:
+        print(f"skipped {r['utt']} ({r['skipped']}): {r['text']!r}"
+              + (f" -> Festival said {r['festival_words']!r}" if "festival_words" in r else ""), file=sys.stderr)
+    split_of = {s.name: s.split for s in spk}
+    text_of = {k.replace("__", "/"): t for k, _, t in items}
+    by_split: dict[str, list[str]] = {"train": [], "dev": [], "test": []}
+    for split in by_split:
+        lst = sorted(r["utt"] for r in written if split_of[r["utt"].split("/")[0]] == split)
         (out / f"{split}.lst").write_text("".join(u + "\n" for u in lst))
+        by_split[split] = [text_of[u] for u in lst]
+    stats = split_stats(by_split)
+    if any(stats[k]["sentences_shared_with_train"] for k in ("dev", "test")):
+        raise AssertionError(f"a dev or test sentence is also in train: {stats}")  # cannot happen: one use each
     with open(out / "speakers.tsv", "w") as f:
         f.write("name\tvoice\tsplit\tduration_stretch\tf0_mean\tresample\n")
         for s in spk:
             f.write(f"{s.name}\t{s.voice}\t{s.split}\t{s.stretch}\t{s.f0_mean or ''}\t{s.resample}\n")
-    total = sum(r["samples"] for r in rows)
+    total = sum(r["samples"] for r in written)
     info = {
         "generator": "scripts/make_speech_corpus.py",
         "festival": subprocess.run(["festival", "--version"], capture_output=True, text=True).stdout.strip(),
-        "seed": seed, "jobs": jobs, "utterances": utterances, "speakers": [asdict(s) for s in spk],
+        "seed": seed, "jobs": jobs, "utterances_requested": utterances, "utterances": len(written),
+        "speakers": [asdict(s) for s in spk],
+        "text": {"source": "WordNet 3.0 example sentences (Debian package wordnet-base)",
+                 "licence": "WordNet 3.0 licence (Princeton University; BSD-style, redistribution permitted "
+                            "with the copyright notice)",
+                 "files": [str(text_dir / f) for f in ("data.adj", "data.adv", "data.noun", "data.verb")],
+                 "words_per_sentence": [MIN_WORDS, MAX_WORDS], "candidates": len(candidates),
+                 "filter": dict(filtered), "sentences_kept": len(pool)},
+        "skipped_utterances": dict(sorted(Counter(r["skipped"] for r in skipped).items())),
+        "splits": stats,
         "format": fmt, "sample_rate": SR, "hours": round(total / SR / 3600, 4),
-        "mean_seconds": round(total / SR / max(1, len(rows)), 3),
-        "dropped_zero_length_segments": sum(r["dropped_segments"] for r in rows),
+        "mean_seconds": round(total / SR / max(1, len(written)), 3),
+        "dropped_zero_length_segments": sum(r["dropped_segments"] for r in written),
+        "dropped_zero_length_words": sum(r["dropped_words"] for r in written),
         "synthesis_seconds": round(synth_s, 1),
     }
     (out / "corpus.json").write_text(json.dumps(info, indent=2) + "\n")
@@ -347,10 +416,11 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="output root (TIMIT layout)")
     ap.add_argument("--utterances", type=int, default=1000)
-    ap.add_argument("--speakers", type=int, default=12, help="multiple of 3, >= 9")
+    ap.add_argument("--speakers", type=int, default=15, help="multiple of 3, >= 9")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2, help="parallel Festival processes")
     ap.add_argument("--format", choices=["wav", "flac"], default="wav")
+    ap.add_argument("--text-dir", type=Path, default=WORDNET_DIR, help="WordNet's data.{adj,adv,noun,verb}")
     ap.add_argument("--install", action="store_true",
                     help="apt-get install the Festival packages when missing (needs root)")
     ap.add_argument("--force", action="store_true", help="write into a non-empty --out")
@@ -367,8 +437,8 @@ def main(argv: list[str] | None = None) -> None:
                 shutil.rmtree(p)
             elif p.name in ("train.lst", "dev.lst", "test.lst", "speakers.tsv", "corpus.json"):
                 p.unlink()
-    info = generate(a.out, a.utterances, a.speakers, a.seed, a.jobs, a.format, a.install)
-    print(f"wrote {a.utterances} utterances ({info['hours']} h, mean {info['mean_seconds']} s) from "
+    info = generate(a.out, a.utterances, a.speakers, a.seed, a.jobs, a.format, a.install, a.text_dir)
+    print(f"wrote {info['utterances']} of {a.utterances} utterances ({info['hours']} h, mean {info['mean_seconds']} s) from "
           f"{a.speakers} speakers to {a.out} in {info['synthesis_seconds']} s of synthesis; "
           f"sha256 {digest(a.out)[:16]}")
 

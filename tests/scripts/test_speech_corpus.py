@@ -1,10 +1,12 @@
-"""scripts/make_speech_corpus.py: grammar and speakers (pure Python), and, where Festival is
-installed, a tiny generation that must be identical for 1 and 2 jobs and valid TIMIT layout."""
+"""scripts/make_speech_corpus.py and scripts/speech_text.py: the sentence filter, number spelling,
+the sentence-disjoint assignment, the split statistics and speakers (pure Python); the shipped
+sample; and, where Festival is installed, a tiny generation that must be identical for 1 and 2
+jobs and valid TIMIT layout, and a batch that survives a sentence Festival crashes on."""
 
 from __future__ import annotations
 
 import importlib.util
-import random
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -18,13 +20,110 @@ spec = importlib.util.spec_from_file_location("make_speech_corpus", SCRIPT)
 corpus = importlib.util.module_from_spec(spec)
 sys.modules["make_speech_corpus"] = corpus
 spec.loader.exec_module(corpus)
+text = sys.modules["speech_text"]  # imported by the generator from scripts/
+SAMPLE = SCRIPT.parents[1] / "data" / "speech"
 
 
-def test_sentences_are_seeded():
-    a = [corpus.sentence(random.Random(f"0:sentence:{i}")) for i in range(5)]
-    b = [corpus.sentence(random.Random(f"0:sentence:{i}")) for i in range(5)]
-    c = [corpus.sentence(random.Random(f"1:sentence:{i}")) for i in range(5)]
-    assert a == b and a != c and all(s.endswith(".") and s[0].isupper() for s in a)
+def test_number_words_and_years():
+    got = [text.number_words(n) for n in (0, 7, 15, 20, 21, 100, 105, 1200, 30_000, 1_000_001)]
+    assert got == ["zero", "seven", "fifteen", "twenty", "twenty one", "one hundred", "one hundred five",
+                   "one thousand two hundred", "thirty thousand", "one million one"]
+    assert [text.spell_integer(t) for t in ("1990", "1905", "1900", "2005", "1,200", "42")] == [
+        "nineteen ninety", "nineteen oh five", "nineteen hundred", "two thousand five",
+        "one thousand two hundred", "forty two"]
+    with pytest.raises(ValueError, match="out of range"):
+        text.number_words(10**9)
+
+
+@pytest.mark.parametrize("raw, want", [
+    ("the dog ran across the street", ("The dog ran across the street.", "kept")),
+    ("he was born in 1990, in June", ("He was born in nineteen ninety, in June.", "kept")),
+    ("it cost 12 dollars;", ("It cost twelve dollars.", "kept")),
+    ("a well-known fact, isn't it?", ("A well-known fact, isn't it?", "kept")),
+    ("the café was closed today", (None, "characters")),
+    ("he lived (briefly) in town", (None, "characters")),
+    ("Dr. Smith came home late", (None, "characters")),
+    ("it weighs 3.5 pounds now", (None, "number")),
+    ("the 1990s were a decade", (None, "number")),
+    ("he came 3rd in the race", (None, "number")),
+    ("the FBI came to town", (None, "acronym")),
+    ("Henry VIII was the king", (None, "acronym")),
+    ("a heavy load", (None, "too_short")),
+    (" ".join(["word"] * 17), (None, "too_long")),
+    ("a well-known old fact", ("A well-known old fact.", "kept")),  # 5 words: hyphens split
+])
+def test_clean_sentence_reasons(raw, want):
+    assert text.clean_sentence(raw) == want
+
+
+def test_filter_counts_every_candidate_and_drops_duplicates_by_words():
+    cands = ["the dog ran home fast", "The dog ran home, fast!", "a cat", "the 3.5 dogs ran home",
+             "the cat ran home fast"]
+    kept, counts = text.filter_sentences(cands)
+    assert kept == ["The dog ran home fast.", "The cat ran home fast."]
+    assert counts["kept"] == 2 and counts["duplicate"] == 1 and counts["too_short"] == 1 and counts["number"] == 1
+    assert sum(counts.values()) == len(cands) and set(counts) == set(text.REASONS)
+    assert text.words_of("A well-known fact, isn't it?") == ["a", "well", "known", "fact", "isn't", "it"]
+
+
+def test_wordnet_examples_reads_quoted_examples_and_names_a_bad_line(tmp_path):
+    for name in text.WORDNET_FILES:
+        (tmp_path / name).write_text("  1 This software and database is provided by Princeton\n"
+                                     f'00001 03 n 01 x 0 000 | a {name}; "first example here"; "second one"\n')
+    got = text.wordnet_examples(tmp_path)
+    assert got == ["first example here", "second one"] * 4
+    (tmp_path / "data.noun").write_text("00001 03 n 01 x 0 000 no gloss here\n")
+    with pytest.raises(ValueError, match=r"data\.noun:1: no ' \| ' before the gloss"):
+        text.wordnet_examples(tmp_path)
+    (tmp_path / "data.verb").unlink()
+    with pytest.raises(SystemExit, match="data.verb.*wordnet-base"):
+        text.wordnet_examples(tmp_path)
+
+
+def test_sentences_used_once_seeded_and_a_prefix():
+    pool = [f"Sentence number {text.number_words(i)} is here." for i in range(50)]
+    a, b = corpus.assign_sentences(pool, 20, seed=0), corpus.assign_sentences(pool, 20, seed=0)
+    assert a == b and len(set(a)) == 20 and a != pool[:20]
+    assert corpus.assign_sentences(pool, 8, seed=0) == a[:8]  # the sample is the full corpus's first part
+    assert corpus.assign_sentences(pool, 20, seed=1) != a
+    with pytest.raises(SystemExit, match="exceeds the 50 distinct sentences"):
+        corpus.assign_sentences(pool, 51, seed=0)
+
+
+def test_split_stats_counts_unseen_words():
+    st = corpus.split_stats({"train": ["The dog ran.", "A cat sat."], "dev": ["The dog sat."],
+                             "test": ["A bird sang, the dog ran.", "The dog ran."]})
+    assert st["train"] == {"utterances": 2, "word_tokens": 6, "distinct_words": 6}
+    assert st["dev"]["unseen_tokens"] == 0 and st["dev"]["sentences_shared_with_train"] == 0
+    assert st["test"]["unseen_tokens"] == 2 and st["test"]["unseen_token_share"] == round(2 / 9, 4)
+    assert st["test"]["unseen_distinct_words"] == 2 and st["test"]["sentences_shared_with_train"] == 1
+
+
+def test_merge_clitics_joins_a_split_possessive():
+    # Festival 2.5: "the stranger's car" -> 's without a syllable (0 0), its z inside "stranger"
+    got = corpus.merge_clitics([["0.22", "0.33", "the"], ["0.33", "1.01", "stranger"], ["0", "0", "'s"],
+                                ["1.01", "1.36", "car"]])
+    assert got == [("0.22", "0.33", "the"), ("0.33", "1.01", "stranger's"), ("1.01", "1.36", "car")]
+    assert corpus.merge_clitics([["0.1", "0.4", "John"], ["0.4", "0.5", "'s"]]) == [("0.1", "0.5", "John's")]
+
+
+def test_shipped_sample_is_sentence_and_speaker_disjoint_with_a_real_vocabulary():
+    info = json.loads((SAMPLE / "corpus.json").read_text())
+    lists = {s: (SAMPLE / f"{s}.lst").read_text().split() for s in ("train", "dev", "test")}
+    texts = {s: [(SAMPLE / f"{u}.txt").read_text().split(" ", 2)[2].strip() for u in v] for s, v in lists.items()}
+    sents = {s: {tuple(text.words_of(t)) for t in v} for s, v in texts.items()}
+    assert not (sents["train"] & sents["test"]) and not (sents["train"] & sents["dev"])
+    assert not (sents["dev"] & sents["test"])
+    spk = {s: {u.split("/")[0] for u in v} for s, v in lists.items()}
+    assert not (spk["train"] & spk["test"]) and not (spk["train"] & spk["dev"]) and not (spk["dev"] & spk["test"])
+    stats = corpus.split_stats(texts)
+    assert stats == info["splits"]  # corpus.json's counts are those of the shipped files
+    assert stats["train"]["distinct_words"] >= 400 and stats["test"]["unseen_token_share"] > 0.2
+    assert info["dropped_zero_length_words"] == 0
+    for u in lists["test"]:  # the word spans carry the sentence's words, in order
+        wrd = [ln.split()[2] for ln in (SAMPLE / f"{u}.wrd").read_text().splitlines()]
+        assert wrd == text.words_of((SAMPLE / f"{u}.txt").read_text().split(" ", 2)[2])
+    assert sum(p.stat().st_size for p in SAMPLE.rglob("*") if p.is_file()) <= 15_000_000
 
 
 def test_speakers_split_disjoint_and_cover_every_voice():
@@ -60,3 +159,12 @@ def test_generation_deterministic_for_job_counts(tmp_path):
         words = wav.with_suffix(".wrd").read_text().split()
         txt = wav.with_suffix(".txt").read_text().split()
         assert txt[:2] == ["0", str(info.frames)] and len(words) % 3 == 0 and len(words) >= 3
+
+
+@pytest.mark.skipif(shutil.which("festival") is None, reason="Festival is not installed")
+def test_a_sentence_festival_crashes_on_is_skipped_and_counted(tmp_path):
+    spk = corpus.make_speakers(9, seed=0)[0]
+    batch = [("a__u0", spk, "The dog ran home."), ("a__u1", spk, "..."), ("a__u2", spk, "A cat sat down.")]
+    failed = corpus.run_festival(batch, tmp_path)  # Festival segfaults on text without a word
+    assert failed == {"a__u1": "festival_crashed"}
+    assert (tmp_path / "a__u0.done").exists() and (tmp_path / "a__u2.done").exists()
