@@ -67,7 +67,7 @@ def lookup(report: dict, key: str):
     return report
 
 # the configs' segment decoder, for rescoring a checkpoint whose config has none
-RESCORE_DECODER = {"switch_penalty": 3.0, "min_duration": 1}
+RESCORE_DECODER = {"switch_penalty": 3.0, "min_duration": 3}
 
 
 def report_fields(checkpoint: str, root: str, max_utts: int, run_dir: Path) -> dict:

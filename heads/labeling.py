@@ -32,6 +32,9 @@ class LabelingHead(Head):
 
     task = "labeling"
     monitor = ("val_acc", "max")
+    # how outputs become segments, not the weights: a checkpoint predicts with the config's decoder
+    # (pipelines/training/checkpoint.py)
+    decode_settings = ("decoder",)
 
     def __init__(self, d_model: int, num_classes: int, ignore_index: int = -100, dropout: float = 0.0,
                  decoder: SegmentDecoder | None = None) -> None:

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
+from typing import Literal
 
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -145,13 +146,17 @@ class SpeechFramesDataModule(VecsetDataModule):
         max_utterances: keep only the first n utterances of each split (quick runs; 0 = all).
         plot_utterances: test utterances drawn with true and predicted segments after test
             (0: no segments and no attention picture).
+        predict_segments: what ``vecset predict``'s ``.phn`` files hold: ``decoder``, the head's
+            segment decoder's segments (the argmax runs when the head has none), or ``argmax``,
+            the runs of the per-frame argmax labels merged.
     """
 
     def __init__(self, root: str = "data/speech", train: str = "train.lst", val: str = "dev.lst",
                  test: str = "test.lst", phone_set: PhoneSet = "festival",
                  features: str = "fbank", num_mel_bins: int = 40, num_ceps: int = 13,
                  batch_size: int = 8, predict_paths: list[str] | None = None,
-                 max_utterances: int = 0, plot_utterances: int = 3, num_workers: int = 0) -> None:
+                 max_utterances: int = 0, plot_utterances: int = 3, num_workers: int = 0,
+                 predict_segments: Literal["decoder", "argmax"] = "decoder") -> None:
         super().__init__()
         self.root = Path(root)
         self.split_specs = {"train": train, "val": val, "test": test}
@@ -161,6 +166,9 @@ class SpeechFramesDataModule(VecsetDataModule):
         self.batch_size, self.num_workers = batch_size, num_workers
         self.predict_paths = predict_paths
         self.max_utterances, self.plot_utterances = max_utterances, plot_utterances
+        if predict_segments not in ("decoder", "argmax"):
+            raise ValueError(f"predict_segments must be 'decoder' or 'argmax', got {predict_segments!r}")
+        self.predict_segments = predict_segments
         self.sets: dict[str, SpeechUtterances] = {}
         self.paths: dict[int, Path] = {}  # sample id -> audio file
         # sample id -> the audio file's own length and rate (its .phn counts these samples)
@@ -319,17 +327,17 @@ class SpeechFramesDataModule(VecsetDataModule):
     def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
         rows = [{"input": self.describe(sid), "id": sid, "labels": [self.class_names[j] for j in preds["label"][i]],
                  "prob": preds["prob"][i]} for i, sid in enumerate(ids)]
-        for i, r in enumerate(rows):  # the head's segment decoder's labels, when it has one
-            if "segment_label" in preds:
+        if self.predict_segments == "decoder" and "segment_label" in preds:
+            for i, r in enumerate(rows):  # the head's segment decoder's labels
                 r["segment_labels"] = [self.class_names[j] for j in preds["segment_label"][i]]
         return rows
 
     def write_predictions(self, rows: list[dict], out_dir: Path) -> Path:
         """Per input file: ``<name>.frames`` (frame, centre sample, argmax label, its probability,
         and the decoder's label when the head has a segment decoder) and ``<name>.phn`` (TIMIT
-        format: the decoder's segments, or the runs of the argmax labels merged when the head
-        has no decoder, e.g. ``--model.init_args.head.init_args.decoder null``); plus
-        ``predictions.csv`` as an index (its ``segments_from`` says which).
+        format: the decoder's segments, or the runs of the argmax labels merged with
+        ``predict_segments: argmax`` or a head without a decoder); plus ``predictions.csv`` as an
+        index (its ``segments_from`` says which).
         Sample numbers are the audio file's own, at its rate (TIMIT's convention); a frame centre
         is fractional there when the rate is not a multiple of 100 Hz (exact decimals)."""
         out_dir = Path(out_dir)

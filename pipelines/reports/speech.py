@@ -150,9 +150,10 @@ def per_phone_report(outputs: list[Utterance], class_names: list[str], out_dir: 
             f"{sg[k]['boundary_f1']:.3f}" for k in ("argmax", "decoder") if k in sg))
     if extra and extra.get("words"):
         wd = extra["words"]
-        print(f"test words: {wd['share_unseen_word_tokens']:.1%} of {wd['test_word_tokens']} tokens unseen in training; "
-              f"frame accuracy inside unseen words {wd['frame_accuracy_unseen_words']}, seen words "
-              f"{wd['frame_accuracy_seen_words']}, outside words {wd['frame_accuracy_outside_words']}")
+        acc = lambda k: "-" if wd[k] is None else f"{wd[k]:.4f}"  # noqa: E731  (None: no such frames)
+        print(f"test words: {wd['unseen_word_tokens']} of {wd['test_word_tokens']} tokens unseen in training; "
+              f"frame accuracy inside unseen words {acc('frame_accuracy_unseen_words')}, seen words "
+              f"{acc('frame_accuracy_seen_words')}, outside words {acc('frame_accuracy_outside_words')}")
     print("per-phone test frame accuracy (" + str(total) + " frames): " +
           ", ".join(f"{r['phone']} {r['accuracy']:.2f}" for r in rows))
     return path

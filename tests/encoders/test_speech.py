@@ -336,8 +336,19 @@ def test_cli_fit_and_predict(tmp_path, monkeypatch):
     rows = [ln.split() for ln in phn.with_suffix(".frames").read_text().splitlines()[1:]]
     assert all(len(r) == 5 for r in rows)
     assert frame_labels(segs, len(rows), PH)[0].tolist() == [PH.index(r[4]) for r in rows]
+    # argmax merging instead; and the decoder's settings are decode settings: the config's apply
+    run_cli(["predict", "--config", cfg, "--data.root", str(SAMPLE), "--ckpt_path", results["checkpoint"],
+             "--data.predict_paths", f"[{wav}]", "--data.predict_segments", "argmax",
+             "--model.init_args.head.init_args.decoder.init_args.switch_penalty", "0.5"])
+    index2 = (tmp_path / "runs" / "speech_frames_debug" / "version_2" / "predictions.csv").read_text().splitlines()
+    assert index2[1].split(",")[3] == "argmax"
+    import yaml
+
+    used = yaml.safe_load((tmp_path / "runs" / "speech_frames_debug" / "version_2" / "config.yaml").read_text())
+    assert used["model"]["init_args"]["head"]["init_args"]["decoder"]["init_args"] == {"switch_penalty": 0.5,
+                                                                                     "min_duration": 3}
     # the test report has the segment and word scores
-    assert report["segment_decoder"] == "SegmentDecoder(switch_penalty=3.0, min_duration=1)"
+    assert report["segment_decoder"] == "SegmentDecoder(switch_penalty=3.0, min_duration=3)"
     assert {"argmax", "decoder"} <= set(report["segments"]) and report["words"]["test_word_tokens"] > 0
 
 
