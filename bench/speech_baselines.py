@@ -32,19 +32,50 @@ CONFIGS = {
 }
 
 
-# the per-phone report's fields that join each row (report key -> row key)
+# the per-phone report's fields that join each row (report key, dotted into its nested parts -> row key)
 REPORT = {"frame_accuracy_silences_merged": "test_frame_accuracy_silences_merged", "frames": "test_frames",
           "frame_accuracy_at_boundaries": "test_accuracy_at_boundaries",
           "frame_accuracy_inside_phones": "test_accuracy_inside_phones",
-          "share_of_errors_at_boundaries": "share_of_errors_at_boundaries"}
+          "share_of_errors_at_boundaries": "share_of_errors_at_boundaries",
+          # segments (39 classes, silences dropped; boundaries within 20 ms): pipelines/reports/segment_scores.py
+          "segment_decoder": "segment_decoder",
+          "segments.reference_phones": "test_reference_phones",
+          "segments.argmax.phones": "test_phones_argmax", "segments.decoder.phones": "test_phones_decoder",
+          "segments.argmax.per": "test_segment_per_argmax", "segments.decoder.per": "test_segment_per_decoder",
+          "segments.argmax.boundary_f1": "test_boundary_f1_argmax",
+          "segments.decoder.boundary_precision": "test_boundary_precision_decoder",
+          "segments.decoder.boundary_recall": "test_boundary_recall_decoder",
+          "segments.decoder.boundary_f1": "test_boundary_f1_decoder",
+          "segments.decoder.frame_accuracy": "test_frame_accuracy_decoder",
+          # words unseen in training: pipelines/reports/word_scores.py
+          "words.share_unseen_word_tokens": "test_share_unseen_word_tokens",
+          "words.frame_accuracy_unseen_words": "test_accuracy_unseen_words",
+          "words.frame_accuracy_seen_words": "test_accuracy_seen_words",
+          "words.frame_accuracy_outside_words": "test_accuracy_outside_words"}
+MISSING = object()
+
+
+def lookup(report: dict, key: str):
+    """``report``'s value at a dotted key (MISSING where a part is absent; None where the report
+    has the part as null: e.g. no decoder, no .wrd files)."""
+    for part in key.split("."):
+        if report is None:
+            return None
+        if part not in report:
+            return MISSING
+        report = report[part]
+    return report
+
+# the configs' segment decoder, for rescoring a checkpoint whose config has none
+RESCORE_DECODER = {"switch_penalty": 3.0, "min_duration": 3}
 
 
 def report_fields(checkpoint: str, root: str, max_utts: int, run_dir: Path) -> dict:
     """The REPORT fields of a run, rescored from its checkpoint if its report predates one."""
     per_phone = json.loads((run_dir / "test_per_phone.json").read_text())
-    if any(k not in per_phone for k in REPORT):
+    if any(lookup(per_phone, k) is MISSING for k in REPORT):
         per_phone = rescore(checkpoint, root, max_utts, run_dir)
-    return {row_key: per_phone[k] for k, row_key in REPORT.items()}
+    return {row_key: None if (v := lookup(per_phone, k)) is MISSING else v for k, row_key in REPORT.items()}
 
 
 def run(config: str, root: str, epochs: int, max_utts: int, extra: list[str]) -> dict:
@@ -66,12 +97,17 @@ def run(config: str, root: str, epochs: int, max_utts: int, extra: list[str]) ->
 
 def rescore(checkpoint: str, root: str, max_utts: int, run_dir: Path) -> dict:
     """Rewrite a run's per-phone test report from its checkpoint."""
+    from vecset.heads import SegmentDecoder
     from vecset.pipelines.data.speech import SpeechFramesDataModule
     from vecset.pipelines.reports.base import ReportContext
     from vecset.pipelines.reports.speech import PerPhoneReport
     from vecset.pipelines.training.task import TaskModule
 
     model = TaskModule.load_from_checkpoint(checkpoint, map_location="cpu")
+    if getattr(model.head, "decoder", None) is None:
+        # a run from before the configs had a segment decoder: theirs (configs/speech_frames*.yaml)
+        model.head.decoder = SegmentDecoder(**RESCORE_DECODER)
+        print(f"{checkpoint}: no segment decoder in its config; rescored with {model.head.decoder}")
     dm = SpeechFramesDataModule(root=root, max_utterances=max_utts)
     dm.setup("test")
     (path,) = PerPhoneReport().write(ReportContext(model, dm, run_dir))
@@ -98,7 +134,7 @@ def main() -> None:
         a.root = saved["corpus"]
         gone = []
         for name, r in rows.items():
-            if any(k not in r for k in REPORT.values()):
+            if any(k not in r for k in REPORT.values()):  # a table from before some fields existed
                 rd = Path(r["run_dir"])
                 res = json.loads((rd / "results.json").read_text()) if (rd / "results.json").exists() else {}
                 if res.get("test", {}).get("test_acc") != r["test_frame_accuracy"]:
@@ -128,11 +164,17 @@ def main() -> None:
         rows[name] = {**run(cfg, a.root, a.epochs, a.max_utterances, a.extra), "note": a.note}
     print(f"\nspeech frame labeling on {a.root} (speaker-disjoint test split)")
     w = max([30, *(len(n) for n in rows)])
-    print(f"{'model':{w}s} {'epochs':>6s} {'test frame acc':>14s} {'sil merged':>10s} {'best val acc':>12s} {'train s':>8s}")
+    print(f"{'model':{w}s} {'epochs':>6s} {'test frame acc':>14s} {'sil merged':>10s} {'best val acc':>12s} "
+          f"{'train s':>8s} {'PER argmax':>10s} {'PER dec':>7s} {'bnd F1 dec':>10s} {'unseen wd':>9s} "
+          f"{'acc unseen':>10s} {'acc seen':>8s}")
+    num = lambda r, k, f: format(r[k], f) if r.get(k) is not None else "-"  # noqa: E731
     for name, r in rows.items():
         print(f"{name:{w}s} {r['epochs']:6d} {r['test_frame_accuracy']:14.4f} "
               f"{r.get('test_frame_accuracy_silences_merged', float('nan')):10.4f} "
-              f"{r['best_val_accuracy']:12.4f} {r['train_seconds']:8.1f}")
+              f"{r['best_val_accuracy']:12.4f} {r['train_seconds']:8.1f} {num(r, 'test_segment_per_argmax', '10.4f')} "
+              f"{num(r, 'test_segment_per_decoder', '7.4f')} {num(r, 'test_boundary_f1_decoder', '10.4f')} "
+              f"{num(r, 'test_share_unseen_word_tokens', '9.4f')} {num(r, 'test_accuracy_unseen_words', '10.4f')} "
+              f"{num(r, 'test_accuracy_seen_words', '8.4f')}")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"corpus": a.root, "machine": platform.platform(),

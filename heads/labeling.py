@@ -10,6 +10,7 @@ from torchmetrics.classification import MulticlassAccuracy
 from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.vectorset import VectorSet
 from vecset.heads.contract import Head, check_class_count
+from vecset.heads.segment_decoder import SegmentDecoder
 
 
 class LabelingHead(Head):
@@ -21,6 +22,9 @@ class LabelingHead(Head):
         ignore_index: target value that contributes neither to the loss nor to metrics
             (padding uses it too).
         dropout: dropout before the classifier.
+        decoder: turns a set's logits into labels in runs (``SegmentDecoder``: speech frames into
+            phone segments without one-frame flicker); ``predict`` then gives its labels as
+            ``segment_label`` beside the per-vector argmax. None: the argmax only.
 
     Shapes:
         VectorSet (B, N, D) -> logits (B, N, C); targets ``batch["y"]`` (B, N) long.
@@ -28,10 +32,15 @@ class LabelingHead(Head):
 
     task = "labeling"
     monitor = ("val_acc", "max")
+    # how outputs become segments, not the weights: a checkpoint predicts with the config's decoder
+    # (pipelines/training/checkpoint.py)
+    decode_settings = ("decoder",)
 
-    def __init__(self, d_model: int, num_classes: int, ignore_index: int = -100, dropout: float = 0.0) -> None:
+    def __init__(self, d_model: int, num_classes: int, ignore_index: int = -100, dropout: float = 0.0,
+                 decoder: SegmentDecoder | None = None) -> None:
         super().__init__()
         self.num_classes, self.ignore_index = num_classes, ignore_index
+        self.decoder = decoder
         self.drop = nn.Dropout(dropout)
         self.proj = nn.Linear(d_model, num_classes)
 
@@ -63,10 +72,14 @@ class LabelingHead(Head):
         return out.argmax(-1).flatten(), batch["y"].flatten()
 
     def predict(self, out: Tensor, batch: dict) -> dict:
-        """Per set: predicted labels and their probabilities, for the real vectors only."""
+        """Per set: predicted labels and their probabilities, for the real vectors only; with a
+        decoder also its labels (``segment_label``)."""
         prob, label = out.softmax(-1).max(-1)  # (B, N)
         mask = batch["mask"]
-        return {
+        pred = {
             "label": [label[i][mask[i]].tolist() for i in range(len(label))],
             "prob": [prob[i][mask[i]].tolist() for i in range(len(prob))],
         }
+        if self.decoder is not None:
+            pred["segment_label"] = [self.decoder(out[i][mask[i]]).tolist() for i in range(len(out))]
+        return pred

@@ -38,7 +38,16 @@ from vecset.encoders.speech.phones import (
     TIMIT39,
     TIMIT61,
     PhoneSet,
+    fold39_runs,
     phone_names,
+    scoring_phones,
+)
+from vecset.encoders.speech.transcripts import (
+    Word,
+    normalise_sentence,
+    read_txt,
+    read_wrd,
+    word_frames,
 )
 
-__all__ = ["Audio", "FESTIVAL_PHONES", "FOLD39", "FRAME_LENGTH", "FRAME_SHIFT", "Featurizer", "Normalization", "PhoneSet", "SAMPLE_RATE", "Segment", "SpeechEncoder", "TIMIT39", "TIMIT61", "audio_extensions", "check_wav_complete", "frame_centres", "frame_labels", "frames_to_segments", "num_frames", "phone_names", "read_audio", "read_phn"]
+__all__ = ["Audio", "FESTIVAL_PHONES", "FOLD39", "FRAME_LENGTH", "FRAME_SHIFT", "Featurizer", "Normalization", "PhoneSet", "SAMPLE_RATE", "Segment", "SpeechEncoder", "TIMIT39", "TIMIT61", "audio_extensions", "check_wav_complete", "frame_centres", "frame_labels", "fold39_runs", "frames_to_segments", "normalise_sentence", "num_frames", "phone_names", "read_audio", "read_phn", "read_txt", "read_wrd", "scoring_phones", "Word", "word_frames"]

@@ -34,3 +34,20 @@ def phone_names(phone_set: PhoneSet) -> list[str]:
     if phone_set == "timit39":
         return list(TIMIT39)
     raise ValueError(f"phone_set must be 'festival', 'timit61' or 'timit39', got {phone_set!r}")
+
+
+# --- scoring in the 39 classes -----------------------------------------------------------------
+def fold39_runs(phones: list[str | None]) -> list[int]:
+    """Indices into ``phones`` (a segment sequence) where a run of equal 39-class labels starts:
+    neighbours that fold into one class (ax ah, pau h#) are one segment of it. A phone without a
+    class (None, or TIMIT's q) is a class of its own here."""
+    folded = [FOLD39.get(p, p) if p is not None else None for p in phones]
+    return [i for i in range(len(folded)) if i == 0 or folded[i] != folded[i - 1]]
+
+
+def scoring_phones(phones: list[str | None]) -> list[str]:
+    """The sequence phone error rates are scored on (TIMIT's convention, Lee & Hon 1989): each
+    phone folded to the 39 classes, equal neighbours merged into one, then the silences (sil:
+    h#, pau, brth, epi, closures) and phones without a class (q) dropped."""
+    folded = [FOLD39.get(p, p) if p is not None else None for p in phones]
+    return [folded[i] for i in fold39_runs(phones) if folded[i] not in (None, "sil")]

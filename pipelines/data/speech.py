@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
+from typing import Literal
 
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -28,10 +29,13 @@ from vecset.encoders.speech import (
     audio_extensions,
     frame_labels,
     frames_to_segments,
+    normalise_sentence,
     num_frames,
     phone_names,
     read_audio,
     read_phn,
+    read_txt,
+    read_wrd,
 )
 from vecset.pipelines.data.base import VecsetDataModule
 
@@ -51,11 +55,16 @@ def find_audio(stem: Path) -> Path | None:
     return None
 
 
-def find_phn(audio: Path) -> Path | None:
-    for e in (".phn", ".PHN"):
+def find_companion(audio: Path, ext: str) -> Path | None:
+    """The file beside ``audio`` with extension ``ext`` (.phn, .wrd, .txt) in either case."""
+    for e in (ext.lower(), ext.upper()):
         if audio.with_suffix(e).exists():
             return audio.with_suffix(e)
     return None
+
+
+def find_phn(audio: Path) -> Path | None:
+    return find_companion(audio, ".phn")
 
 
 def scan_audio(folder: Path) -> list[Path]:
@@ -137,13 +146,17 @@ class SpeechFramesDataModule(VecsetDataModule):
         max_utterances: keep only the first n utterances of each split (quick runs; 0 = all).
         plot_utterances: test utterances drawn with true and predicted segments after test
             (0: no segments and no attention picture).
+        predict_segments: what ``vecset predict``'s ``.phn`` files hold: ``decoder``, the head's
+            segment decoder's segments (the argmax runs when the head has none), or ``argmax``,
+            the runs of the per-frame argmax labels merged.
     """
 
     def __init__(self, root: str = "data/speech", train: str = "train.lst", val: str = "dev.lst",
                  test: str = "test.lst", phone_set: PhoneSet = "festival",
                  features: str = "fbank", num_mel_bins: int = 40, num_ceps: int = 13,
                  batch_size: int = 8, predict_paths: list[str] | None = None,
-                 max_utterances: int = 0, plot_utterances: int = 3, num_workers: int = 0) -> None:
+                 max_utterances: int = 0, plot_utterances: int = 3, num_workers: int = 0,
+                 predict_segments: Literal["decoder", "argmax"] = "decoder") -> None:
         super().__init__()
         self.root = Path(root)
         self.split_specs = {"train": train, "val": val, "test": test}
@@ -153,12 +166,17 @@ class SpeechFramesDataModule(VecsetDataModule):
         self.batch_size, self.num_workers = batch_size, num_workers
         self.predict_paths = predict_paths
         self.max_utterances, self.plot_utterances = max_utterances, plot_utterances
+        if predict_segments not in ("decoder", "argmax"):
+            raise ValueError(f"predict_segments must be 'decoder' or 'argmax', got {predict_segments!r}")
+        self.predict_segments = predict_segments
         self.sets: dict[str, SpeechUtterances] = {}
         self.paths: dict[int, Path] = {}  # sample id -> audio file
         # sample id -> the audio file's own length and rate (its .phn counts these samples)
         self.n_samples: dict[int, int] = {}
         self.sample_rates: dict[int, int] = {}
         self._next_id = 0
+        # per split, its utterances whose sentence a training utterance says too (set up once)
+        self.shared_sentences: dict[str, int] | None = None
 
     # -- reading ---------------------------------------------------------------------------
     def load_utterance(self, audio: Path, labelled: bool = True) -> dict:
@@ -180,12 +198,19 @@ class SpeechFramesDataModule(VecsetDataModule):
                             sample_rate=a.file_rate, audio=audio)
             y, ignored = frame_labels(segs, T, self.class_names, sample_rate=a.file_rate)
             item["y"], item["ignored"] = torch.from_numpy(y), ignored
+            # kept for the segment and word scores of the test report (pipelines/reports/speech.py)
+            item["segments"] = segs
+            wrd = find_companion(audio, ".wrd")
+            item["words"] = read_wrd(wrd) if wrd is not None else None
         return item
 
-    def load_split(self, split: str) -> SpeechUtterances:
+    def split_files(self, split: str) -> list[Path]:
+        """The audio files of a split (the first ``max_utterances`` when set)."""
         files = list_audio(self.root, self.split_specs[split])
-        if self.max_utterances:
-            files = files[: self.max_utterances]
+        return files[: self.max_utterances] if self.max_utterances else files
+
+    def load_split(self, split: str) -> SpeechUtterances:
+        files = self.split_files(split)
         items = [self.load_utterance(f) for f in files]
         ignored = sum(it["ignored"] for it in items)
         frames = sum(len(it["x"]) for it in items)
@@ -196,6 +221,61 @@ class SpeechFramesDataModule(VecsetDataModule):
         if ignored:
             print(msg)
         return SpeechUtterances(items)
+
+    def split_vocabulary(self, split: str) -> tuple[set[str], int] | None:
+        """The case-folded words of a split's ``.wrd`` files and how many of its utterances have
+        none; None when the split cannot be listed or none of its utterances has a ``.wrd``."""
+        if not (self.root / self.split_specs[split]).exists():
+            return None
+        words, missing = set(), 0
+        for audio in self.split_files(split):
+            wrd = find_companion(audio, ".wrd")
+            if wrd is None:
+                missing += 1
+                continue
+            words |= {w.word.casefold() for w in read_wrd(wrd)}
+        return (words, missing) if words else None
+
+    def split_sentences(self, split: str) -> dict[str, list[Path]]:
+        """Normalised sentence (``normalise_sentence`` of the ``.txt``) -> the split's utterances
+        that say it; utterances without a ``.txt`` are left out."""
+        out: dict[str, list[Path]] = {}
+        for audio in self.split_files(split):
+            if (txt := find_companion(audio, ".txt")) is not None:
+                out.setdefault(normalise_sentence(read_txt(txt)), []).append(audio)
+        return out
+
+    def check_shared_sentences(self) -> dict[str, int]:
+        """Warn when a validation or test utterance says a sentence that a training utterance
+        says too (its ``.txt``, compared after ``normalise_sentence``): a model can memorise a
+        sentence's words, so such a score is not one on new sentences. Returns, per split, the
+        number of its utterances that share a sentence with training (``shared_sentences``)."""
+        specs = {sp: self.root / self.split_specs[sp] for sp in ("train", "val", "test")}
+        if not all(p.exists() for p in specs.values()):
+            log.info("speech: a split list is missing (%s): no check for sentences shared with training",
+                     ", ".join(str(p) for p in specs.values() if not p.exists()))
+            return {}
+        train = self.split_sentences("train")
+        if not train:
+            log.info("speech: no .txt transcripts beside the training utterances: no check for shared sentences")
+            return {}
+        shared = {}
+        for split in ("val", "test"):
+            if split == "val" and self.split_specs["val"] == self.split_specs["test"]:
+                sentences = {}  # the same files: said once, for test
+            else:
+                sentences = self.split_sentences(split)
+            common = sorted(set(sentences) & set(train))
+            shared[split] = sum(len(sentences[t]) for t in common)
+            if common:
+                total = sum(len(v) for v in sentences.values())
+                examples = "; ".join(f"{sentences[t][0].relative_to(self.root)} and {train[t][0].relative_to(self.root)}: "
+                                     f"{t[:60]!r}" for t in common[:3])
+                log.warning("speech: %d of the %d %s utterances with a .txt (%d distinct sentences) say a sentence "
+                            "that a training utterance says too (compared without case, punctuation and extra "
+                            "whitespace): the %s score is partly one on memorised sentences; e.g. %s",
+                            shared[split], total, split, len(common), split, examples)
+        return shared
 
     def speakers(self, split: str) -> set[str]:
         return {self.paths[it["id"]].parent.name for it in self.sets[split].items}
@@ -218,6 +298,8 @@ class SpeechFramesDataModule(VecsetDataModule):
         for split in wanted:
             if split not in self.sets:
                 self.sets[split] = self.load_split(split)
+        if self.shared_sentences is None:
+            self.shared_sentences = self.check_shared_sentences()
         if "train" in self.sets and "test" in self.sets and (shared := self.speakers("train") & self.speakers("test")):
             log.warning("speech: train and test share speakers %s (the split is not speaker-disjoint)", sorted(shared))
 
@@ -243,12 +325,19 @@ class SpeechFramesDataModule(VecsetDataModule):
         return str(self.paths[sample_id])
 
     def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
-        return [{"input": self.describe(sid), "id": sid, "labels": [self.class_names[j] for j in preds["label"][i]],
+        rows = [{"input": self.describe(sid), "id": sid, "labels": [self.class_names[j] for j in preds["label"][i]],
                  "prob": preds["prob"][i]} for i, sid in enumerate(ids)]
+        if self.predict_segments == "decoder" and "segment_label" in preds:
+            for i, r in enumerate(rows):  # the head's segment decoder's labels
+                r["segment_labels"] = [self.class_names[j] for j in preds["segment_label"][i]]
+        return rows
 
     def write_predictions(self, rows: list[dict], out_dir: Path) -> Path:
-        """Per input file: ``<name>.frames`` (frame, centre sample, label, probability) and
-        ``<name>.phn`` (merged segments, TIMIT format); plus ``predictions.csv`` as an index.
+        """Per input file: ``<name>.frames`` (frame, centre sample, argmax label, its probability,
+        and the decoder's label when the head has a segment decoder) and ``<name>.phn`` (TIMIT
+        format: the decoder's segments, or the runs of the argmax labels merged with
+        ``predict_segments: argmax`` or a head without a decoder); plus ``predictions.csv`` as an
+        index (its ``segments_from`` says which).
         Sample numbers are the audio file's own, at its rate (TIMIT's convention); a frame centre
         is fractional there when the rate is not a multiple of 100 Hz (exact decimals)."""
         out_dir = Path(out_dir)
@@ -262,19 +351,22 @@ class SpeechFramesDataModule(VecsetDataModule):
                 name = f"{name}_{sid}"
             used.add(name)
             rate = self.sample_rates[sid]
+            decoded = r.get("segment_labels")
             with open(pred_dir / f"{name}.frames", "w") as f:
-                f.write(f"# frame centre_sample label probability (samples at {rate} Hz, the audio file's rate)\n")
-                for t, (lab, p) in enumerate(zip(r["labels"], r["prob"], strict=False)):
+                f.write(f"# frame centre_sample label probability{' segment_label' if decoded else ''} "
+                        f"(samples at {rate} Hz, the audio file's rate)\n")
+                for t, (lab, p) in enumerate(zip(r["labels"], r["prob"], strict=True)):
                     # 16 kHz centre * rate / 16000: a terminating decimal, printed exactly
                     centre = Decimal((t * FRAME_SHIFT + FRAME_LENGTH // 2) * rate) / SAMPLE_RATE
-                    f.write(f"{t} {centre} {lab} {p:.4f}\n")
-            segs = frames_to_segments(r["labels"], self.n_samples[sid], rate)
+                    f.write(f"{t} {centre} {lab} {p:.4f}{f' {decoded[t]}' if decoded else ''}\n")
+            segs = frames_to_segments(decoded if decoded is not None else r["labels"], self.n_samples[sid], rate)
             (pred_dir / f"{name}.phn").write_text("".join(f"{s.start} {s.end} {s.phone}\n" for s in segs))
             index.append({"input": str(audio), "frames": len(r["labels"]), "segments": len(segs),
+                          "segments_from": "decoder" if decoded is not None else "argmax",
                           "phn": str(pred_dir / f"{name}.phn")})
         path = out_dir / "predictions.csv"
         with open(path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=["input", "frames", "segments", "phn"])
+            w = csv.DictWriter(f, fieldnames=["input", "frames", "segments", "segments_from", "phn"])
             w.writeheader()
             w.writerows(index)
         return path

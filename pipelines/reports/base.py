@@ -48,10 +48,11 @@ class ReportContext:
     step: int = 0
     _outputs: list[ScoredBatch] | None = field(default=None, init=False, repr=False)
 
-    def test_outputs(self) -> list[ScoredBatch]:
-        """The test split run through the model once (then kept for the task's other reports)."""
-        if self._outputs is None:
-            self._outputs = collect_test_outputs(self.model, self.data.test_dataloader())
+    def test_outputs(self, keep_output: bool = False) -> list[ScoredBatch]:
+        """The test split run through the model once (then kept for the task's other reports);
+        ``keep_output``: with the head's raw outputs (a second pass if the kept one has none)."""
+        if self._outputs is None or (keep_output and self._outputs and self._outputs[0].output is None):
+            self._outputs = collect_test_outputs(self.model, self.data.test_dataloader(), keep_output)
         return self._outputs
 
     def tag(self, name: str) -> str:

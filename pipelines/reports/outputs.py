@@ -43,20 +43,25 @@ class ScoredBatch:
     ``batch`` is the batch as the loader gave it (on the CPU); ``pred`` and ``target`` are the
     head's ``metric_inputs(out, batch)`` on the CPU: the very pairs the logged test metric
     counted (labels flattened over the vectors for a labeling head, (B,) labels for a
-    classifier, values in target units for a regression head).
+    classifier, values in target units for a regression head). ``output`` is the head's raw
+    output on the CPU (a labeling head's logits (B, N, C)) when it was asked for, else None.
     """
 
     batch: dict
     pred: Tensor | list
     target: Tensor | list
+    output: Tensor | None = None
 
 
-def collect_test_outputs(model: nn.Module, loader: Iterable[dict]) -> list[ScoredBatch]:
-    """Run ``model`` (a TaskModule or a TaskView) over every batch of ``loader``."""
+def collect_test_outputs(model: nn.Module, loader: Iterable[dict], keep_output: bool = False) -> list[ScoredBatch]:
+    """Run ``model`` (a TaskModule or a TaskView) over every batch of ``loader``; with
+    ``keep_output`` each batch keeps the head's output too (memory: all of the split's)."""
     out = []
     with inference(model):
         for batch in loader:
             on_device = to_device(batch, model.device)
-            pred, target = model.head.metric_inputs(model(on_device), on_device)
-            out.append(ScoredBatch(batch, to_device(pred, "cpu"), to_device(target, "cpu")))
+            raw = model(on_device)
+            pred, target = model.head.metric_inputs(raw, on_device)
+            out.append(ScoredBatch(batch, to_device(pred, "cpu"), to_device(target, "cpu"),
+                                   to_device(raw, "cpu") if keep_output else None))
     return out

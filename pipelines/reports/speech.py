@@ -1,7 +1,9 @@
 """Speech frame labeling reports: per-phone test accuracy and the most frequent confusions
-(``test_per_phone.json`` / ``.csv``), log-mel spectrograms with true and predicted phone
-segments beneath them (``speech_segments.png``), and one layer's attention map over the
-frames (``attention.png``)."""
+(``test_per_phone.json`` / ``.csv``), with the segment scores (segment PER and phone-boundary
+precision / recall / F1 of argmax merging and of the head's segment decoder: segment_scores.py)
+and the frame accuracy inside unseen vs seen words (word_scores.py) in the same JSON; log-mel
+spectrograms with true, predicted and decoded phone segments beneath them
+(``speech_segments.png``), and one layer's attention map over the frames (``attention.png``)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import torch
 
 from vecset.pipelines.reports.base import Report, ReportContext, plt
 from vecset.pipelines.reports.outputs import inference, to_device
+from vecset.pipelines.reports.segment_scores import SegmentScores
+from vecset.pipelines.reports.word_scores import WordScores
 
 log = logging.getLogger(__name__)
 
@@ -26,12 +30,57 @@ def utterances(ctx: ReportContext) -> list[Utterance]:
     """Every test utterance's frame labels, from the test outputs (the labels the test
     accuracy scored), cut to the utterance's frames."""
     out = []
-    for o in ctx.test_outputs():
+    for o in ctx.test_outputs(keep_output=True):  # the logits too, for decoded_labels
         y = o.batch["y"]  # (B, T) padded
         pred = torch.as_tensor(o.pred).reshape(y.shape)  # (B, T)
         for i, sid in enumerate(o.batch["ids"].tolist()):
             n = int(o.batch["mask"][i].sum())
             out.append((sid, pred[i, :n].numpy(), y[i, :n].numpy()))
+    return out
+
+
+def decoded_labels(ctx: ReportContext) -> dict[int, np.ndarray]:
+    """Sample id -> (T,) labels from the head's segment decoder over the utterance's logits;
+    empty when the head has no decoder."""
+    decoder = getattr(ctx.model.head, "decoder", None)
+    if decoder is None:
+        return {}
+    out = {}
+    for o in ctx.test_outputs(keep_output=True):
+        for i, sid in enumerate(o.batch["ids"].tolist()):
+            n = int(o.batch["mask"][i].sum())
+            out[sid] = decoder(o.output[i, :n])
+    return out
+
+
+def segment_and_word_scores(ctx: ReportContext, outputs: list[Utterance]) -> dict:
+    """The segment scores of argmax merging and of the head's decoder (``segments``) and the
+    frame accuracy inside unseen / seen / no words (``words``) of the test utterances."""
+    dm = ctx.data
+    names = list(dm.class_names)
+    items = {it["id"]: it for it in dm.sets["test"].items}
+    decoded = decoded_labels(ctx)
+    seg = SegmentScores(names)
+    vocab = dm.split_vocabulary("train")
+    words = WordScores(vocab[0]) if vocab else None
+    no_wrd = 0
+    for sid, pred, y in outputs:
+        rate = dm.sample_rates[sid]
+        preds = {"argmax": pred} | ({"decoder": decoded[sid]} if sid in decoded else {})
+        seg.update(items[sid]["segments"], rate, preds, y)
+        if words is not None and items[sid].get("words") is not None:
+            words.update(items[sid]["words"], rate, pred, y)
+        else:
+            no_wrd += 1
+    out = {"segments": seg.compute(), "segment_decoder": repr(ctx.model.head.decoder) if decoded else None}
+    if words is None:
+        out["words"] = None
+        log.info("speech: no .wrd files beside the training utterances: no seen / unseen word scores")
+    else:
+        out["words"] = words.compute() | {"train_vocabulary": len(vocab[0]),
+                                          "train_utterances_without_wrd": vocab[1],
+                                          "test_utterances_without_wrd": no_wrd}
+    out["test_utterances_sharing_a_training_sentence"] = (dm.shared_sentences or {}).get("test")
     return out
 
 
@@ -46,9 +95,11 @@ def boundary_frames(y: np.ndarray) -> np.ndarray:
     return out
 
 
-def per_phone_report(outputs: list[Utterance], class_names: list[str], out_dir: Path) -> Path:
+def per_phone_report(outputs: list[Utterance], class_names: list[str], out_dir: Path,
+                     extra: dict | None = None) -> Path:
     """Per-phone frame accuracy on the test split (recall per true phone) and the most
-    frequent confusions: ``test_per_phone.csv`` and ``test_per_phone.json``."""
+    frequent confusions: ``test_per_phone.csv`` and ``test_per_phone.json`` (with ``extra``'s
+    entries, ``segment_and_word_scores``)."""
     C = len(class_names)
     conf = np.zeros((C, C), dtype=np.int64)
     at_edge = np.zeros(2, dtype=np.int64)  # [frames, correct] next to a phone change
@@ -84,13 +135,25 @@ def per_phone_report(outputs: list[Utterance], class_names: list[str], out_dir: 
               "frame_accuracy_at_boundaries": round(float(at_edge[1]) / max(1, int(at_edge[0])), 4),
               "frame_accuracy_inside_phones": round(inside[1] / max(1, inside[0]), 4),
               "share_of_errors_at_boundaries": round(float(at_edge[0] - at_edge[1]) / max(1, total - int(np.trace(conf))), 4),
-              "per_phone": rows, "top_confusions": confusions}
+              **(extra or {}), "per_phone": rows, "top_confusions": confusions}
     path = out_dir / "test_per_phone.json"
     path.write_text(json.dumps(report, indent=2))
     print(f"test frame accuracy {report['frame_accuracy']:.4f}, with h#/pau/brth merged "
           f"{report['frame_accuracy_silences_merged']:.4f}; on the frames either side of a phone change "
           f"{report['frame_accuracy_at_boundaries']:.4f} (they hold {report['share_of_errors_at_boundaries']:.0%} "
           f"of the errors), inside phones {report['frame_accuracy_inside_phones']:.4f}")
+    if extra and extra.get("segments"):
+        sg = extra["segments"]
+        print(f"test segments ({sg['reference_phones']} reference phones, 39 classes, silences dropped): " + "; ".join(
+            f"{k} {sg[k]['phones']} phones, PER {sg[k]['per']:.4f}, boundary P/R/F1 within "
+            f"{sg['boundary_tolerance_ms']} ms {sg[k]['boundary_precision']:.3f}/{sg[k]['boundary_recall']:.3f}/"
+            f"{sg[k]['boundary_f1']:.3f}" for k in ("argmax", "decoder") if k in sg))
+    if extra and extra.get("words"):
+        wd = extra["words"]
+        acc = lambda k: "-" if wd[k] is None else f"{wd[k]:.4f}"  # noqa: E731  (None: no such frames)
+        print(f"test words: {wd['unseen_word_tokens']} of {wd['test_word_tokens']} tokens unseen in training; "
+              f"frame accuracy inside unseen words {acc('frame_accuracy_unseen_words')}, seen words "
+              f"{acc('frame_accuracy_seen_words')}, outside words {acc('frame_accuracy_outside_words')}")
     print("per-phone test frame accuracy (" + str(total) + " frames): " +
           ", ".join(f"{r['phone']} {r['accuracy']:.2f}" for r in rows))
     return path
@@ -120,17 +183,22 @@ def _segment_row(ax, labels: np.ndarray, names: list[str], title: str, truth: np
     ax.set_xlim(0, len(labels))
 
 
-def segments_figure(dm, outputs: list[Utterance]):
-    """For each (id, predicted, true): log-mel frames, then true and predicted segments."""
+def segments_figure(dm, outputs: list[Utterance], decoded: dict[int, np.ndarray] | None = None):
+    """For each (id, predicted, true): log-mel frames, then true and predicted (argmax) segments,
+    and the segment decoder's when ``decoded`` (sample id -> labels) has them."""
     names = dm.class_names
     items = {it["id"]: it for it in dm.sets["test"].items}
-    fig, axes = plt.subplots(4 * len(outputs), 1, figsize=(14, 3.0 * len(outputs)),
-                             gridspec_kw={"height_ratios": [4, 0.7, 0.7, 1.4] * len(outputs), "hspace": 0.05},
+    decoded = decoded or {}
+    rows = 5 if decoded else 4
+    ratios = [4, 0.7, 0.7, 0.7, 1.4] if decoded else [4, 0.7, 0.7, 1.4]
+    fig, axes = plt.subplots(rows * len(outputs), 1, figsize=(14, (0.3 * rows + 1.8) * len(outputs)),
+                             gridspec_kw={"height_ratios": ratios * len(outputs), "hspace": 0.05},
                              squeeze=False)
     axes = axes[:, 0]
     for k, (sid, pred, true) in enumerate(outputs):
         feats = items[sid]["x"].numpy()  # (T, F) log-mel energies
-        a0, a1, a2, gap = axes[4 * k: 4 * k + 4]
+        a0, a1, a2 = axes[rows * k: rows * k + 3]
+        gap = axes[rows * k + rows - 1]
         gap.axis("off")
         a0.imshow(feats.T, origin="lower", aspect="auto", cmap="magma", interpolation="nearest")
         acc = float((pred == true)[true >= 0].mean()) if (true >= 0).any() else float("nan")
@@ -140,8 +208,13 @@ def segments_figure(dm, outputs: list[Utterance]):
         a0.set_xlim(-0.5, len(true) - 0.5)
         _segment_row(a1, true, names, "true")
         a1.set_xticks([])
-        _segment_row(a2, pred, names, "predicted", truth=true)
-        a2.set_xlabel("frame (10 ms); red text: a segment with wrong frames", fontsize=8)
+        _segment_row(a2, pred, names, "argmax", truth=true)
+        last = a2
+        if decoded:
+            a2.set_xticks([])
+            last = axes[rows * k + 3]
+            _segment_row(last, decoded[sid], names, "decoder", truth=true)
+        last.set_xlabel("frame (10 ms); red text: a segment with wrong frames", fontsize=8)
     fig.subplots_adjust(left=0.06, right=0.99, top=0.97, bottom=0.03)
     return fig
 
@@ -171,7 +244,9 @@ class PerPhoneReport(Report):
     """``test_per_phone.json`` and ``test_per_phone.csv`` (see ``per_phone_report``)."""
 
     def write(self, ctx: ReportContext) -> list[Path]:
-        return [per_phone_report(utterances(ctx), list(ctx.data.class_names), ctx.out_dir)]
+        outputs = utterances(ctx)
+        extra = segment_and_word_scores(ctx, outputs)
+        return [per_phone_report(outputs, list(ctx.data.class_names), ctx.out_dir, extra)]
 
 
 class SegmentsReport(Report):
@@ -188,7 +263,7 @@ class SegmentsReport(Report):
         chosen = utterances(ctx)[: self.utterances]
         if not chosen:
             return []
-        return [ctx.save_figure(segments_figure(ctx.data, chosen), "speech_segments.png", dpi=90)]
+        return [ctx.save_figure(segments_figure(ctx.data, chosen, decoded_labels(ctx)), "speech_segments.png", dpi=90)]
 
 
 class FrameAttentionReport(Report):

@@ -235,15 +235,19 @@ def hparams_mismatch(saved: dict, current: dict) -> list[str]:
     ``decode_settings`` are not differences."""
     a, b = _flatten(saved), _flatten(current)
     diffs, other_class, decode_only = [], [], set()
+    # a decode setting may be a component itself (LabelingHead's decoder): everything under it
+    under_decode = lambda k: any(k.startswith(f"{d}.") for d in decode_only)  # noqa: E731
     for key in sorted(k for k in set(a) & set(b) if k.endswith("class_path")):
         prefix = key[: -len("class_path")]
+        if under_decode(key):
+            continue
         if a[key] != b[key]:
             diffs.append(f"model.{key}: checkpoint has {a[key]!r}, the config has {b[key]!r}")
             other_class.append(prefix)
         else:
             decode_only |= {f"{prefix}init_args.{n}" for n in decode_settings(a[key])}
     for key in sorted(set(a) & set(b)):
-        if (key in TRAINING_ONLY or key in decode_only or key.endswith("class_path")
+        if (key in TRAINING_ONLY or key in decode_only or under_decode(key) or key.endswith("class_path")
                 or any(key.startswith(p) for p in other_class)):
             continue
         if a[key] != b[key]:

@@ -332,6 +332,26 @@ def test_cli_fit_and_predict(tmp_path, monkeypatch):
     phn = tmp_path / "runs" / "speech_frames_debug" / "version_1" / "predictions" / f"{tmp_path.name}_one.phn"
     segs = read_phn(phn, sf.info(str(wav)).frames, PH)  # contiguous, covers the file, valid phones
     assert segs[0].start == 0 and segs[-1].end == sf.info(str(wav)).frames
+    # the config's segment decoder wrote the .phn: its frame labels are the .frames' last column
+    index = (phn.parents[1] / "predictions.csv").read_text().splitlines()
+    assert index[0] == "input,frames,segments,segments_from,phn" and index[1].split(",")[3] == "decoder"
+    rows = [ln.split() for ln in phn.with_suffix(".frames").read_text().splitlines()[1:]]
+    assert all(len(r) == 5 for r in rows)
+    assert frame_labels(segs, len(rows), PH)[0].tolist() == [PH.index(r[4]) for r in rows]
+    # argmax merging instead; and the decoder's settings are decode settings: the config's apply
+    run_cli(["predict", "--config", cfg, "--data.root", str(SAMPLE), "--ckpt_path", results["checkpoint"],
+             "--data.predict_paths", f"[{wav}]", "--data.predict_segments", "argmax",
+             "--model.init_args.head.init_args.decoder.init_args.switch_penalty", "0.5"])
+    index2 = (tmp_path / "runs" / "speech_frames_debug" / "version_2" / "predictions.csv").read_text().splitlines()
+    assert index2[1].split(",")[3] == "argmax"
+    import yaml
+
+    used = yaml.safe_load((tmp_path / "runs" / "speech_frames_debug" / "version_2" / "config.yaml").read_text())
+    assert used["model"]["init_args"]["head"]["init_args"]["decoder"]["init_args"] == {"switch_penalty": 0.5,
+                                                                                     "min_duration": 3}
+    # the test report has the segment and word scores
+    assert report["segment_decoder"] == "SegmentDecoder(switch_penalty=3.0, min_duration=3)"
+    assert {"argmax", "decoder"} <= set(report["segments"]) and report["words"]["test_word_tokens"] > 0
 
 
 def test_speech_encoder_window_must_be_at_least_one():

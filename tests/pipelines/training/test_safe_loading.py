@@ -206,6 +206,18 @@ def test_decode_settings_are_not_part_of_the_match():
     assert hparams_mismatch(config(1, 0.0, 20, None), config(1, 0.0, 20, 64)) == [
         "model.encoder.init_args.max_len: checkpoint has None, the config has 64"]
 
+    # a labeling head's segment decoder is a decode setting, and a component: nothing under it counts
+    def labeling(decoder: dict | None, d_model: int = 16) -> dict:
+        return {"head": {"class_path": "vecset.heads.LabelingHead",
+                         "init_args": {"d_model": d_model, "num_classes": 50, "decoder": decoder}}}
+
+    dec = lambda p, d: {"class_path": "vecset.heads.SegmentDecoder",  # noqa: E731
+                        "init_args": {"switch_penalty": p, "min_duration": d}}
+    assert hparams_mismatch(labeling(dec(3.0, 3)), labeling(dec(1.0, 1))) == []
+    assert hparams_mismatch(labeling(None), labeling(dec(1.0, 1))) == []
+    assert hparams_mismatch(labeling(dec(3.0, 3)), labeling(dec(3.0, 3), d_model=8)) == [
+        "model.head.init_args.d_model: checkpoint has 16, the config has 8"]
+
 
 def test_file_url_and_path_test_the_same_model(trained):
     cwd, _ = trained

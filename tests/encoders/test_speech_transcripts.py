@@ -1,0 +1,24 @@
+"""TIMIT .wrd files: read in order, bad lines named by file and line."""
+
+from __future__ import annotations
+
+import pytest
+
+from vecset.encoders.speech import Word, read_wrd
+
+
+def test_read_wrd(tmp_path):
+    (tmp_path / "a.wrd").write_text("3795 8523 Every\n\n8523 16442 strange\n20000 23203 rabbit\n")
+    assert read_wrd(tmp_path / "a.wrd") == [Word(3795, 8523, "Every"), Word(8523, 16442, "strange"),
+                                            Word(20000, 23203, "rabbit")]  # a gap is a pause
+
+
+@pytest.mark.parametrize("text,err", [
+    ("0 10 a\n5 20 b\n", r"a\.wrd:2: word 5-20 b overlaps the previous one, which ends at 10"),
+    ("0 10 a\n20 20 b\n", r"a\.wrd:2: word end 20 is not after its start 20"),
+    ("0 10\n", r"a\.wrd:1: expected 'start_sample end_sample word', got '0 10'"),
+])
+def test_bad_wrd_lines_are_named(tmp_path, text, err):
+    (tmp_path / "a.wrd").write_text(text)
+    with pytest.raises(ValueError, match=err):
+        read_wrd(tmp_path / "a.wrd")
