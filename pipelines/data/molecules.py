@@ -106,8 +106,8 @@ def scaffold_split(smiles: list[str], fractions: tuple[float, float] = (0.8, 0.1
     ``seed`` None: largest group first (DeepChem's ScaffoldSplitter; deterministic). A seed:
     Chemprop's balanced scaffold split: the groups larger than half the test size first, then
     the rest, each set in ``default_rng(seed)`` order, so the big scaffolds stay in train and
-    the held-out parts get a random mix of the small ones. A part left empty (too few
-    scaffolds for the fractions) is a ValueError: its metrics would be undefined.
+    the held-out parts get a random mix of the small ones. An empty part (too few scaffold
+    groups for the fractions) is a ValueError: its metrics would be undefined.
     """
     from rdkit.Chem.Scaffolds import MurckoScaffold
 
@@ -133,9 +133,10 @@ def scaffold_split(smiles: list[str], fractions: tuple[float, float] = (0.8, 0.1
             out["test"] += g
     empty = [k for k, v in out.items() if not v]
     if empty:
-        raise ValueError(f"scaffold split of {n} molecules ({len(groups)} scaffolds): the {' and '.join(empty)} "
-                         f"part(s) got no molecules (fractions train {fractions[0]}, val {fractions[1]}); "
-                         "use more molecules or a random split")
+        raise ValueError(f"scaffold split of {n} molecules ({len(groups)} scaffold groups, largest "
+                         f"{max(map(len, groups.values()))}): the {' and '.join(empty)} part(s) got no molecules "
+                         f"(fractions train {fractions[0]}, val {fractions[1]}, test the rest; groups are never "
+                         "divided); use more molecules, other fractions or a random split")
     return {k: np.array(sorted(v), dtype=np.int64) for k, v in out.items()}
 
 
