@@ -27,7 +27,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from vecset.pipelines.cli import RUNS_DIR, config_name, next_version, run_cli
 

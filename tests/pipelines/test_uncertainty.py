@@ -19,7 +19,11 @@ from vecset.backbone.data_spec import DataSpec
 from vecset.heads import SequenceHead
 from vecset.pipelines.ensemble import combine
 from vecset.pipelines.reports.binary import binary_scores
-from vecset.pipelines.reports.uncertainty import gaussian_nll, miscalibration_area, uncertainty_scores
+from vecset.pipelines.reports.uncertainty import (
+    gaussian_nll,
+    miscalibration_area,
+    uncertainty_scores,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
