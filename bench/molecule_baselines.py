@@ -135,27 +135,27 @@ def our_model(name: str, split_seed: int, extra: list[str], log_dir: Path, membe
 
 
 def ensemble(name: str, split_seed: int, extra: list[str], log_dir: Path, members: int) -> dict:
-    """``members`` runs with seeds 0..members-1; the test prediction is their mean (in units)."""
-
-    from vecset.pipelines.reports.base import ReportContext
-    from vecset.pipelines.reports.regression import scored_values
-    from vecset.pipelines.training.task import TaskModule
-
+    """``python -m vecset.pipelines.ensemble --members k`` (seeds 0..k-1, same split) in its own
+    process; its ensemble.json gives the combined validation and test RMSE and the seconds."""
     spec = DATASETS[name]
-    runs = [our_model(name, split_seed, extra, log_dir, member=m) for m in range(members)]
-    dm = MoleculeDataModule(str(ROOT / spec["csv"]), target_columns=[spec["target"]], split=spec["split"],
-                            split_seed=split_seed, descriptors=True)
-    dm.setup("test")
-    preds = []
-    for r in runs:
-        res = json.loads((ROOT / r["run_dir"] / "results.json").read_text())
-        model = TaskModule.load_from_checkpoint(ROOT / res["checkpoint"], map_location="cpu")
-        pred, true = scored_values(ReportContext(model, dm, ROOT / r["run_dir"]))
-        # the members' own RMSE, recomputed here, must equal what Lightning logged
-        assert abs(rmse(pred, true) - r["test_rmse"]) < 1e-3, (rmse(pred, true), r["test_rmse"])
-        preds.append(pred)
-    return {"test_rmse": rmse(np.mean(preds, 0), true), "train_seconds": round(sum(r["train_seconds"] for r in runs), 1),
-            "member_test_rmse": [r["test_rmse"] for r in runs], "members": runs}
+    run_name = f"bench_{name}_s{split_seed}_x{members}"
+    tmp = ROOT / "runs" / "bench_configs" / f"{run_name}.yaml"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_text((ROOT / spec["config"]).read_text())
+    cmd = [sys.executable, "-m", "vecset.pipelines.ensemble", "--members", str(members), "--config", str(tmp),
+           "--data.init_args.split_seed", str(split_seed), "--data.init_args.split", spec["split"], *extra]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("VECSET_RUN_VERSION", None)
+    with open(log_dir / f"{run_name}.log", "w") as f:
+        subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT, check=True)
+    root = ROOT / "runs" / f"{run_name}_ensemble"
+    out = sorted(root.glob("version_*"), key=lambda p: int(p.name.split("_")[1]))[-1]
+    res = json.loads((out / "ensemble.json").read_text())
+    return {"test_rmse": res["test_rmse"], "val_rmse": res["val_rmse"], "train_seconds": res["train_seconds"],
+            "member_test_rmse": res["member_test_rmse"], "member_best_val": res["member_best_val"],
+            "nll": res["uncertainty"]["nll"], "miscalibration_area": res["uncertainty"]["miscalibration_area"],
+            "spearman_abs_error_std": res["uncertainty"]["spearman_abs_error_std"],
+            "run_dir": str(out.relative_to(ROOT))}
 
 
 def summary(vals: list[float]) -> dict:
