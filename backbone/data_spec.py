@@ -31,14 +31,15 @@ class DataSpec:
         class_names: label names of a classification or labeling task; None otherwise.
         feature_width: width F of the set-level features ``batch["features"]`` (e.g.
             molecule descriptors); 0 when the batches carry none.
-        train_targets: regression targets of the training split (fit only), for the scaler.
+        train_targets: targets of the training split (fit only): regression values for the
+            scaler, or class indices for class weights.
         train_texts: batch field -> the training split's texts of that field (fit only), to
             build vocabularies. A text is a string or an already tokenized list of str.
         train_frames: the training split's per-vector inputs (fit only), for encoders that
             fit a global normalization (speech frames).
 
     Shapes:
-        train_targets: (n, T) or (n,) float; train_frames: one (N_i, F) float per sample.
+        train_targets: (n, T) or (n,) float, or (n,) long class indices; train_frames: one (N_i, F) float per sample.
     """
 
     source: str = "the data"

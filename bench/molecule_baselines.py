@@ -7,8 +7,14 @@ Our model trains through ``vecset fit --config configs/<dataset>.yaml`` (one pro
 split; its ``results.json`` gives the test RMSE of the best-validation checkpoint and the
 training seconds). Prints a table, writes ``bench/results/molecule_baselines.json``.
 
-    OMP_WAIT_POLICY=PASSIVE python bench/molecule_baselines.py                # everything
+B3DB (blood-brain barrier, classification; ``configs/b3db.yaml``): ``b3db_scaffold`` (Bemis-Murcko
+scaffold groups in ``split_seed``'s order, 80/10/10) and ``b3db_random``; the forest is
+``RandomForestClassifier(500, random_state=0)``; ROC-AUC, PR-AUC and accuracy (threshold 0.5) of
+P(BBB+), for vecset read from its run's ``test_binary.json``.
+
+    OMP_WAIT_POLICY=PASSIVE python bench/molecule_baselines.py                # FreeSolv and solubility
     python bench/molecule_baselines.py --datasets freesolv --splits 0 1 --skip-model
+    python bench/molecule_baselines.py --datasets b3db_scaffold b3db_random --out bench/results/molecule_b3db.json
 """
 
 from __future__ import annotations
@@ -33,22 +39,59 @@ DATASETS = {
                  "split": "random", "splits": [0, 1, 2, 3, 4]},
     "solubility": {"config": "configs/solubility.yaml", "csv": "data/molecules/solubility.csv", "target": "logS",
                    "split": "column", "splits": [0]},
+    # blood-brain barrier (classification): ROC-AUC etc. instead of RMSE
+    "b3db_scaffold": {"config": "configs/b3db.yaml", "csv": "data/molecules/b3db.csv", "label": "label",
+                      "classes": ["BBB-", "BBB+"], "split": "scaffold_random", "splits": [0]},
+    "b3db_random": {"config": "configs/b3db.yaml", "csv": "data/molecules/b3db.csv", "label": "label",
+                    "classes": ["BBB-", "BBB+"], "split": "random", "splits": [0]},
 }
+
+
+def data_module(name: str, split_seed: int) -> MoleculeDataModule:
+    spec = DATASETS[name]
+    task = ({"label_column": spec["label"], "classes": spec["classes"]} if "label" in spec
+            else {"target_columns": [spec["target"]]})
+    return MoleculeDataModule(str(ROOT / spec["csv"]), split=spec["split"], split_seed=split_seed,
+                              descriptors=True, **task)
+
+
+def descriptor_matrix(items: list[dict]) -> np.ndarray:
+    # float32 range (sklearn casts); NaN is handled by the forest's missing-value support
+    return np.clip(np.stack([it["raw_desc"] for it in items]), -1e30, 1e30)
+
+
+def random_forest_classifier(name: str, split_seed: int) -> dict:
+    """``RandomForestClassifier(500, random_state=0)`` on RDKit descriptors: ROC-AUC, PR-AUC,
+    accuracy of P(class 1), scored by the same torchmetrics functions as vecset's report."""
+    import torch
+    from sklearn.ensemble import RandomForestClassifier
+
+    from vecset.pipelines.reports.binary import binary_scores
+
+    dm = data_module(name, split_seed)
+    dm.setup("fit")
+    y_tr = np.array([int(it["y"]) for it in dm.splits["train"]])
+    y_te = np.array([int(it["y"]) for it in dm.splits["test"]])
+    rf = RandomForestClassifier(500, random_state=0, n_jobs=1)
+    t0 = time.time()
+    rf.fit(descriptor_matrix(dm.splits["train"]), y_tr)
+    secs = time.time() - t0
+    prob = rf.predict_proba(descriptor_matrix(dm.splits["test"]))[:, list(rf.classes_).index(1)]
+    return {**binary_scores(torch.tensor(prob, dtype=torch.float32), torch.tensor(y_te)),
+            "train_seconds": round(secs, 1), "n_train": len(y_tr), "n_test": len(y_te),
+            "class_balance": dm.class_balance()}
 
 
 def random_forest(name: str, split_seed: int) -> dict:
     from sklearn.ensemble import RandomForestRegressor
 
-    spec = DATASETS[name]
-    dm = MoleculeDataModule(str(ROOT / spec["csv"]), target_columns=[spec["target"]], split=spec["split"],
-                            split_seed=split_seed, descriptors=True)
+    if "label" in DATASETS[name]:
+        return random_forest_classifier(name, split_seed)
+    dm = data_module(name, split_seed)
     dm.setup("fit")
 
     def xy(items):
-        x = np.stack([it["raw_desc"] for it in items])
-        # float32 range (sklearn casts); NaN is handled by the forest's missing-value support
-        x = np.clip(x, -1e30, 1e30)
-        return x, np.array([float(it["y"][0]) for it in items])
+        return descriptor_matrix(items), np.array([float(it["y"][0]) for it in items])
 
     x_tr, y_tr = xy(dm.splits["train"])
     x_te, y_te = xy(dm.splits["test"])
@@ -69,7 +112,7 @@ def our_model(name: str, split_seed: int, extra: list[str], log_dir: Path, membe
     tmp.parent.mkdir(parents=True, exist_ok=True)
     tmp.write_text(cfg.read_text())
     cmd = [sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", str(tmp),
-           "--data.init_args.split_seed", str(split_seed), *extra]
+           "--data.init_args.split_seed", str(split_seed), "--data.init_args.split", spec["split"], *extra]
     if member is not None:  # ensemble members differ only in their initialization/shuffling seed
         cmd += ["--seed_everything", str(member)]
     log = log_dir / f"{run_name}.log"
@@ -81,33 +124,38 @@ def our_model(name: str, split_seed: int, extra: list[str], log_dir: Path, membe
     total = time.time() - t0
     runs = sorted((ROOT / "runs" / run_name).glob("version_*"), key=lambda p: int(p.name.split("_")[1]))
     res = json.loads((runs[-1] / "results.json").read_text())
+    if "label" in spec:  # classification: the report's ROC-AUC, PR-AUC, accuracy
+        binary = json.loads((runs[-1] / "test_binary.json").read_text())
+        return {**{k: binary[k] for k in ("roc_auc", "pr_auc", "accuracy")}, "train_seconds": res["wall_seconds"],
+                "process_seconds": round(total, 1), "epochs": res["epochs"], "best_val_acc": res["best_val"],
+                "run_dir": str(runs[-1].relative_to(ROOT))}
     return {"test_rmse": res["test"]["test_rmse"], "train_seconds": res["wall_seconds"],
             "process_seconds": round(total, 1), "epochs": res["epochs"], "best_val_rmse": res["best_val"],
             "run_dir": str(runs[-1].relative_to(ROOT))}
 
 
 def ensemble(name: str, split_seed: int, extra: list[str], log_dir: Path, members: int) -> dict:
-    """``members`` runs with seeds 0..members-1; the test prediction is their mean (in units)."""
-
-    from vecset.pipelines.reports.base import ReportContext
-    from vecset.pipelines.reports.regression import scored_values
-    from vecset.pipelines.training.task import TaskModule
-
+    """``python -m vecset.pipelines.ensemble --members k`` (seeds 0..k-1, same split) in its own
+    process; its ensemble.json gives the combined validation and test RMSE and the seconds."""
     spec = DATASETS[name]
-    runs = [our_model(name, split_seed, extra, log_dir, member=m) for m in range(members)]
-    dm = MoleculeDataModule(str(ROOT / spec["csv"]), target_columns=[spec["target"]], split=spec["split"],
-                            split_seed=split_seed, descriptors=True)
-    dm.setup("test")
-    preds = []
-    for r in runs:
-        res = json.loads((ROOT / r["run_dir"] / "results.json").read_text())
-        model = TaskModule.load_from_checkpoint(ROOT / res["checkpoint"], map_location="cpu")
-        pred, true = scored_values(ReportContext(model, dm, ROOT / r["run_dir"]))
-        # the members' own RMSE, recomputed here, must equal what Lightning logged
-        assert abs(rmse(pred, true) - r["test_rmse"]) < 1e-3, (rmse(pred, true), r["test_rmse"])
-        preds.append(pred)
-    return {"test_rmse": rmse(np.mean(preds, 0), true), "train_seconds": round(sum(r["train_seconds"] for r in runs), 1),
-            "member_test_rmse": [r["test_rmse"] for r in runs], "members": runs}
+    run_name = f"bench_{name}_s{split_seed}_x{members}"
+    tmp = ROOT / "runs" / "bench_configs" / f"{run_name}.yaml"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_text((ROOT / spec["config"]).read_text())
+    cmd = [sys.executable, "-m", "vecset.pipelines.ensemble", "--members", str(members), "--config", str(tmp),
+           "--data.init_args.split_seed", str(split_seed), "--data.init_args.split", spec["split"], *extra]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("VECSET_RUN_VERSION", None)
+    with open(log_dir / f"{run_name}.log", "w") as f:
+        subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT, check=True)
+    root = ROOT / "runs" / f"{run_name}_ensemble"
+    out = sorted(root.glob("version_*"), key=lambda p: int(p.name.split("_")[1]))[-1]
+    res = json.loads((out / "ensemble.json").read_text())
+    return {"test_rmse": res["test_rmse"], "val_rmse": res["val_rmse"], "train_seconds": res["train_seconds"],
+            "member_test_rmse": res["member_test_rmse"], "member_best_val": res["member_best_val"],
+            "nll": res["uncertainty"]["nll"], "miscalibration_area": res["uncertainty"]["miscalibration_area"],
+            "spearman_abs_error_std": res["uncertainty"]["spearman_abs_error_std"],
+            "run_dir": str(out.relative_to(ROOT))}
 
 
 def summary(vals: list[float]) -> dict:
@@ -117,8 +165,8 @@ def summary(vals: list[float]) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
-    ap.add_argument("--splits", nargs="+", type=int, default=None, help="FreeSolv split seeds (default 0..4)")
+    ap.add_argument("--datasets", nargs="+", default=["freesolv", "solubility"], choices=list(DATASETS))
+    ap.add_argument("--splits", nargs="+", type=int, default=None, help="FreeSolv / B3DB split seeds (default 0..4 / 0)")
     ap.add_argument("--skip-model", action="store_true", help="only the random forest")
     ap.add_argument("--skip-rf", action="store_true", help="only our model")
     ap.add_argument("--members", type=int, default=1, help="ensemble size of our model (1: one run)")
@@ -133,7 +181,7 @@ def main() -> None:
     results: dict = {"command": " ".join(sys.argv), "note": "2 shared CPU cores; timings measured while other jobs ran",
                      "datasets": {}}
     for name in args.datasets:
-        splits = args.splits if (args.splits is not None and name == "freesolv") else DATASETS[name]["splits"]
+        splits = args.splits if (args.splits is not None and name != "solubility") else DATASETS[name]["splits"]
         rows = []
         for s in splits:
             row = {"split": s}
@@ -144,21 +192,23 @@ def main() -> None:
                                else ensemble(name, s, args.extra, log_dir, args.members))
             rows.append(row)
             print(name, json.dumps(row), flush=True)
-        agg = {m: {"test_rmse": summary([r[m]["test_rmse"] for r in rows]),
+        scores = ("roc_auc", "pr_auc", "accuracy") if "label" in DATASETS[name] else ("test_rmse",)
+        agg = {m: {**{k: summary([r[m][k] for r in rows]) for k in scores},
                    "train_seconds": summary([r[m]["train_seconds"] for r in rows])}
                for m in ("random_forest", "ours") if m in rows[0]}
         results["datasets"][name] = {"splits": rows, "summary": agg}
         out_path.write_text(json.dumps(results, indent=2))
 
-    print(f"\n{'dataset':<11} {'split':>5} {'RF rmse':>8} {'RF s':>6} {'ours rmse':>9} {'ours s':>7}")
+    print(f"\n{'dataset':<11} {'split':>5} {'RF score':>8} {'RF s':>6} {'ours':>9} {'ours s':>7}  (RMSE; ROC-AUC for b3db)")
     for name, d in results["datasets"].items():
+        key = "roc_auc" if "label" in DATASETS[name] else "test_rmse"
         for r in d["splits"]:
             rf, us = r.get("random_forest", {}), r.get("ours", {})
-            print(f"{name:<11} {r['split']:>5} {rf.get('test_rmse', float('nan')):>8.3f} "
-                  f"{rf.get('train_seconds', float('nan')):>6.1f} {us.get('test_rmse', float('nan')):>9.3f} "
+            print(f"{name:<11} {r['split']:>5} {rf.get(key, float('nan')):>8.3f} "
+                  f"{rf.get('train_seconds', float('nan')):>6.1f} {us.get(key, float('nan')):>9.3f} "
                   f"{us.get('train_seconds', float('nan')):>7.1f}")
         for m, a in d["summary"].items():
-            print(f"{name:<11} {m:>14}: test RMSE {a['test_rmse']['mean']:.3f} +- {a['test_rmse']['std']:.3f}, "
+            print(f"{name:<11} {m:>14}: test {key} {a[key]['mean']:.3f} +- {a[key]['std']:.3f}, "
                   f"train {a['train_seconds']['mean']:.0f} +- {a['train_seconds']['std']:.0f} s")
     print(f"results: {out_path}")
 

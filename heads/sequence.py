@@ -3,6 +3,11 @@
 Pooling ``attention`` is parametric attention pooling: a learned query attends over the
 set (Bahdanau et al. 2015; Lee et al. 2019, "Set Transformer", pooling by multi-head
 attention with one seed vector).
+
+Regression with ``regression_loss: gaussian_nll`` is a mean-variance head (Nix & Weigend 1994;
+Lakshminarayanan et al. 2017, "Simple and Scalable Predictive Uncertainty Estimation using Deep
+Ensembles"): per target a mean and a variance (softplus, so positive), trained with the Gaussian
+negative log-likelihood (``torch.nn.GaussianNLLLoss``) on standardized targets.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from vecset.heads.contract import Head, check_class_count
 
 Pooling = Literal["mean", "cls", "attention"]
 Task = Literal["classification", "regression"]
+RegressionLoss = Literal["mse", "gaussian_nll"]
+ClassWeights = Literal["none", "balanced"]
+MIN_VARIANCE = 1e-6  # in standardized units: keeps the NLL finite when the predicted spread collapses
 
 
 class SequenceHead(Head):
@@ -43,15 +51,22 @@ class SequenceHead(Head):
         label_smoothing: classification only: the cross-entropy's target puts this share of
             its mass uniformly over all classes (Szegedy et al. 2016, "Rethinking the Inception
             Architecture"); 0 is the plain cross-entropy.
+        class_weights: classification only: ``balanced`` weights each class's cross-entropy
+            by n / (classes x its count in the training labels) (scikit-learn's "balanced";
+            for two classes the ratio of the weights is BCE's ``pos_weight``), taken at fit
+            and saved with the model; ``none``: unweighted.
+        regression_loss: ``mse`` (one value per target) or ``gaussian_nll`` (a mean and a
+            variance per target; predictions add ``std`` in the target's units).
 
     Shapes:
-        VectorSet (B, N, D) -> (B, num_outputs); targets ``batch["y"]`` (B,) long or
-        (B, num_outputs) float.
+        VectorSet (B, N, D) -> (B, num_outputs), or (B, 2 num_outputs) with ``gaussian_nll``
+        (means, then raw variances); targets ``batch["y"]`` (B,) long or (B, num_outputs) float.
     """
 
     def __init__(self, d_model: int, num_outputs: int, task: Task = "classification",
                  pooling: Pooling = "mean", extra_features: int = 0, dropout: float = 0.0,
-                 label_smoothing: float = 0.0) -> None:
+                 label_smoothing: float = 0.0, class_weights: ClassWeights = "none",
+                 regression_loss: RegressionLoss = "mse") -> None:
         super().__init__()
         if task not in ("classification", "regression"):
             raise ValueError(f"task must be 'classification' or 'regression', got {task!r}")
@@ -59,7 +74,16 @@ class SequenceHead(Head):
             raise ValueError(f"pooling must be 'mean', 'cls' or 'attention', got {pooling!r}")
         if not 0.0 <= label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing}")
+        if class_weights not in ("none", "balanced"):
+            raise ValueError(f"class_weights must be 'none' or 'balanced', got {class_weights!r}")
+        if regression_loss not in ("mse", "gaussian_nll"):
+            raise ValueError(f"regression_loss must be 'mse' or 'gaussian_nll', got {regression_loss!r}")
+        if task != "classification" and class_weights != "none":
+            raise ValueError("class_weights is for task='classification'")
+        if task != "regression" and regression_loss != "mse":
+            raise ValueError("regression_loss is for task='regression'")
         self.task, self.pooling, self.num_outputs = task, pooling, num_outputs
+        self.class_weights, self.regression_loss = class_weights, regression_loss
         self.label_smoothing = label_smoothing
         self.extra_features = extra_features
         self.monitor = ("val_acc", "max") if task == "classification" else ("val_rmse", "min")
@@ -69,9 +93,16 @@ class SequenceHead(Head):
         self.last_pool_weights: Tensor | None = None
         width = d_model + extra_features
         self.mlp = nn.Sequential(nn.LayerNorm(width), nn.Dropout(dropout), nn.Linear(width, d_model),
-                                 nn.GELU(), nn.Dropout(dropout), nn.Linear(d_model, num_outputs))
+                                 nn.GELU(), nn.Dropout(dropout), nn.Linear(d_model, num_outputs * self.values))
         self.register_buffer("target_mean", torch.zeros(num_outputs))
         self.register_buffer("target_std", torch.ones(num_outputs))
+        if class_weights == "balanced":  # only then: checkpoints of unweighted heads keep their keys
+            self.register_buffer("class_weight", torch.ones(num_outputs))
+
+    @property
+    def values(self) -> int:
+        """Outputs per target: 2 (mean, variance) for the mean-variance head, else 1."""
+        return 2 if self.regression_loss == "gaussian_nll" else 1
 
     @property
     def num_classes(self) -> int | None:
@@ -102,7 +133,7 @@ class SequenceHead(Head):
         return self.mlp(h)
 
     # -- the hand-over: class count, feature width, regression scaler ----------------------
-    def receive(self, spec: DataSpec) -> None:
+    def receive(self, spec: DataSpec) -> str | None:
         if self.num_classes is not None:
             check_class_count(self.num_classes, spec)
         if spec.feature_width != self.extra_features:
@@ -115,6 +146,19 @@ class SequenceHead(Head):
             )
         if self.task == "regression" and spec.fit:
             self.fit_scaler(torch.as_tensor(spec.targets("SequenceHead(task='regression')"), dtype=torch.float32))
+        if self.class_weights == "balanced" and spec.fit:
+            self.fit_class_weights(torch.as_tensor(spec.targets("SequenceHead(class_weights='balanced')")))
+            return f"class weights {[round(w, 4) for w in self.class_weight.tolist()]} from the training labels"
+        return None
+
+    def fit_class_weights(self, labels: Tensor) -> None:
+        """n / (classes x count) per class from the training labels (B,) long; a class absent
+        from them is an error (its weight would be infinite)."""
+        counts = torch.bincount(labels.long().flatten(), minlength=self.num_outputs).double()
+        if (counts == 0).any():
+            absent = [i for i, c in enumerate(counts.tolist()) if c == 0]
+            raise ValueError(f"class_weights='balanced': class(es) {absent} have no training labels")
+        self.class_weight.copy_((counts.sum() / (self.num_outputs * counts)).float())
 
     def fit_scaler(self, y: Tensor) -> None:
         """Standardize regression targets with the training set's mean and std."""
@@ -126,6 +170,19 @@ class SequenceHead(Head):
     def to_units(self, out: Tensor) -> Tensor:
         return out * self.target_std + self.target_mean
 
+    def split_outputs(self, out: Tensor) -> tuple[Tensor, Tensor | None]:
+        """Standardized mean (B, T) and variance (B, T) (None for ``mse``) of the raw output."""
+        if self.values == 1:
+            return out, None
+        T = self.num_outputs
+        return out[:, :T], F.softplus(out[:, T:]) + MIN_VARIANCE
+
+    def mean_std(self, out: Tensor) -> tuple[Tensor, Tensor | None]:
+        """Regression only: mean and std (B, T) in the target's units (std None for ``mse``).
+        The scaler is undone for both: mean * s + m and sqrt(var) * s."""
+        mean, var = self.split_outputs(out)
+        return self.to_units(mean), None if var is None else var.sqrt() * self.target_std
+
     def loss(self, out: Tensor, batch: dict) -> Tensor:
         y = batch["y"]
         if self.task == "classification":
@@ -134,9 +191,13 @@ class SequenceHead(Head):
                     f"label out of range: targets span [{int(y.min())}, {int(y.max())}] but "
                     f"SequenceHead has num_outputs={self.num_outputs}"
                 )
-            return F.cross_entropy(out, y, label_smoothing=self.label_smoothing)
-        z = (y.reshape(out.shape) - self.target_mean) / self.target_std
-        return F.mse_loss(out, z)
+            weight = self.class_weight if self.class_weights == "balanced" else None
+            return F.cross_entropy(out, y, weight=weight, label_smoothing=self.label_smoothing)
+        mean, var = self.split_outputs(out)
+        z = (y.reshape(mean.shape) - self.target_mean) / self.target_std
+        if var is None:
+            return F.mse_loss(mean, z)
+        return F.gaussian_nll_loss(mean, z, var, full=True, eps=MIN_VARIANCE)
 
     def metrics(self) -> MetricCollection:
         if self.task == "classification":
@@ -146,10 +207,12 @@ class SequenceHead(Head):
     def metric_inputs(self, out: Tensor, batch: dict) -> tuple[Tensor, Tensor]:
         if self.task == "classification":
             return out.argmax(-1), batch["y"]
-        return self.to_units(out).flatten(), batch["y"].reshape(out.shape).flatten()
+        mean, _ = self.mean_std(out)
+        return mean.flatten(), batch["y"].reshape(mean.shape).flatten()
 
     def predict(self, out: Tensor, batch: dict) -> dict:
         if self.task == "classification":
             prob, label = out.softmax(-1).max(-1)
             return {"label": label.tolist(), "prob": prob.tolist()}
-        return {"value": self.to_units(out).tolist()}
+        mean, std = self.mean_std(out)
+        return {"value": mean.tolist()} | ({} if std is None else {"std": std.tolist()})

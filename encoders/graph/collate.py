@@ -42,7 +42,9 @@ def pad_graphs(items: list[dict], unreachable: int, pad_label: int = -100) -> di
             batch["lap"][i, :n] = it["lap"]
     if "y" in items[0]:
         ys = [torch.as_tensor(it["y"]) for it in items]
-        if ys[0].dtype == torch.long:  # one label per node
+        if ys[0].dtype == torch.long and ys[0].dim() == 0:  # one label per graph
+            batch["y"] = torch.stack(ys)
+        elif ys[0].dtype == torch.long:  # one label per node
             y = torch.full((B, N), pad_label, dtype=torch.long)
             for i, t in enumerate(ys):
                 y[i, : len(t)] = t

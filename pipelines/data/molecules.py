@@ -3,15 +3,21 @@
 Splits: ``random`` (``numpy.random.default_rng(split_seed).permutation(n)``, first 80%
 train, next 10% validation, the rest test: the FreeSolv benchmark splits for seeds 0..4),
 ``scaffold`` (Bemis & Murcko 1996 scaffolds via RDKit, whole scaffold groups, largest first,
-to train, then validation, then test; as in DeepChem's ScaffoldSplitter), or ``column``
+to train, then validation, then test; as in DeepChem's ScaffoldSplitter), ``scaffold_random``
+(whole scaffold groups in ``split_seed``'s random order, big ones first: Chemprop's balanced
+scaffold split), or ``column``
 (a column of the file with train/val/test; without val rows, ``val_fraction`` of the train
 rows, drawn with ``split_seed``, validate).
 
 Every molecule is featurized once in ``setup`` (graph tensors, optional descriptors) and
 kept for all epochs. Rows that cannot be used are skipped, counted and logged with their
 line number (missing or non-numeric target, or one beyond float32; SMILES that RDKit rejects,
-is empty, or has more than ``max_atoms`` heavy atoms); a missing or duplicated column, a row
-with the wrong number of fields and invalid UTF-8 are errors naming the file and line.
+is empty, or has more than ``max_atoms`` heavy atoms; an empty class label); a missing or
+duplicated column, a row with the wrong number of fields, invalid UTF-8 and a class label
+other than the declared ``classes`` are errors naming the file and line.
+
+Classification (``label_column`` and ``classes``): ``y`` is the index of the row's label in
+``classes``, and ``class_names`` are the classes, as for every other vecset classifier.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from vecset.pipelines.data.base import VecsetDataModule
 
 log = logging.getLogger(__name__)
 
-Split = Literal["random", "scaffold", "column"]
+Split = Literal["random", "scaffold", "scaffold_random", "column"]
 
 
 def read_csv_rows(path: Path) -> tuple[pd.DataFrame, list[int]]:
@@ -93,15 +99,30 @@ def random_split(n: int, seed: int, fractions: tuple[float, float] = (0.8, 0.1))
     return {"train": perm[:n_train], "val": perm[n_train : n_train + n_val], "test": perm[n_train + n_val :]}
 
 
-def scaffold_split(smiles: list[str], fractions: tuple[float, float] = (0.8, 0.1)) -> dict[str, np.ndarray]:
-    """Bemis-Murcko scaffold groups, largest first, fill train, then val, then test."""
+def scaffold_split(smiles: list[str], fractions: tuple[float, float] = (0.8, 0.1),
+                   seed: int | None = None) -> dict[str, np.ndarray]:
+    """Bemis-Murcko scaffold groups, each assigned whole to train, then val, then test.
+
+    ``seed`` None: largest group first (DeepChem's ScaffoldSplitter; deterministic). A seed:
+    Chemprop's balanced scaffold split: the groups larger than half the test size first, then
+    the rest, each set in ``default_rng(seed)`` order, so the big scaffolds stay in train and
+    the held-out parts get a random mix of the small ones. An empty part (too few scaffold
+    groups for the fractions) is a ValueError: its metrics would be undefined.
+    """
     from rdkit.Chem.Scaffolds import MurckoScaffold
 
     groups: dict[str, list[int]] = {}
     for i, s in enumerate(smiles):
         groups.setdefault(MurckoScaffold.MurckoScaffoldSmiles(smiles=s, includeChirality=False), []).append(i)
-    ordered = sorted(groups.values(), key=lambda g: (-len(g), g[0]))
     n = len(smiles)
+    if seed is None:
+        ordered = sorted(groups.values(), key=lambda g: (-len(g), g[0]))
+    else:
+        rng = np.random.default_rng(seed)
+        limit = (1 - fractions[0] - fractions[1]) * n / 2
+        big = [g for g in groups.values() if len(g) > limit]
+        small = [g for g in groups.values() if len(g) <= limit]
+        ordered = [big[i] for i in rng.permutation(len(big))] + [small[i] for i in rng.permutation(len(small))]
     out: dict[str, list[int]] = {"train": [], "val": [], "test": []}
     for g in ordered:
         if len(out["train"]) + len(g) <= fractions[0] * n:
@@ -110,17 +131,26 @@ def scaffold_split(smiles: list[str], fractions: tuple[float, float] = (0.8, 0.1
             out["val"] += g
         else:
             out["test"] += g
+    empty = [k for k, v in out.items() if not v]
+    if empty:
+        raise ValueError(f"scaffold split of {n} molecules ({len(groups)} scaffold groups, largest "
+                         f"{max(map(len, groups.values()))}): the {' and '.join(empty)} part(s) got no molecules "
+                         f"(fractions train {fractions[0]}, val {fractions[1]}, test the rest; groups are never "
+                         "divided); use more molecules, other fractions or a random split")
     return {k: np.array(sorted(v), dtype=np.int64) for k, v in out.items()}
 
 
 class MoleculeDataModule(VecsetDataModule):
-    """Molecule property regression from a CSV of SMILES.
+    """Molecule property regression or classification from a CSV of SMILES.
 
     Args:
         csv_path: the data file.
         smiles_column: column holding SMILES.
-        target_columns: one or more numeric target columns (predicted in their units).
-        split: ``random``, ``scaffold`` or ``column`` (see the module docstring).
+        target_columns: one or more numeric target columns (predicted in their units); or
+        label_column: a column of class labels (classification; then no ``target_columns``),
+        classes: the labels ``label_column`` may hold, in class-index order (``[BBB-, BBB+]``:
+            BBB+ is class 1, the positive class of ROC-AUC and PR-AUC).
+        split: ``random``, ``scaffold``, ``scaffold_random`` or ``column`` (see the module docstring).
         split_seed: seed of the random split (and of the validation draw for ``column``).
         split_column: the column for ``split="column"`` (values train / val / test).
         val_fraction: share of the train rows held out when the column has no val rows.
@@ -136,21 +166,31 @@ class MoleculeDataModule(VecsetDataModule):
             ``predict`` runs on the test split.
         num_workers: DataLoader workers.
 
-    Batches: see ``encoders.graph.pad_graphs``; ``y`` (B, T) float.
+    Batches: see ``encoders.graph.pad_graphs``; ``y`` (B, T) float, or (B,) long class indices.
     """
 
     def __init__(self, csv_path: str, smiles_column: str = "smiles", target_columns: list[str] | None = None,
-                 split: Split = "random", split_seed: int = 0, split_column: str = "split",
+                 label_column: str | None = None, classes: list[str] | None = None, split: Split = "random", split_seed: int = 0, split_column: str = "split",
                  val_fraction: float = 0.1, max_atoms: int = 100, max_dist: int = 8, lap_pe_k: int = 0,
                  descriptors: bool = False, batch_size: int = 32, predict_csv: str | None = None,
                  num_workers: int = 0) -> None:
         super().__init__()
-        if split not in ("random", "scaffold", "column"):
-            raise ValueError(f"split must be 'random', 'scaffold' or 'column', got {split!r}")
-        if not target_columns:
-            raise ValueError("MoleculeDataModule needs target_columns (one or more numeric columns)")
+        if split not in ("random", "scaffold", "scaffold_random", "column"):
+            raise ValueError(f"split must be 'random', 'scaffold', 'scaffold_random' or 'column', got {split!r}")
+        if label_column is not None:
+            if target_columns:
+                raise ValueError("MoleculeDataModule: give target_columns (regression) or label_column "
+                                 f"(classification), not both (got {target_columns} and {label_column!r})")
+            if not classes or len(set(classes)) != len(classes) or len(classes) < 2:
+                raise ValueError(f"label_column {label_column!r} needs classes: two or more distinct labels, "
+                                 f"got {classes}")
+        elif not target_columns:
+            raise ValueError("MoleculeDataModule needs target_columns (one or more numeric columns) or "
+                             "label_column and classes (classification)")
         self.csv_path, self.smiles_column = Path(csv_path), smiles_column
-        self.target_names = list(target_columns)
+        self.label_column = label_column
+        self.class_names = list(classes) if label_column is not None else None
+        self.target_names = list(target_columns or [])
         self.split, self.split_seed, self.split_column = split, split_seed, split_column
         self.val_fraction, self.max_atoms, self.max_dist = val_fraction, max_atoms, max_dist
         self.lap_pe_k, self.descriptors, self.batch_size = lap_pe_k, descriptors, batch_size
@@ -194,15 +234,38 @@ class MoleculeDataModule(VecsetDataModule):
         item["smiles"] = smiles
         return item
 
+    def _labels(self, df: pd.DataFrame, lines: list[int]) -> np.ndarray:
+        """Class index per row (-1: empty label, skipped); a value outside ``classes`` is an error."""
+        values = df[self.label_column].str.strip()
+        index = {c: i for i, c in enumerate(self.class_names)}
+        bad: dict[str, list[int]] = {}
+        for row, v in enumerate(values):
+            if v and v not in index:
+                bad.setdefault(v, []).append(lines[row])
+        if bad:
+            listed = "; ".join(f"{v!r} ({len(ls)} rows, line{'s' if len(ls) > 1 else ''} "
+                               f"{', '.join(map(str, ls[:5]))}{' ...' if len(ls) > 5 else ''})"
+                               for v, ls in sorted(bad.items()))
+            raise ValueError(f"{self.csv_path}: column {self.label_column!r} holds values other than the declared "
+                             f"classes {self.class_names}: {listed}")
+        return np.array([index.get(v, -1) for v in values], dtype=np.int64)
+
     def _load(self) -> None:
-        cols = [self.smiles_column, *self.target_names] + ([self.split_column] if self.split == "column" else [])
+        cols = [self.smiles_column, *self.target_names] + ([self.label_column] if self.label_column else []) \
+            + ([self.split_column] if self.split == "column" else [])
         df, lines = self._read(self.csv_path, cols)
         targets = df[self.target_names].apply(lambda c: pd.to_numeric(c.str.strip(), errors="coerce"))
+        labels = self._labels(df, lines) if self.label_column else None
         items, skipped = [], []
         for row in range(len(df)):
             smi = df[self.smiles_column].iat[row].strip()
-            y = targets.iloc[row].to_numpy(dtype=np.float64)
-            reason = self._target_problem(df, row, y)
+            if labels is None:
+                y = targets.iloc[row].to_numpy(dtype=np.float64)
+                reason = self._target_problem(df, row, y)
+                target = torch.tensor(y, dtype=torch.float32)
+            else:
+                reason = "missing class label" if labels[row] < 0 else None
+                target = torch.tensor(labels[row])
             if reason is None:
                 try:
                     item = self._featurize(smi)
@@ -211,7 +274,7 @@ class MoleculeDataModule(VecsetDataModule):
             if reason is not None:
                 skipped.append({"line": lines[row], "smiles": smi, "reason": reason})
                 continue
-            item.update(id=row, line=lines[row], y=torch.tensor(y, dtype=torch.float32))
+            item.update(id=row, line=lines[row], y=target)
             if self.split == "column":
                 item["split_value"] = df[self.split_column].iat[row].strip().lower()
             items.append(item)
@@ -227,8 +290,12 @@ class MoleculeDataModule(VecsetDataModule):
         n = len(self.items)
         if self.split == "random":
             return random_split(n, self.split_seed)
-        if self.split == "scaffold":
-            return scaffold_split([it["smiles"] for it in self.items])
+        if self.split in ("scaffold", "scaffold_random"):
+            try:
+                return scaffold_split([it["smiles"] for it in self.items],
+                                      seed=self.split_seed if self.split == "scaffold_random" else None)
+            except ValueError as e:
+                raise ValueError(f"{self.csv_path}: {e}") from None
         values = np.array([it["split_value"] for it in self.items])
         values = np.where(values == "valid", "val", values)
         bad = sorted(str(v) for v in set(values) - {"train", "val", "test"})
@@ -318,7 +385,7 @@ class MoleculeDataModule(VecsetDataModule):
 
     def data_spec(self, stage: str) -> DataSpec:
         """The descriptors' width (checked against the head's ``extra_features`` at every
-        stage); at fit, the training targets for the regression scaler."""
+        stage); at fit, the training targets (the regression scaler; class weights)."""
         spec = replace(super().data_spec(stage), feature_width=self.descriptor_dim)
         if spec.fit:
             spec = replace(spec, train_targets=torch.stack([it["y"] for it in self.splits["train"]]))
@@ -341,7 +408,13 @@ class MoleculeDataModule(VecsetDataModule):
         rows = []
         for i, sid in enumerate(ids):
             row = {"line": by_id[sid]["line"], "smiles": by_id[sid]["smiles"]}
-            row.update({name: float(v) for name, v in zip(self.target_names, preds["value"][i], strict=True)})
+            if self.class_names is not None:
+                row.update(prediction=self.class_names[preds["label"][i]], probability=round(preds["prob"][i], 6))
+            else:
+                row.update({name: float(v) for name, v in zip(self.target_names, preds["value"][i], strict=True)})
+                if "std" in preds:  # an uncertainty-aware head or an ensemble: std in the target's units
+                    row.update({f"{name}_std": float(v)
+                                for name, v in zip(self.target_names, preds["std"][i], strict=True)})
             rows.append(row)
         return rows
 
@@ -358,11 +431,23 @@ class MoleculeDataModule(VecsetDataModule):
 
     # -- reports after test ------------------------------------------------------------
     def reports(self) -> list:
-        """The parity plot and test errors, and the atoms' pooling attention
-        (``pipelines/reports/regression.py``, ``molecules.py``)."""
+        """Regression: the parity plot and test errors, and the uncertainty report when the
+        model gives a std (``regression.py``, ``uncertainty.py``). Classification: per-class
+        accuracy and confusion matrix, and for two classes ROC-AUC, PR-AUC and the class
+        balance (``classification.py``, ``binary.py``). Both: the atoms' pooling attention
+        (``molecules.py``)."""
+        from vecset.pipelines.reports.binary import BinaryReport
         from vecset.pipelines.reports.molecules import PoolingAttentionReport
+        from vecset.pipelines.reports.uncertainty import UncertaintyReport
 
-        return [*super().reports(), PoolingAttentionReport()]
+        extra = [UncertaintyReport()] if self.class_names is None else (
+            [BinaryReport()] if len(self.class_names) == 2 else [])
+        return [*super().reports(), *extra, PoolingAttentionReport()]
+
+    def class_balance(self) -> dict[str, dict[str, int]]:
+        """Per split, the number of molecules of each class (classification)."""
+        return {k: {c: int(sum(int(it["y"]) == i for it in v)) for i, c in enumerate(self.class_names)}
+                for k, v in self.splits.items()}
 
 
 def rmse(pred: np.ndarray, true: np.ndarray) -> float:

@@ -15,6 +15,7 @@ from vecset.pipelines.data.molecules import MoleculeDataModule
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.molecules import PoolingAttentionReport, pooling_weights
 from vecset.pipelines.reports.regression import ParityReport
+from vecset.pipelines.reports.uncertainty import UncertaintyReport
 from vecset.pipelines.training.task import TaskModule
 
 FREESOLV = Path(__file__).resolve().parents[3] / "data" / "molecules" / "freesolv.csv"
@@ -41,7 +42,8 @@ def test_pooling_attention_of_each_atom_sums_to_one_and_is_drawn(tmp_path, molec
     weights = pooling_weights(model, items, molecules.collate)
     assert [len(w) for w in weights] == [it["x"].shape[0] for it in items]
     assert all(abs(float(w.sum()) - 1) < 1e-5 for w in weights)
-    assert [type(r) for r in molecules.reports()] == [ParityReport, PoolingAttentionReport]
+    assert [type(r) for r in molecules.reports()] == [ParityReport, UncertaintyReport, PoolingAttentionReport]
+    assert UncertaintyReport().write(ReportContext(model, molecules, tmp_path)) == []  # an MSE head has no std
     (path,) = PoolingAttentionReport(molecules=3).write(ReportContext(model, molecules, tmp_path))
     assert path.name == "pool_attention.png" and path.stat().st_size > 1000
     assert all(m.training for m in model.modules())  # as the report found it

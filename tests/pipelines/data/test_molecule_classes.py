@@ -1,0 +1,93 @@
+"""MoleculeDataModule classification (declared classes, label errors) and the seeded scaffold split."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from rdkit.Chem.Scaffolds import MurckoScaffold
+
+from vecset.pipelines.data.molecules import MoleculeDataModule, scaffold_split
+
+RINGS = ["c1ccccc1", "C1CCCCC1", "c1ccncc1", "C1CCOC1", "C1CC1", "c1ccsc1", "C1CCNCC1", "c1ccoc1",
+         "C1CCCC1", "c1cnccn1"]
+SUBST = ["C", "O", "N", "Cl", "F", "CC"]
+
+
+def molecules() -> list[str]:
+    """60 molecules, 10 scaffolds of 6."""
+    return [f"{s}{ring}" for ring in RINGS for s in SUBST]
+
+
+def write(path: Path, rows: list[list]) -> Path:
+    with open(path, "w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    return path
+
+
+def labelled_csv(tmp_path: Path, labels: list[str]) -> Path:
+    return write(tmp_path / "bbb.csv", [["smiles", "label"], *([s, y] for s, y in zip(molecules(), labels, strict=True))])
+
+
+def test_labels_become_class_indices_and_empty_ones_are_skipped(tmp_path):
+    labels = ["BBB+" if i % 3 else "BBB-" for i in range(60)]
+    labels[4] = ""  # line 6
+    dm = MoleculeDataModule(str(labelled_csv(tmp_path, labels)), label_column="label", classes=["BBB-", "BBB+"])
+    dm.setup("fit")
+    assert dm.class_names == ["BBB-", "BBB+"] and dm.num_classes == 2
+    assert [(s["line"], s["reason"]) for s in dm.skipped] == [(6, "missing class label")]
+    by_line = {it["line"]: int(it["y"]) for it in dm.items}
+    assert by_line[2] == 0 and by_line[3] == 1  # rows 0 (BBB-) and 1 (BBB+)
+    assert sum(dm.class_balance()[k]["BBB+"] for k in ("train", "val", "test")) == sum(y == "BBB+" for y in labels)
+    batch = dm.collate(dm.splits["train"][:4])
+    assert batch["y"].dtype == torch.long and batch["y"].shape == (4,)
+
+
+def test_labels_outside_the_declared_classes_are_an_error_listing_them(tmp_path):
+    labels = ["BBB+"] * 60
+    labels[2], labels[9], labels[10] = "bbb+", "?", "?"
+    dm = MoleculeDataModule(str(labelled_csv(tmp_path, labels)), label_column="label", classes=["BBB-", "BBB+"])
+    with pytest.raises(ValueError, match=r"bbb\.csv: column 'label' holds values other than the declared classes "
+                       r"\['BBB-', 'BBB\+'\]: '\?' \(2 rows, lines 11, 12\); 'bbb\+' \(1 rows, line 4\)"):
+        dm.setup("fit")
+
+
+def test_classes_must_be_declared_and_regression_targets_not_mixed_in():
+    with pytest.raises(ValueError, match="needs classes"):
+        MoleculeDataModule("x.csv", label_column="label")
+    with pytest.raises(ValueError, match="not both"):
+        MoleculeDataModule("x.csv", target_columns=["y"], label_column="label", classes=["a", "b"])
+
+
+def scaffolds(smiles, idx):
+    return {MurckoScaffold.MurckoScaffoldSmiles(smiles=smiles[i]) for i in idx}
+
+
+def test_seeded_scaffold_split_keeps_groups_whole_and_depends_on_the_seed():
+    smi = molecules()
+    a, b, c = scaffold_split(smi, seed=0), scaffold_split(smi, seed=0), scaffold_split(smi, seed=3)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    assert not all(np.array_equal(a[k], c[k]) for k in a)
+    for split in (a, c):
+        assert sorted(np.concatenate(list(split.values())).tolist()) == list(range(60))
+        parts = [scaffolds(smi, split[k]) for k in ("train", "val", "test")]
+        assert not parts[0] & parts[1] and not parts[0] & parts[2] and not parts[1] & parts[2]
+        assert [len(split[k]) for k in ("train", "val", "test")] == [48, 6, 6]
+
+
+def test_a_scaffold_split_with_an_empty_part_is_an_error(tmp_path):
+    one_scaffold = ["c1ccccc1" + s for s in SUBST]  # a single group cannot be divided
+    with pytest.raises(ValueError, match=r"6 molecules \(1 scaffold groups, largest 6\): the train and val part\(s\)"):
+        scaffold_split(one_scaffold, seed=0)
+    # ten groups of 6 with 0.95 to train: nothing is left for test
+    with pytest.raises(ValueError, match=r"the test part\(s\) got no molecules"):
+        scaffold_split(molecules(), fractions=(0.9, 0.1), seed=0)
+    path = labelled_csv(tmp_path, ["BBB+"] * 60)
+    rows = list(csv.reader(open(path)))[:7]
+    write(path, [rows[0]] + [["c1ccccc1" + s, "BBB+"] for s in SUBST])
+    dm = MoleculeDataModule(str(path), label_column="label", classes=["BBB-", "BBB+"], split="scaffold_random")
+    with pytest.raises(ValueError, match=r"bbb\.csv: scaffold split of 6 molecules"):
+        dm.setup("fit")

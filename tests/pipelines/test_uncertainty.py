@@ -1,0 +1,194 @@
+"""Regression uncertainty: the mean-variance head, the uncertainty scores, ensembles (toy and a
+tiny two-member FreeSolv run), and the class weights and binary scores of classification."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from scipy.stats import norm
+from sklearn.metrics import average_precision_score, roc_auc_score
+from sklearn.utils.class_weight import compute_class_weight
+
+from vecset.backbone.data_spec import DataSpec
+from vecset.heads import SequenceHead
+from vecset.pipelines.ensemble import combine
+from vecset.pipelines.reports.binary import binary_scores
+from vecset.pipelines.reports.uncertainty import (
+    gaussian_nll,
+    miscalibration_area,
+    uncertainty_scores,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_mean_variance_head_gives_mean_and_std_in_target_units():
+    head = SequenceHead(8, 2, task="regression", regression_loss="gaussian_nll")
+    y = torch.tensor([[10.0, -1.0], [14.0, -3.0], [12.0, -2.0]])  # mean (12, -2), population std (1.633, 0.8165)
+    head.fit_scaler(y)
+    s = torch.tensor([np.sqrt(8 / 3), np.sqrt(2 / 3)], dtype=torch.float32)
+    out = torch.tensor([[0.5, -1.0, 0.3, 2.0]])  # standardized means, then raw variances
+    mean, std = head.mean_std(out)
+    assert torch.allclose(mean, torch.tensor([[12 + 0.5 * s[0], -2 - 1.0 * s[1]]]), atol=1e-5)
+    var_z = F.softplus(torch.tensor([0.3, 2.0])) + 1e-6
+    assert torch.allclose(std, (var_z.sqrt() * s)[None], atol=1e-5)
+    pred = head.predict(out, {})
+    assert np.allclose(pred["std"], std.tolist()) and np.allclose(pred["value"], mean.tolist())
+    # the loss is torch's Gaussian NLL on standardized targets
+    batch = {"y": torch.tensor([[13.0, -2.5]])}
+    z = (batch["y"] - torch.tensor([12.0, -2.0])) / s
+    ref = torch.nn.GaussianNLLLoss(full=True, eps=1e-6)(out[:, :2], z, var_z[None])
+    assert torch.allclose(head.loss(out, batch), ref)
+    assert head.mlp[-1].out_features == 4  # a mean and a variance per target
+
+
+def test_mse_head_has_no_std_and_one_output_per_target():
+    head = SequenceHead(8, 1, task="regression")
+    assert head.mlp[-1].out_features == 1 and head.mean_std(torch.zeros(2, 1))[1] is None
+    assert "std" not in head.predict(torch.zeros(2, 1), {})
+
+
+def test_balanced_class_weights_come_from_the_training_labels():
+    head = SequenceHead(8, 2, class_weights="balanced")
+    labels = torch.tensor([0, 0, 0, 1, 0, 1, 0, 0])
+    took = head.receive(DataSpec(fit=True, class_names=["BBB-", "BBB+"], train_targets=labels))
+    ref = compute_class_weight("balanced", classes=np.array([0, 1]), y=labels.numpy())
+    assert np.allclose(head.class_weight.numpy(), ref) and np.allclose(ref, [8 / 12, 2.0])
+    assert "class weights" in took
+    out, batch = torch.randn(8, 2), {"y": labels}
+    assert torch.allclose(head.loss(out, batch), F.cross_entropy(out, labels, weight=torch.tensor(ref).float()))
+    assert not torch.allclose(head.loss(out, batch), F.cross_entropy(out, labels))
+    # kept in the checkpoint; an unweighted head's keys stay as before
+    assert "class_weight" in head.state_dict() and "class_weight" not in SequenceHead(8, 2).state_dict()
+    with pytest.raises(ValueError, match=r"class\(es\) \[1\] have no training labels"):
+        head.fit_class_weights(torch.zeros(5, dtype=torch.long))
+
+
+def test_ensemble_std_is_the_spread_of_the_members():
+    rng = np.random.default_rng(0)
+    means = rng.normal(size=(5, 7, 2))
+    mean, std = combine(means, None)
+    assert np.allclose(mean, means.mean(0)) and np.allclose(std, means.std(0, ddof=0))
+    variances = rng.uniform(0.1, 1.0, size=(5, 7, 2))
+    mean2, std2 = combine(means, variances)
+    # the mixture of the members' Gaussians: E[var] + Var[mean]
+    mixture = (variances + means**2).mean(0) - means.mean(0) ** 2
+    assert np.allclose(mean2, mean) and np.allclose(std2**2, mixture)
+
+
+def test_calibrated_gaussian_has_miscalibration_area_near_zero():
+    rng = np.random.default_rng(0)
+    mean = rng.normal(size=20000)
+    std = rng.uniform(0.5, 2.0, size=20000)
+    true = mean + std * rng.normal(size=20000)
+    assert miscalibration_area(mean, std, true) < 0.01
+    assert miscalibration_area(mean, std / 3, true) > 0.2  # overconfident
+    assert miscalibration_area(mean, std * 3, true) > 0.2  # underconfident
+    scores = uncertainty_scores(mean, std, true)
+    assert scores["spearman_abs_error_std"] > 0.2  # a larger std goes with a larger error here
+    assert uncertainty_scores(mean, np.abs(true - mean) + 1e-9, true)["spearman_abs_error_std"] == pytest.approx(1.0)
+
+
+def test_nll_is_torchs_and_the_gaussian_log_density():
+    rng = np.random.default_rng(1)
+    mean, std, true = rng.normal(size=50), rng.uniform(0.2, 3, size=50), rng.normal(size=50)
+    ref = -norm.logpdf(true, mean, std).mean()
+    assert gaussian_nll(mean, std, true) == pytest.approx(ref, rel=1e-9)
+    t = lambda a: torch.tensor(a)  # noqa: E731
+    assert gaussian_nll(mean, std, true) == pytest.approx(
+        float(torch.nn.GaussianNLLLoss(full=True, eps=0.0)(t(mean), t(true), t(std**2))), rel=1e-9)
+
+
+def test_binary_scores_are_sklearns():
+    rng = np.random.default_rng(0)
+    label = rng.integers(0, 2, size=200)
+    prob = np.clip(0.3 * label + rng.uniform(0, 0.7, size=200), 0, 1)
+    s = binary_scores(torch.tensor(prob, dtype=torch.float32), torch.tensor(label))
+    assert s["roc_auc"] == pytest.approx(roc_auc_score(label, prob), abs=1e-5)
+    assert s["pr_auc"] == pytest.approx(average_precision_score(label, prob), abs=1e-5)
+    assert s["accuracy"] == pytest.approx(np.mean((prob >= 0.5) == label))
+    assert s["positives"] == label.sum()
+
+
+TINY = """
+seed_everything: 0
+trainer: {{max_epochs: 2, accelerator: cpu, devices: 1, log_every_n_steps: 1, enable_model_summary: false,
+          enable_progress_bar: false}}
+model:
+  class_path: vecset.pipelines.TaskModule
+  init_args:
+    encoder: {{class_path: vecset.encoders.GraphEncoder, init_args: {{d_model: 16, node_dim: 42, attention: all_pairs, heads: 2}}}}
+    backbone: {{class_path: vecset.backbone.Backbone, init_args: {{d_model: 16, depth: 1, heads: 2, mlp_ratio: 2.0}}}}
+    head: {{class_path: vecset.heads.SequenceHead, init_args: {{d_model: 16, num_outputs: {outputs}, pooling: attention, {head}}}}}
+    lr: 0.003
+data:
+  class_path: vecset.pipelines.MoleculeDataModule
+  init_args: {{csv_path: {csv}, batch_size: 32, {data}}}
+"""
+
+
+def test_two_member_ensemble_of_mean_variance_heads(tmp_path, monkeypatch):
+    from vecset.pipelines.ensemble import main
+
+    monkeypatch.chdir(tmp_path)
+    with open(ROOT / "data" / "molecules" / "freesolv.csv") as f:
+        (tmp_path / "fs.csv").write_text("".join(f.readlines()[:81]))
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY.format(outputs=1, head="task: regression, regression_loss: gaussian_nll",
+                               csv=tmp_path / "fs.csv", data="target_columns: [expt]"))
+    out = main(["--members", "2", "--config", str(cfg)])
+    summary = json.loads((out / "ensemble.json").read_text())
+    assert [r["seed"] for r in summary["runs"]] == [0, 1]
+    members = [json.loads((Path(r["run_dir"]) / "results.json").read_text()) for r in summary["runs"]]
+    # each member's own run wrote its uncertainty report (a mean-variance head gives a std)
+    assert all((Path(r["run_dir"]) / "test_uncertainty.json").exists() for r in summary["runs"])
+    with open(out / "predictions.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 8  # the test part of 80 molecules
+    m = np.array([[float(r["member0_expt"]), float(r["member1_expt"])] for r in rows])
+    y = np.array([float(r["measured"]) for r in rows])
+    for k in range(2):  # members' columns are their checkpoints' test predictions
+        assert np.sqrt(np.mean((m[:, k] - y) ** 2)) == pytest.approx(members[k]["test"]["test_rmse"], rel=1e-4)
+    assert np.allclose([float(r["expt"]) for r in rows], m.mean(1), atol=1e-5)
+    # mean-variance members: the std is above the members' spread alone
+    std = np.array([float(r["expt_std"]) for r in rows])
+    assert np.all(std > m.std(1)) and summary["uncertainty"]["count"] == 8
+
+
+def test_tiny_classification_run_reports_roc_auc(tmp_path, monkeypatch):
+    from vecset.pipelines.cli import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    with open(ROOT / "data" / "molecules" / "b3db.csv") as f:
+        lines = f.readlines()
+    (tmp_path / "b.csv").write_text("".join([lines[0], *lines[1::65]]))  # 121 of both classes (the file is sorted)
+    cfg = tmp_path / "bbb.yaml"
+    cfg.write_text(TINY.format(outputs=2, head="task: classification, class_weights: balanced", csv=tmp_path / "b.csv",
+                               data="label_column: label, classes: [BBB-, BBB+], split: scaffold_random"))
+    run_cli(["fit", "--config", str(cfg)])
+    run_dir = tmp_path / "runs" / "bbb" / "version_0"
+    res = json.loads((run_dir / "results.json").read_text())
+    binary = json.loads((run_dir / "test_binary.json").read_text())
+    assert binary["accuracy"] == pytest.approx(res["test"]["test_acc"], abs=1e-6)
+    assert binary["count"] == sum(binary["class_balance"]["test"].values())
+    assert 0.0 <= binary["roc_auc"] <= 1.0 and (run_dir / "roc_pr.png").stat().st_size > 1000
+
+
+def test_prediction_rows_carry_the_std_in_target_units(tmp_path):
+    from vecset.pipelines.data.molecules import MoleculeDataModule
+
+    path = tmp_path / "m.csv"
+    path.write_text("smiles,expt\n" + "".join(f"{'C' * (i + 1)}O,{-i}\n" for i in range(10)))
+    dm = MoleculeDataModule(str(path), target_columns=["expt"])
+    dm.setup("fit")
+    ids = [it["id"] for it in dm.splits["test"]]
+    rows = dm.prediction_rows(ids, {"value": [[-1.5]], "std": [[0.25]]})
+    assert rows == [{"line": dm.splits["test"][0]["line"], "smiles": dm.splits["test"][0]["smiles"],
+                     "expt": -1.5, "expt_std": 0.25}]
+    assert "expt_std" not in dm.prediction_rows(ids, {"value": [[-1.5]]})[0]
