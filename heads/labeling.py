@@ -28,6 +28,7 @@ class LabelingHead(Head):
 
     task = "labeling"
     monitor = ("val_acc", "max")
+    receptive_field = 0  # each vector's logits read that vector alone (chunked predict relies on it)
 
     def __init__(self, d_model: int, num_classes: int, ignore_index: int = -100, dropout: float = 0.0) -> None:
         super().__init__()

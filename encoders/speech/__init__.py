@@ -40,5 +40,12 @@ from vecset.encoders.speech.phones import (
     PhoneSet,
     phone_names,
 )
+from vecset.encoders.speech.streaming import (
+    Recording,
+    frames_stats,
+    read_frames,
+    recording_info,
+    recording_stats,
+)
 
-__all__ = ["Audio", "FESTIVAL_PHONES", "FOLD39", "FRAME_LENGTH", "FRAME_SHIFT", "Featurizer", "Normalization", "PhoneSet", "SAMPLE_RATE", "Segment", "SpeechEncoder", "TIMIT39", "TIMIT61", "audio_extensions", "check_wav_complete", "frame_centres", "frame_labels", "frames_to_segments", "num_frames", "phone_names", "read_audio", "read_phn"]
+__all__ = ["Audio", "FESTIVAL_PHONES", "FOLD39", "FRAME_LENGTH", "FRAME_SHIFT", "Featurizer", "Normalization", "PhoneSet", "Recording", "SAMPLE_RATE", "Segment", "SpeechEncoder", "TIMIT39", "TIMIT61", "audio_extensions", "check_wav_complete", "frame_centres", "frame_labels", "frames_stats", "frames_to_segments", "num_frames", "phone_names", "read_audio", "read_frames", "read_phn", "recording_info", "recording_stats"]
