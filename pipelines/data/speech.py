@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from vecset.backbone.data_spec import DataSpec
 from vecset.encoders.collate import pad_sets
@@ -171,6 +172,29 @@ class SpeechChunks(Dataset):
         return item
 
 
+class ChunkBatches(Sampler[list[int]]):
+    """Consecutive chunks, at most ``batch_size`` of them and ``budget`` frames together (a
+    longer chunk alone), in order: a batch's memory is bounded whatever the recordings' lengths."""
+
+    def __init__(self, lengths: list[int], budget: int, batch_size: int) -> None:
+        self.batches: list[list[int]] = []
+        cur, frames = [], 0
+        for i, n in enumerate(lengths):
+            if cur and (frames + n > budget or len(cur) == batch_size):
+                self.batches.append(cur)
+                cur, frames = [], 0
+            cur.append(i)
+            frames += n
+        if cur:
+            self.batches.append(cur)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self.batches)
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+
 def collate_chunks(items: list[dict]) -> dict:
     """``pad_sets`` plus ``offsets`` (B,), ``keep`` (B, 2) and, when any chunk carries its
     recording's statistics, ``utterance_mean`` / ``utterance_std`` (B, F) for every item (a
@@ -199,7 +223,7 @@ class SpeechFramesDataModule(VecsetDataModule):
         predict_paths: audio files or folders for ``vecset predict`` (no .phn needed);
             default: the test split.
         predict_chunk_frames: ``vecset predict`` reads, featurizes and runs each file in
-            chunks of this many frames (6000: 60 s) with the model's receptive field as context
+            chunks of this many frames (2000: 20 s) with the model's receptive field as context
             on each side, so memory does not grow with the file's length and the output equals
             the whole file's (docs/speech.md); 0 reads each file whole.
         max_utterances: keep only the first n utterances of each split (quick runs; 0 = all).
@@ -210,7 +234,7 @@ class SpeechFramesDataModule(VecsetDataModule):
     def __init__(self, root: str = "data/speech", train: str = "train.lst", val: str = "dev.lst",
                  test: str = "test.lst", phone_set: PhoneSet = "festival",
                  features: str = "fbank", num_mel_bins: int = 40, num_ceps: int = 13,
-                 batch_size: int = 8, predict_paths: list[str] | None = None, predict_chunk_frames: int = 6000,
+                 batch_size: int = 8, predict_paths: list[str] | None = None, predict_chunk_frames: int = 2000,
                  max_utterances: int = 0, plot_utterances: int = 3, num_workers: int = 0) -> None:
         super().__init__()
         self.root = Path(root)
@@ -350,11 +374,18 @@ class SpeechFramesDataModule(VecsetDataModule):
         return chunks
 
     def predict_dataloader(self) -> DataLoader:
+        """Chunks in order, batched by frames: a batch holds at most ``batch_size`` chunks and
+        one chunk's worth of frames (chunk plus context), so its memory does not depend on
+        how long the recordings are: a long recording's chunks go one per batch, short files
+        are grouped."""
         if not self.recordings:
             return super().predict_dataloader()
-        ds = SpeechChunks(self.predict_chunks(), self.recordings, self.whole, self.featurizer,
-                          self.utterance_stats, self.predict_chunk_frames)
-        return DataLoader(ds, batch_size=self.batch_size, collate_fn=collate_chunks, num_workers=self.num_workers)
+        chunks = self.predict_chunks()
+        ds = SpeechChunks(chunks, self.recordings, self.whole, self.featurizer, self.utterance_stats,
+                          self.predict_chunk_frames)
+        budget = self.predict_chunk_frames + 2 * (self.context or 0)
+        return DataLoader(ds, batch_sampler=ChunkBatches([c.hi - c.lo for c in chunks], budget, self.batch_size),
+                          collate_fn=collate_chunks, num_workers=self.num_workers)
 
     def data_spec(self, stage: str) -> DataSpec:
         """At fit, the training frames (for a SpeechEncoder with global normalization)."""

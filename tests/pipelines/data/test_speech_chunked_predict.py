@@ -11,7 +11,14 @@ from pytorch_lightning import Trainer
 from vecset.backbone import Backbone
 from vecset.backbone.baselines import BiLSTM, WindowMLP
 from vecset.encoders.collate import pad_sets
-from vecset.encoders.speech import Featurizer, SpeechEncoder, read_audio, read_frames, recording_info, recording_stats
+from vecset.encoders.speech import (
+    Featurizer,
+    SpeechEncoder,
+    read_audio,
+    read_frames,
+    recording_info,
+    recording_stats,
+)
 from vecset.heads import LabelingHead
 from vecset.pipelines.cli import PredictionWriter
 from vecset.pipelines.data.speech import SpeechFramesDataModule, plan_chunks
