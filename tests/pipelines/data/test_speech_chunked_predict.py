@@ -21,7 +21,7 @@ from vecset.encoders.speech import (
 )
 from vecset.heads import LabelingHead
 from vecset.pipelines.cli import PredictionWriter
-from vecset.pipelines.data.speech import SpeechFramesDataModule, plan_chunks
+from vecset.pipelines.data.speech import ChunkBatches, SpeechFramesDataModule, plan_chunks
 from vecset.pipelines.training.receptive_field import receptive_field
 from vecset.pipelines.training.task import TaskModule
 
@@ -69,14 +69,17 @@ def whole_probs(m: TaskModule, path: Path) -> torch.Tensor:
         return m(batch)[0].softmax(-1)  # (T, C)
 
 
-def chunked_probs(m: TaskModule, paths: list[Path], context: int | None, batch_size: int = 2) -> dict:
-    dm = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(p) for p in paths], predict_chunk_frames=CHUNK,
+def chunked_probs(m: TaskModule, paths: list[Path], context: int | None, batch_size: int = 2, chunk: int = CHUNK,
+                  batches: list | None = None) -> dict:
+    dm = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(p) for p in paths], predict_chunk_frames=chunk,
                                 batch_size=batch_size)
     dm.setup("predict")
     dm.predict_context(context, utterance_stats=m.encoder.normalization == "utterance")
     out: dict[int, list] = {}
     with torch.no_grad():
         for batch in dm.predict_dataloader():
+            if batches is not None:
+                batches.append(batch["ids"].tolist())
             p = m(as_dtype(batch, next(m.parameters()).dtype)).softmax(-1)  # (B, N, C)
             for i, sid in enumerate(batch["ids"].tolist()):
                 a, b = batch["keep"][i].tolist()
@@ -132,6 +135,23 @@ def test_chunked_output_equals_the_whole_file(recordings, kind):
         want = whole_probs(m, path)
         assert got[path.name].shape == want.shape
         torch.testing.assert_close(got[path.name], want, rtol=0, atol=2e-5)
+
+
+def test_batches_hold_at_most_a_chunks_frames_and_mix_a_short_file_with_a_tail_chunk(recordings):
+    """Chunk 2800 frames: the long file is 2,800 + 77 frames (its tail chunk 93 with context),
+    batched with the short file (407 frames, one chunk, its own statistics filled in by the
+    collate); the outputs still equal the whole files'."""
+    long, short = recordings
+    m = model("truncated")
+    rf = receptive_field(m.encoder, m.backbone, m.head)
+    batches: list = []
+    got = chunked_probs(m, [long, short], rf, batch_size=8, chunk=2800, batches=batches)
+    assert batches == [[0], [0, 1]]  # 2816 frames alone; then 93 + 407 <= 2800 + 2 x 16
+    for path in (long, short):
+        torch.testing.assert_close(got[path.name], whole_probs(m, path), rtol=0, atol=2e-5)
+    assert ChunkBatches([316, 332, 120, 50, 40], 332, 3).batches == [[0], [1], [2, 3, 4]]
+    assert ChunkBatches([100] * 5, 1000, 2).batches == [[0, 1], [2, 3], [4]]
+    assert ChunkBatches([500], 300, 4).batches == [[0]]  # a longer chunk alone
 
 
 @pytest.mark.parametrize("kind", ["truncated", "encoder_window", "mlp"])
