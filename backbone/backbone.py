@@ -93,6 +93,22 @@ class Backbone(nn.Module):
         x = self.norm(x) * vs.mask[..., None]
         return replace(vs, x=x)
 
+    def receptive_field(self, window: int | None = None) -> int | None:
+        """How many positions on each side one output vector depends on: per block its
+        attention window plus half its convolution kernel, summed over the blocks. ``window``
+        is the VectorSet's (an encoder's choice, which overrides the blocks' own); None when
+        the output depends on every position (a block without a window, or a CLS vector).
+        Chunked inference over a long sequence is exact with at least this much overlap."""
+        if self.cls is not None:
+            return None
+        total = 0
+        for block in self.blocks:
+            w = block.attn.window if window is None else window
+            if w is None:
+                return None
+            total += w + (block.conv.depthwise.kernel_size[0] // 2 if block.conv is not None else 0)
+        return total
+
     @contextmanager
     def capture_attention(self, layer: int = -1):
         """Keep the attention weights of one block while inside the context.

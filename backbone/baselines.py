@@ -56,6 +56,11 @@ class WindowMLP(nn.Module):
         self.mlp = nn.Sequential(*layers)
         self.norm = nn.LayerNorm(d_model)
 
+    def receptive_field(self, window: int | None = None) -> int:
+        """Positions on each side one output depends on: its ``context`` (see
+        ``Backbone.receptive_field``; a VectorSet's window does not apply here)."""
+        return self.context
+
     def forward(self, vs: VectorSet) -> VectorSet:
         B, N, D = vs.x.shape
         if D != self.d_model:

@@ -30,7 +30,7 @@ def sinusoid(positions: Tensor, dim: int) -> Tensor:
 class NoPositional(nn.Module):
     """No positional information: the backbone stays permutation-equivariant."""
 
-    def forward(self, n: int, device: torch.device | None = None) -> Tensor | None:
+    def forward(self, n: int, device: torch.device | None = None, start: int = 0) -> Tensor | None:
         return None
 
 
@@ -41,8 +41,9 @@ class Sinusoidal1D(nn.Module):
         super().__init__()
         self.d_model = d_model
 
-    def forward(self, n: int, device: torch.device | None = None) -> Tensor:
-        return sinusoid(torch.arange(n, device=device), self.d_model)  # (N, D)
+    def forward(self, n: int, device: torch.device | None = None, start: int = 0) -> Tensor:
+        """Positions ``start`` .. ``start + n - 1`` (a chunk of a longer sequence starts later)."""
+        return sinusoid(torch.arange(start, start + n, device=device), self.d_model)  # (N, D)
 
 
 class Learned1D(nn.Module):
@@ -55,13 +56,14 @@ class Learned1D(nn.Module):
         self.max_len = max_len
         self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
 
-    def forward(self, n: int, device: torch.device | None = None) -> Tensor:
-        if n > self.max_len:
+    def forward(self, n: int, device: torch.device | None = None, start: int = 0) -> Tensor:
+        """Positions ``start`` .. ``start + n - 1`` (a chunk of a longer sequence starts later)."""
+        if start + n > self.max_len:
             raise ValueError(
-                f"input has {n} positions but the learned positional table holds max_len="
+                f"input has {start + n} positions but the learned positional table holds max_len="
                 f"{self.max_len}; raise max_len in the config or use a sinusoidal encoding"
             )
-        return self.table[:n]
+        return self.table[start:start + n]
 
 
 class Sinusoidal2D(nn.Module):

@@ -1,17 +1,32 @@
-"""Truncated attention over long speech: time per frame and peak memory at 7,500 to 60,000
-frames (75 s to 10 min at 10 ms per frame), inference, batch of one.
+"""Long speech: the backbone alone over 7,500 to 60,000 frames, and ``vecset predict`` on 10
+minutes, 1 hour and 3 hours of audio.
 
-The Backbone (d_model 192, 4 heads, depth 4: the speech configs' size) with window=64
-runs on the blocked local path, whose memory grows with N x window. Full attention (no
-window) is measured where it finishes in the time budget; beyond that the row says why.
+Backbone rows: the Backbone (d_model 192, 4 heads, depth 4) with window=64 on the blocked
+local path, whose memory grows with N x window, against full attention where it finishes;
+inference, batch of one, in a fresh process each.
 
-    python bench/long_speech.py           # writes bench/results/long_speech.json
+Predict rows: a recording made by concatenating the sample's utterances (data/speech, over
+and over) into a FLAC file under bench/results/tmp/, run through ``vecset predict`` with the
+speech config (configs/speech_frames.yaml: truncated attention, window 8, depth 4, d 128) in a
+fresh child process each; the child's peak resident memory (``ru_maxrss``), wall seconds,
+milliseconds per frame, the real-time factor (wall seconds / audio seconds), and the time per
+frame beyond a 6-second run's wall time (the process's fixed cost: imports, CLI, checkpoint),
+also relative to the first (10-minute) row. predict reads, featurizes and runs the file in chunks
+(``--data.predict_chunk_frames``, docs/speech.md), so memory should not grow with the length.
+The checkpoint: ``--ckpt``, or a 2-step fit of the config on 4 utterances (memory and time do
+not depend on what the weights learned).
+
+    python bench/long_speech.py        # both parts: bench/results/long_speech.json, long_speech_predict.json
+    python bench/long_speech.py --skip-backbone --minutes 10 60 180 --note "an idle machine"
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,10 +35,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from bench.common import in_fresh_process, peak_rss_mb, rss_mb, table, write_json  # noqa: E402
+from bench.common import fit_in_child, in_fresh_process, peak_rss_mb, rss_mb, table, write_json  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 D, HEADS, DEPTH, WINDOW = 192, 4, 4, 64
 NS = (7500, 15000, 30000, 60000)
+MINUTES = (10, 60, 180)
+STARTUP_MINUTES = 0.1  # 6 s: what a predict process costs before the length matters
+CONFIG = "configs/speech_frames.yaml"
 
 
 def one(kind: str, n: int) -> dict:
@@ -43,19 +62,12 @@ def one(kind: str, n: int) -> dict:
             "peak_extra_mb": peak_rss_mb() - base}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--one", nargs=2, metavar=("KIND", "N"))
-    ap.add_argument("--full-up-to", type=int, default=60000, help="largest N to run full attention at")
-    args = ap.parse_args()
-    if args.one:
-        print(json.dumps(one(args.one[0], int(args.one[1]))))
-        return
+def backbone_rows(full_up_to: int) -> list[dict]:
     rows = []
     for kind in ("truncated", "full"):
         for n in NS:
-            if kind == "full" and n > args.full_up_to:
-                rows.append({"attention": kind, "N": n, "note": f"not run (time grows with N^2; over --full-up-to {args.full_up_to})"})
+            if kind == "full" and n > full_up_to:
+                rows.append({"attention": kind, "N": n, "note": f"not run (time grows with N^2; over --full-up-to {full_up_to})"})
                 continue
             r = in_fresh_process(__file__, [kind, str(n)])
             rows.append({"attention": kind, "N": n, **r})
@@ -64,10 +76,110 @@ def main() -> None:
     if NS[0] in trunc:
         for r in trunc.values():
             r["time_per_frame_vs_7500"] = r["ms_per_frame"] / trunc[NS[0]]["ms_per_frame"]
-    print(table(rows, ["attention", "N", "seconds", "ms_per_frame", "peak_extra_mb", "time_per_frame_vs_7500", "note", "error"]))
-    path = write_json("long_speech", {"d_model": D, "heads": HEADS, "depth": DEPTH, "window": WINDOW, "rows": rows})
-    print(f"wrote {path}")
+    return rows
 
+
+# --- vecset predict on long recordings ------------------------------------------------------
+def make_recording(root: Path, minutes: float, out: Path) -> int:
+    """The corpus's 16 kHz utterances end to end, over again until ``minutes``, written block by
+    block (the bench's own memory stays small); its sample count."""
+    import soundfile as sf
+
+    files = [f for f in sorted(root.rglob("*")) if f.suffix.lower() in (".wav", ".flac")]
+    need = int(minutes * 60 * 16000)
+    if out.exists() and sf.info(str(out)).frames == need:
+        return need
+    out.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with sf.SoundFile(str(out), "w", 16000, 1, subtype="PCM_16", format="FLAC") as w:
+        while n < need:
+            for f in files:
+                x, sr = sf.read(f, dtype="int16")
+                if sr != 16000:
+                    raise SystemExit(f"{f}: {sr} Hz; this benchmark concatenates 16 kHz corpus files")
+                x = x[: need - n]
+                w.write(x)
+                n += len(x)
+                if n >= need:
+                    break
+    return need
+
+
+def predict_in_child(config: str, ckpt: str, audio: Path, extra: list[str]) -> dict:
+    """``vecset predict`` in a fresh child of a fresh wrapper, so ``RUSAGE_CHILDREN``'s
+    ``ru_maxrss`` is that child's peak alone."""
+    code = ("import resource, subprocess, sys, json, time; t=time.time(); "
+            "r=subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+            "print(json.dumps({'rc': r.returncode, 'wall_s': time.time()-t, "
+            "'peak_rss_mib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss/1024, "
+            "'tail': r.stdout[-400:] + r.stderr[-1500:]}))")
+    cmd = [sys.executable, "-c", code, sys.executable, "-m", "vecset.pipelines.cli", "predict", "--config", config,
+           "--ckpt_path", ckpt, "--data.predict_paths", f"[{audio}]", "--trainer.enable_progress_bar", "false", *extra]
+    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
+           "VECSET_RUN_NAME": "long_speech_bench", "VECSET_RUN_VERSION": str(int(time.time() * 1000))}
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT, env=env)
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    if res["rc"]:
+        raise SystemExit(f"vecset predict failed on {audio}:\n{res['tail']}")
+    res.pop("tail")
+    return res
+
+
+def predict_rows(config: str, ckpt: str, minutes: list[float], extra: list[str]) -> list[dict]:
+    """One row per length, after a 6-second row: the fixed cost of a predict process (imports,
+    the CLI, the checkpoint), subtracted for the time per frame beyond it."""
+    rows = []
+    for m in [STARTUP_MINUTES, *minutes]:
+        audio = ROOT / "bench" / "results" / "tmp" / f"long_{m:g}min.flac"
+        n = make_recording(ROOT / "data" / "speech", m, audio)
+        frames = 1 + (n - 400) // 160
+        r = predict_in_child(config, ckpt, audio, extra)
+        row = {"minutes": m, "frames": frames, "peak_rss_mib": r["peak_rss_mib"], "wall_s": r["wall_s"],
+               "ms_per_frame": 1000 * r["wall_s"] / frames, "real_time_factor": r["wall_s"] / (n / 16000)}
+        if rows:
+            row["ms_per_frame_beyond_startup"] = 1000 * (r["wall_s"] - rows[0]["wall_s"]) / (frames - rows[0]["frames"])
+        rows.append(row)
+        print(f"  {m:g} min: {row}", flush=True)
+    for r in rows[1:]:
+        r["time_per_frame_vs_first"] = r["ms_per_frame_beyond_startup"] / rows[1]["ms_per_frame_beyond_startup"]
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--one", nargs=2, metavar=("KIND", "N"))
+    ap.add_argument("--full-up-to", type=int, default=60000, help="largest N to run full attention at")
+    ap.add_argument("--skip-backbone", action="store_true", help="only the vecset predict rows")
+    ap.add_argument("--skip-predict", action="store_true", help="only the backbone rows")
+    ap.add_argument("--minutes", type=float, nargs="+", default=list(MINUTES))
+    ap.add_argument("--config", default=CONFIG)
+    ap.add_argument("--ckpt", help="a checkpoint of --config (default: a 2-step fit of it)")
+    ap.add_argument("--predict-args", default="",
+                    help="more vecset predict options, one string: --predict-args='--data.predict_chunk_frames 3000'")
+    ap.add_argument("--note", default="", help="how loaded the machine was")
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one[0], int(args.one[1]))))
+        return
+    if not args.skip_backbone:
+        rows = backbone_rows(args.full_up_to)
+        print(table(rows, ["attention", "N", "seconds", "ms_per_frame", "peak_extra_mb", "time_per_frame_vs_7500",
+                           "note", "error"]))
+        path = write_json("long_speech", {"d_model": D, "heads": HEADS, "depth": DEPTH, "window": WINDOW,
+                                          "note": args.note, "rows": rows})
+        print(f"wrote {path}")
+    if not args.skip_predict:
+        ckpt = args.ckpt
+        if ckpt is None:
+            run_dir, _ = fit_in_child(args.config, ["--trainer.max_steps", "2", "--data.max_utterances", "4",
+                                                    "--plots", "false", "--trainer.enable_progress_bar", "false"])
+            ckpt = json.loads((run_dir / "results.json").read_text())["last_checkpoint"]
+        rows = predict_rows(args.config, ckpt, args.minutes, shlex.split(args.predict_args))
+        print(table(rows, ["minutes", "frames", "peak_rss_mib", "wall_s", "ms_per_frame", "real_time_factor",
+                           "ms_per_frame_beyond_startup", "time_per_frame_vs_first"]))
+        path = write_json("long_speech_predict", {"config": args.config, "checkpoint": ckpt,
+                                                  "predict_args": args.predict_args, "note": args.note, "rows": rows})
+        print(f"wrote {path}")
 
 if __name__ == "__main__":
     main()

@@ -35,6 +35,7 @@ class LabelingHead(Head):
     # how outputs become segments, not the weights: a checkpoint predicts with the config's decoder
     # (pipelines/training/checkpoint.py)
     decode_settings = ("decoder",)
+    receptive_field = 0  # each vector's logits read that vector alone (chunked predict relies on it)
 
     def __init__(self, d_model: int, num_classes: int, ignore_index: int = -100, dropout: float = 0.0,
                  decoder: SegmentDecoder | None = None) -> None:
@@ -73,13 +74,19 @@ class LabelingHead(Head):
 
     def predict(self, out: Tensor, batch: dict) -> dict:
         """Per set: predicted labels and their probabilities, for the real vectors only; with a
-        decoder also its labels (``segment_label``)."""
+        decoder also its labels (``segment_label``), or for chunks of longer inputs (a batch with
+        ``keep``) their log-posteriors (``log_prob``, (n, C) tensors) to decode in order."""
         prob, label = out.softmax(-1).max(-1)  # (B, N)
         mask = batch["mask"]
         pred = {
             "label": [label[i][mask[i]].tolist() for i in range(len(label))],
             "prob": [prob[i][mask[i]].tolist() for i in range(len(prob))],
         }
-        if self.decoder is not None:
+        if self.decoder is not None and "keep" in batch:
+            # chunks of long recordings (speech predict): a decode needs the whole recording, so
+            # the chunks' log-posteriors go on to the data module, which feeds them in order to
+            # one SegmentDecoder.stream per recording (exactly the whole recording's decode)
+            pred["log_prob"] = [out[i][mask[i]].float().log_softmax(-1) for i in range(len(out))]
+        elif self.decoder is not None:
             pred["segment_label"] = [self.decoder(out[i][mask[i]]).tolist() for i in range(len(out))]
         return pred

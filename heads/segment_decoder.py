@@ -20,6 +20,8 @@ frame, vectorised over the labels; O(T * C * min_duration) time, O(T * C) back-p
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -48,61 +50,129 @@ class SegmentDecoder:
         return f"SegmentDecoder(switch_penalty={self.switch_penalty}, min_duration={self.min_duration})"
 
     def __call__(self, log_probs: Tensor | np.ndarray) -> np.ndarray:
-        lp = torch.as_tensor(log_probs).detach().to("cpu", torch.float64)
-        if lp.dim() != 2:
-            raise ValueError(f"expected frame log-posteriors of shape (T, C), got {tuple(lp.shape)}")
-        lp = torch.log_softmax(lp, dim=-1).numpy()  # (T, C)
-        return viterbi(lp, self.switch_penalty, self.min_duration)
+        lp = _check_2d(log_probs)
+        stream = self.stream(*lp.shape)
+        stream.push(lp)
+        return stream.finish()
+
+    def stream(self, num_frames: int, num_classes: int, store: str | None = None) -> ViterbiStream:
+        """A decode of ``num_frames`` frames fed in pieces in order (``push``), equal to one call
+        on them all; its back-pointers live in a file at ``store`` (np.memmap: 5 bytes per
+        frame and label on disk, the RAM stays constant) or in memory (None)."""
+        return ViterbiStream(num_frames, num_classes, self.switch_penalty, self.min_duration, store)
+
+
+def _check_2d(log_probs: Tensor | np.ndarray) -> Tensor:
+    lp = torch.as_tensor(log_probs).detach()
+    if lp.dim() != 2:
+        raise ValueError(f"expected frame log-posteriors of shape (T, C), got {tuple(lp.shape)}")
+    return lp
 
 
 def viterbi(lp: np.ndarray, penalty: float, min_duration: int) -> np.ndarray:
     """The best label sequence of the module docstring for log-posteriors ``lp`` (T, C)."""
-    T, C = lp.shape
-    D = min_duration
-    if T == 0:
-        return np.zeros(0, dtype=np.int64)
-    if T < D:  # no sequence obeys the minimum: one run
-        return np.full(T, int(lp.sum(0).argmax()), dtype=np.int64)
-    NEG = -np.inf
-    # score[d, c]: the best path ending at this frame in label c, d+1 frames into its run
-    # (d = D-1: D or more frames, the only state that may be left for another label, or end)
-    score = np.full((D, C), NEG)
-    score[0] = lp[0]
-    # back-pointers: entry[t, c] = the label before a run of c that starts at frame t;
-    # stayed[t, c] = the path in state (D-1, c) at t was in (D-1, c) at t-1 too
-    entry = np.zeros((T, C), dtype=np.int32)
-    stayed = np.zeros((T, C), dtype=bool)
-    labels = np.arange(C)
-    for t in range(1, T):
-        last = score[D - 1]  # (C,)
-        best = int(last.argmax())
-        others = np.where(labels == best, NEG, last)
-        second = int(others.argmax())
-        # the best label other than c to come from: the best one, unless it is c itself
-        src = np.where(labels == best, second, best)  # (C,)
-        switch = (last[src] if C > 1 else np.full(C, NEG)) - penalty  # (C,)
-        entry[t] = src
-        new = np.empty_like(score)
-        if D == 1:
-            stayed[t] = last >= switch
-            new[0] = np.maximum(last, switch)
+    stream = ViterbiStream(lp.shape[0], lp.shape[1], penalty, min_duration)
+    stream.push_log_softmaxed(lp)
+    return stream.finish()
+
+
+class ViterbiStream:
+    """The dynamic programme of the module docstring, fed frame log-posteriors piece by piece
+    (``push``, in order) and traced back once every frame has come (``finish``). The forward
+    scores are O(C * min_duration); the back-pointers O(T * C), in memory or in a file
+    (``store``): a long recording decodes exactly, in chunks, in constant memory."""
+
+    def __init__(self, num_frames: int, num_classes: int, penalty: float, min_duration: int,
+                 store: str | None = None) -> None:
+        T, C = num_frames, num_classes
+        self.T, self.C, self.penalty, self.D, self.t = T, C, penalty, min_duration, 0
+        self.total = np.zeros(C)  # summed log-posteriors: the answer when T < min_duration
+        self.score: np.ndarray | None = None
+        self.store = store
+        # back-pointers: entry[t, c] = the label before a run of c that starts at frame t;
+        # stayed[t, c] = the path in state (D-1, c) at t was in (D-1, c) at t-1 too
+        if store is None or T == 0:
+            self.entry = np.zeros((T, C), dtype=np.int32)
+            self.stayed = np.zeros((T, C), dtype=bool)
         else:
-            new[0] = switch
-            new[1:D - 1] = score[0:D - 2]
-            stayed[t] = last >= score[D - 2]
-            new[D - 1] = np.maximum(last, score[D - 2])
-        score = new + lp[t]
-    # trace back from the best state allowed to end
-    out = np.empty(T, dtype=np.int64)
-    c, d = int(score[D - 1].argmax()), D - 1
-    for t in range(T - 1, -1, -1):
-        out[t] = c
-        if t == 0:
-            break
-        if d == D - 1 and stayed[t, c]:
-            continue  # (D-1, c) at t-1 too
-        if d == 0 or D == 1:  # the run of c began at t: the label before it
-            c, d = int(entry[t, c]), D - 1
+            self.entry = np.memmap(f"{store}.entry", dtype=np.int32, mode="w+", shape=(T, C))
+            self.stayed = np.memmap(f"{store}.stayed", dtype=bool, mode="w+", shape=(T, C))
+
+    def push(self, log_probs: Tensor | np.ndarray) -> None:
+        """The next frames' log-posteriors (or logits: their log-softmax is used), (n, C)."""
+        lp = torch.log_softmax(_check_2d(log_probs).to("cpu", torch.float64), dim=-1).numpy()
+        self.push_log_softmaxed(lp)
+
+    def push_log_softmaxed(self, lp: np.ndarray) -> None:
+        n, C = lp.shape
+        if C != self.C or self.t + n > self.T:
+            raise ValueError(f"ViterbiStream of {self.T} frames x {self.C} labels got ({n}, {C}) after "
+                             f"{self.t} frames")
+        if n == 0:
+            return
+        self.total += lp.sum(0)
+        D, NEG, labels = self.D, -np.inf, np.arange(C)
+        start = 0
+        if self.score is None:
+            # score[d, c]: the best path ending at this frame in label c, d+1 frames into its run
+            # (d = D-1: D or more frames, the only state that may be left for another label, or end)
+            self.score = np.full((D, C), NEG)
+            self.score[0] = lp[0]
+            start = 1
+        score, entry, stayed = self.score, self.entry, self.stayed
+        for i in range(start, n):
+            t = self.t + i
+            last = score[D - 1]  # (C,)
+            best = int(last.argmax())
+            others = np.where(labels == best, NEG, last)
+            second = int(others.argmax())
+            # the best label other than c to come from: the best one, unless it is c itself
+            src = np.where(labels == best, second, best)  # (C,)
+            switch = (last[src] if C > 1 else np.full(C, NEG)) - self.penalty  # (C,)
+            entry[t] = src
+            new = np.empty_like(score)
+            if D == 1:
+                stayed[t] = last >= switch
+                new[0] = np.maximum(last, switch)
+            else:
+                new[0] = switch
+                new[1:D - 1] = score[0:D - 2]
+                stayed[t] = last >= score[D - 2]
+                new[D - 1] = np.maximum(last, score[D - 2])
+            score = new + lp[i]
+        self.score = score
+        self.t += n
+
+    def finish(self) -> np.ndarray:
+        """The best label sequence (T,) int64; the back-pointer files are removed."""
+        T, D = self.T, self.D
+        if self.t != T:
+            raise ValueError(f"ViterbiStream of {T} frames finished after {self.t}")
+        out = np.empty(T, dtype=np.int64)
+        if T == 0:
+            return out
+        if T < D:  # no sequence obeys the minimum: one run
+            out[:] = int(self.total.argmax())
         else:
-            d -= 1
-    return out
+            # trace back from the best state allowed to end
+            c, d = int(self.score[D - 1].argmax()), D - 1
+            for t in range(T - 1, -1, -1):
+                out[t] = c
+                if t == 0:
+                    break
+                if d == D - 1 and self.stayed[t, c]:
+                    continue  # (D-1, c) at t-1 too
+                if d == 0 or D == 1:  # the run of c began at t: the label before it
+                    c, d = int(self.entry[t, c]), D - 1
+                else:
+                    d -= 1
+        self.discard()
+        return out
+
+    def discard(self) -> None:
+        """Remove the back-pointer files (a decode that will not finish)."""
+        if isinstance(self.entry, np.memmap):
+            del self.entry, self.stayed  # the maps close when their last reference goes
+            for suffix in ("entry", "stayed"):
+                Path(f"{self.store}.{suffix}").unlink(missing_ok=True)
+            self.entry = self.stayed = np.zeros((0, self.C))

@@ -55,18 +55,39 @@ def next_version(root: Path) -> int:
 
 
 class PredictionWriter(BasePredictionWriter):
-    """Writes ``vecset predict`` output through the DataModule (CSV by default)."""
+    """Writes ``vecset predict`` output through the DataModule, batch by batch.
+
+    A data module with ``streams_predictions`` (speech) writes each batch as it comes
+    (``write_prediction_batch``, then ``finish_predictions``) and Lightning keeps no copy of
+    the predictions (``return_predictions`` off), so memory does not grow with the input:
+    hours of audio in chunks. Any other gets every row at the end (``write_predictions``,
+    CSV by default)."""
 
     def __init__(self) -> None:
-        super().__init__(write_interval="epoch")
+        super().__init__(write_interval="batch")
+        self._rows: list[dict] = []
 
-    def write_on_epoch_end(self, trainer, pl_module, predictions, batch_indices) -> None:
+    def on_predict_start(self, trainer, pl_module) -> None:
+        self._rows = []
+        if getattr(trainer.datamodule, "streams_predictions", False):
+            trainer.predict_loop.return_predictions = False
+
+    def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx,
+                           dataloader_idx) -> None:
         dm = trainer.datamodule
-        rows = []
-        for out in predictions:
-            preds = {k: v for k, v in out.items() if k != "ids"}
-            rows += dm.prediction_rows(out["ids"], preds)
-        path = dm.write_predictions(rows, Path(trainer.log_dir))
+        preds = {k: v for k, v in prediction.items() if k != "ids"}
+        if getattr(dm, "streams_predictions", False):
+            dm.write_prediction_batch(prediction["ids"], preds, batch, Path(trainer.log_dir))
+        else:
+            self._rows += dm.prediction_rows(prediction["ids"], preds)
+
+    def on_predict_epoch_end(self, trainer, pl_module) -> None:
+        dm = trainer.datamodule
+        if getattr(dm, "streams_predictions", False):
+            path = dm.finish_predictions(Path(trainer.log_dir))
+        else:
+            path = dm.write_predictions(self._rows, Path(trainer.log_dir))
+            self._rows = []
         if trainer.is_global_zero:
             print(f"predictions: {path}")
 

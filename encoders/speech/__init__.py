@@ -42,6 +42,13 @@ from vecset.encoders.speech.phones import (
     phone_names,
     scoring_phones,
 )
+from vecset.encoders.speech.streaming import (
+    Recording,
+    frames_stats,
+    read_frames,
+    recording_info,
+    recording_stats,
+)
 from vecset.encoders.speech.transcripts import (
     Word,
     normalise_sentence,
@@ -50,4 +57,4 @@ from vecset.encoders.speech.transcripts import (
     word_frames,
 )
 
-__all__ = ["Audio", "FESTIVAL_PHONES", "FOLD39", "FRAME_LENGTH", "FRAME_SHIFT", "Featurizer", "Normalization", "PhoneSet", "SAMPLE_RATE", "Segment", "SpeechEncoder", "TIMIT39", "TIMIT61", "audio_extensions", "check_wav_complete", "frame_centres", "frame_labels", "fold39_runs", "frames_to_segments", "normalise_sentence", "num_frames", "phone_names", "read_audio", "read_phn", "read_txt", "read_wrd", "scoring_phones", "Word", "word_frames"]
+__all__ = ["Audio", "FESTIVAL_PHONES", "FOLD39", "FRAME_LENGTH", "FRAME_SHIFT", "Featurizer", "Normalization", "PhoneSet", "Recording", "SAMPLE_RATE", "Segment", "SpeechEncoder", "TIMIT39", "TIMIT61", "audio_extensions", "check_wav_complete", "frame_centres", "frame_labels", "fold39_runs", "frames_stats", "frames_to_segments", "normalise_sentence", "num_frames", "phone_names", "read_audio", "read_frames", "read_phn", "read_txt", "read_wrd", "recording_info", "recording_stats", "scoring_phones", "Word", "word_frames"]

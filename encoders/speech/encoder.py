@@ -39,6 +39,12 @@ class SpeechEncoder(Encoder):
             the VectorSet so that a backbone shared with other modalities applies it to
             speech only; None leaves it to the backbone's own ``window``.
 
+    Chunks of a longer recording (``vecset predict`` on long files, see docs/speech.md) carry
+    ``batch["offsets"]`` (B,) long, the first frame's index in its recording (positions start
+    there), and for ``utterance`` normalization ``batch["utterance_mean"]`` and
+    ``batch["utterance_std"]`` (B, in_dim), the whole recording's statistics (a chunk's own
+    would differ).
+
     Shapes:
         batch["x"] (B, T, in_dim) float, batch["mask"] (B, T) bool -> VectorSet (B, T, d_model)
     """
@@ -69,6 +75,12 @@ class SpeechEncoder(Encoder):
         self.drop = nn.Dropout(dropout)
         self.positional = make_positional_1d(positional, d_model, max_len)
 
+    @property
+    def receptive_field(self) -> int:
+        """Frames on each side one output frame depends on (the convolution's half width;
+        normalization uses whole-recording statistics, see ``normalize``)."""
+        return self.conv.kernel_size[0] // 2 if self.conv is not None else 0
+
     def receive(self, spec: DataSpec) -> str | None:
         """``global`` normalization: fit the statistics on the training frames at the start
         of fit (once: a model that has them, from an earlier fit or a checkpoint, keeps them)."""
@@ -86,7 +98,7 @@ class SpeechEncoder(Encoder):
         self.std.copy_(x.std(0).clamp_min(1e-5).float())
         self.stats_fitted.fill_(True)
 
-    def normalize(self, x: Tensor, mask: Tensor) -> Tensor:
+    def normalize(self, x: Tensor, mask: Tensor, batch: dict | None = None) -> Tensor:
         if self.normalization == "none":
             return x
         if self.normalization == "global":
@@ -95,6 +107,9 @@ class SpeechEncoder(Encoder):
                                  "that hands over its training frames (SpeechFramesDataModule) or call "
                                  "set_global_stats")
             return (x - self.mean) / self.std
+        if batch is not None and "utterance_mean" in batch:  # a chunk: its recording's statistics
+            mean, std = batch["utterance_mean"].to(x.dtype), batch["utterance_std"].to(x.dtype)  # (B, F)
+            return (x - mean[:, None]) / std[:, None]
         m = mask[..., None].to(x.dtype)  # (B, T, 1)
         n = m.sum(1, keepdim=True).clamp_min(1)  # (B, 1, 1)
         mean = (x * m).sum(1, keepdim=True) / n  # (B, 1, F)
@@ -117,7 +132,7 @@ class SpeechEncoder(Encoder):
         if x.shape[-1] != self.in_dim:
             raise ValueError(f"SpeechEncoder expects {self.in_dim} features per frame, got {x.shape[-1]}: set "
                              "in_dim to the DataModule's num_mel_bins (num_ceps for MFCC)")
-        x = self.normalize(x, mask)  # (B, T, F)
+        x = self.normalize(x, mask, batch)  # (B, T, F)
         if self.training:
             x = self.spec_augment(x)
         m = mask[..., None].to(x.dtype)  # (B, T, 1)
@@ -125,7 +140,12 @@ class SpeechEncoder(Encoder):
         if self.conv is not None:
             h = h + F.gelu(self.conv(h.transpose(1, 2))).transpose(1, 2) * m  # (B, T, D)
         h = self.drop(h)
-        pe = self.positional(x.shape[1], x.device)
+        offsets = batch.get("offsets")
+        if offsets is None:
+            pe = self.positional(x.shape[1], x.device)  # (T, D)
+        else:  # chunks of longer recordings: each one's positions start at its first frame
+            pes = [self.positional(x.shape[1], x.device, start=int(s)) for s in offsets.tolist()]
+            pe = None if pes[0] is None else torch.stack(pes)  # (B, T, D)
         if pe is not None:
             h = h + pe
         return VectorSet(x=h * m, mask=mask, window=self.window)

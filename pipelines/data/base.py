@@ -18,7 +18,10 @@ class VecsetDataModule(pl.LightningDataModule):
     - ``data_spec(stage)``: what the model needs from the data (class names, training
       targets, texts or frames, feature width), the one hand-over from data to model;
     - ``describe(sample_id)``: what the sample's input was (a file, a CSV line), for messages;
-    - ``write_predictions(rows, path)``: turn the head's predictions into a file;
+    - ``write_predictions(rows, path)``: turn the head's predictions into a file (or, with
+      ``streams_predictions``, ``write_prediction_batch`` per batch and ``finish_predictions``:
+      speech, whose long recordings come in chunks; and ``predict_context(frames)``, the
+      model's receptive field, which ``TaskModule`` hands over before predict);
     - ``reports()``: the reports written after test (``pipelines/reports``, run by
       ``ReportWriter``; a data module names them, it never runs the model itself).
 

@@ -7,37 +7,39 @@ the same way. Features and labels are computed once in ``setup`` and kept in mem
 
 from __future__ import annotations
 
-import csv
 import logging
 from collections import Counter
-from dataclasses import replace
-from decimal import Decimal
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from vecset.backbone.data_spec import DataSpec
 from vecset.encoders.collate import pad_sets
 from vecset.encoders.speech import (
-    FRAME_LENGTH,
-    FRAME_SHIFT,
-    SAMPLE_RATE,
     Featurizer,
     PhoneSet,
+    Recording,
     audio_extensions,
     frame_labels,
-    frames_to_segments,
+    frames_stats,
     normalise_sentence,
     num_frames,
     phone_names,
     read_audio,
+    read_frames,
     read_phn,
     read_txt,
     read_wrd,
+    recording_info,
+    recording_stats,
 )
+from vecset.heads.segment_decoder import SegmentDecoder
 from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.speech_predictions import SpeechPredictionFiles
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +132,93 @@ class SpeechUtterances(Dataset):
         return out
 
 
+@dataclass(frozen=True)
+class Chunk:
+    """Frames [lo, hi) of recording ``sid`` are read and run through the model; the
+    predictions of its core [start, end) are kept (lo <= start < end <= hi; the rest is
+    context: at least the model's receptive field, except at the recording's ends)."""
+
+    sid: int
+    lo: int
+    hi: int
+    start: int
+    end: int
+    chunks: int  # how many chunks its recording has
+
+
+def plan_chunks(sid: int, frames: int, chunk: int, context: int) -> list[Chunk]:
+    """Cores of ``chunk`` frames (the last one shorter) with ``context`` frames on each side."""
+    cores = [(s, min(frames, s + chunk)) for s in range(0, frames, chunk)]
+    return [Chunk(sid, max(0, s - context), min(frames, e + context), s, e, len(cores)) for s, e in cores]
+
+
+class SpeechChunks(Dataset):
+    """Chunks of the recordings ``vecset predict`` reads, featurized when asked for:
+    ``{"x": (hi - lo, F), "id": sid, "offset": lo, "keep": (start - lo, end - lo)}``, plus
+    ``"stats"`` (2, F), the whole recording's mean and deviation, when the model normalizes per
+    recording and the recording has several chunks (one streaming pass per recording, cached
+    until the next recording). A recording not at 16 kHz was featurized whole at setup
+    (``whole``: resampling in blocks would not equal resampling whole)."""
+
+    def __init__(self, chunks: list[Chunk], recordings: dict[int, Recording], whole: dict[int, torch.Tensor],
+                 featurizer: Featurizer, stats: bool, block_frames: int) -> None:
+        self.chunks, self.recordings, self.whole = chunks, recordings, whole
+        self.featurizer, self.stats, self.block_frames = featurizer, stats, block_frames
+        self._stats: tuple[int, torch.Tensor] | None = None
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def __getitem__(self, i: int) -> dict:
+        c = self.chunks[i]
+        x = self.whole[c.sid] if c.sid in self.whole else read_frames(self.recordings[c.sid], c.lo, c.hi,
+                                                                     self.featurizer)
+        item = {"x": x, "id": c.sid, "offset": c.lo, "keep": (c.start - c.lo, c.end - c.lo)}
+        if self.stats and c.chunks > 1:
+            if self._stats is None or self._stats[0] != c.sid:
+                mean, std = recording_stats(self.recordings[c.sid], self.featurizer, self.block_frames)
+                self._stats = (c.sid, torch.stack([mean, std]))
+            item["stats"] = self._stats[1]
+        return item
+
+
+class ChunkBatches(Sampler[list[int]]):
+    """Consecutive chunks, at most ``batch_size`` of them and ``budget`` frames together (a
+    longer chunk alone), in order: a batch's memory is bounded whatever the recordings' lengths."""
+
+    def __init__(self, lengths: list[int], budget: int, batch_size: int) -> None:
+        self.batches: list[list[int]] = []
+        cur, frames = [], 0
+        for i, n in enumerate(lengths):
+            if cur and (frames + n > budget or len(cur) == batch_size):
+                self.batches.append(cur)
+                cur, frames = [], 0
+            cur.append(i)
+            frames += n
+        if cur:
+            self.batches.append(cur)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter(self.batches)
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+
+def collate_chunks(items: list[dict]) -> dict:
+    """``pad_sets`` plus ``offsets`` (B,), ``keep`` (B, 2) and, when any chunk carries its
+    recording's statistics, ``utterance_mean`` / ``utterance_std`` (B, F) for every item (a
+    one-chunk recording's own, from its frames)."""
+    batch = pad_sets(items)
+    batch["offsets"] = torch.tensor([it["offset"] for it in items])
+    batch["keep"] = torch.tensor([it["keep"] for it in items])
+    if any("stats" in it for it in items):
+        stats = [it["stats"] if "stats" in it else torch.stack(frames_stats(it["x"])) for it in items]
+        batch["utterance_mean"] = torch.stack([s[0] for s in stats])  # (B, F)
+        batch["utterance_std"] = torch.stack([s[1] for s in stats])
+    return batch
+
+
 class SpeechFramesDataModule(VecsetDataModule):
     """Frame labeling on a TIMIT-layout corpus.
 
@@ -143,6 +232,10 @@ class SpeechFramesDataModule(VecsetDataModule):
         batch_size: utterances per batch.
         predict_paths: audio files or folders for ``vecset predict`` (no .phn needed);
             default: the test split.
+        predict_chunk_frames: ``vecset predict`` reads, featurizes and runs each file in
+            chunks of this many frames (2000: 20 s) with the model's receptive field as context
+            on each side, so memory does not grow with the file's length and the output equals
+            the whole file's (docs/speech.md); 0 reads each file whole.
         max_utterances: keep only the first n utterances of each split (quick runs; 0 = all).
         plot_utterances: test utterances drawn with true and predicted segments after test
             (0: no segments and no attention picture).
@@ -154,7 +247,7 @@ class SpeechFramesDataModule(VecsetDataModule):
     def __init__(self, root: str = "data/speech", train: str = "train.lst", val: str = "dev.lst",
                  test: str = "test.lst", phone_set: PhoneSet = "festival",
                  features: str = "fbank", num_mel_bins: int = 40, num_ceps: int = 13,
-                 batch_size: int = 8, predict_paths: list[str] | None = None,
+                 batch_size: int = 8, predict_paths: list[str] | None = None, predict_chunk_frames: int = 2000,
                  max_utterances: int = 0, plot_utterances: int = 3, num_workers: int = 0,
                  predict_segments: Literal["decoder", "argmax"] = "decoder") -> None:
         super().__init__()
@@ -165,6 +258,17 @@ class SpeechFramesDataModule(VecsetDataModule):
         self.featurizer = Featurizer(features, num_mel_bins, num_ceps)  # type: ignore[arg-type]
         self.batch_size, self.num_workers = batch_size, num_workers
         self.predict_paths = predict_paths
+        if predict_chunk_frames < 0:
+            raise ValueError(f"predict_chunk_frames must be >= 0 (0: whole files), got {predict_chunk_frames}")
+        self.predict_chunk_frames = predict_chunk_frames
+        # from the model before predict (predict_context): None = unbounded or not told
+        self.context: int | None = None
+        self.decoder: SegmentDecoder | None = None  # the head's, from predict_context
+        self.utterance_stats = False
+        self.recordings: dict[int, Recording] = {}  # predict files read in chunks
+        self.whole: dict[int, torch.Tensor] = {}  # predict files featurized whole at setup
+        self.n_frames: dict[int, int] = {}
+        self._files: SpeechPredictionFiles | None = None
         self.max_utterances, self.plot_utterances = max_utterances, plot_utterances
         if predict_segments not in ("decoder", "argmax"):
             raise ValueError(f"predict_segments must be 'decoder' or 'argmax', got {predict_segments!r}")
@@ -188,6 +292,7 @@ class SpeechFramesDataModule(VecsetDataModule):
         sid = self._next_id
         self._next_id += 1
         self.paths[sid], self.n_samples[sid], self.sample_rates[sid] = audio, a.file_samples, a.file_rate
+        self.n_frames[sid] = T
         item = {"x": feats, "id": sid, "y": None, "ignored": 0}
         if labelled:
             phn = find_phn(audio)
@@ -291,7 +396,10 @@ class SpeechFramesDataModule(VecsetDataModule):
                         files.append(p)
                     else:
                         raise ValueError(f"{p}: predict path does not exist")
-                self.sets["predict"] = SpeechUtterances([self.load_utterance(f, labelled=False) for f in files])
+                if self.predict_chunk_frames:
+                    self.add_recordings(files)
+                else:
+                    self.sets["predict"] = SpeechUtterances([self.load_utterance(f, labelled=False) for f in files])
             return
         wanted = {"fit": ["train", "val"], "validate": ["val"], "test": ["test"], "predict": ["test"]}.get(
             stage or "", ["train", "val", "test"])
@@ -302,6 +410,68 @@ class SpeechFramesDataModule(VecsetDataModule):
             self.shared_sentences = self.check_shared_sentences()
         if "train" in self.sets and "test" in self.sets and (shared := self.speakers("train") & self.speakers("test")):
             log.warning("speech: train and test share speakers %s (the split is not speaker-disjoint)", sorted(shared))
+
+    def add_recordings(self, files: list[Path]) -> None:
+        """Predict files read in chunks: only their headers now (a file not at 16 kHz is
+        featurized whole, as in training)."""
+        for f in files:
+            rec = recording_info(f)
+            if not rec.streamable:
+                item = self.load_utterance(f, labelled=False)
+                self.whole[item["id"]] = item["x"]
+                self.recordings[item["id"]] = rec
+                continue
+            if rec.frames == 0:
+                raise ValueError(f"{f}: {rec.file_samples} samples is shorter than one 25 ms frame")
+            sid = self._next_id
+            self._next_id += 1
+            self.paths[sid], self.n_samples[sid], self.sample_rates[sid] = f, rec.file_samples, rec.file_rate
+            self.n_frames[sid] = rec.frames
+            self.recordings[sid] = rec
+        self.sets["predict"] = SpeechUtterances([])  # predict_split() is "predict"; chunks are planned later
+
+    def predict_context(self, frames: int | None, utterance_stats: bool = False,
+                        decoder: SegmentDecoder | None = None) -> None:
+        """From the model before predict: its receptive field (frames on each side one output
+        depends on; None: every frame), whether it normalizes per recording, and the head's
+        segment decoder (each recording's chunks are decoded in order by one stream of it)."""
+        self.context, self.utterance_stats, self.decoder = frames, utterance_stats, decoder
+
+    def predict_chunks(self) -> list[Chunk]:
+        """Every predict recording cut into chunks; a recording longer than one chunk with a
+        model whose output depends on every frame is an error (it cannot be cut exactly)."""
+        chunks = []
+        for sid, rec in self.recordings.items():
+            frames = self.n_frames[sid]
+            if sid in self.whole or frames <= self.predict_chunk_frames:
+                chunks.append(Chunk(sid, 0, frames, 0, frames, 1))
+                continue
+            if self.context is None:
+                raise ValueError(
+                    f"{rec.path}: {frames} frames is longer than predict_chunk_frames={self.predict_chunk_frames}, "
+                    "and the model's output at a frame depends on every frame (full attention without a window, "
+                    "an LSTM or a pooling head: no finite receptive field), so it cannot be predicted in chunks "
+                    "exactly; set --data.predict_chunk_frames 0 to read each file whole (memory grows with its "
+                    "length; attention refuses what does not fit), or use truncated attention (window)")
+            part = plan_chunks(sid, frames, self.predict_chunk_frames, self.context)
+            log.info("%s: %d frames in %d chunks of %d frames, %d frames of context on each side",
+                     rec.path, frames, len(part), self.predict_chunk_frames, self.context)
+            chunks += part
+        return chunks
+
+    def predict_dataloader(self) -> DataLoader:
+        """Chunks in order, batched by frames: a batch holds at most ``batch_size`` chunks and
+        one chunk's worth of frames (chunk plus context), so its memory does not depend on
+        how long the recordings are: a long recording's chunks go one per batch, short files
+        are grouped."""
+        if not self.recordings:
+            return super().predict_dataloader()
+        chunks = self.predict_chunks()
+        ds = SpeechChunks(chunks, self.recordings, self.whole, self.featurizer, self.utterance_stats,
+                          self.predict_chunk_frames)
+        budget = self.predict_chunk_frames + 2 * (self.context or 0)
+        return DataLoader(ds, batch_sampler=ChunkBatches([c.hi - c.lo for c in chunks], budget, self.batch_size),
+                          collate_fn=collate_chunks, num_workers=self.num_workers)
 
     def data_spec(self, stage: str) -> DataSpec:
         """At fit, the training frames (for a SpeechEncoder with global normalization)."""
@@ -332,44 +502,44 @@ class SpeechFramesDataModule(VecsetDataModule):
                 r["segment_labels"] = [self.class_names[j] for j in preds["segment_label"][i]]
         return rows
 
+    streams_predictions = True  # the prediction writer hands over each batch (write_prediction_batch)
+
+    def write_prediction_batch(self, ids: list[int], preds: dict, batch: dict, out_dir: Path) -> None:
+        """Append one batch's predictions to their files (``SpeechPredictionFiles``); of a
+        chunk only its core (``batch["keep"]``), at its place in the recording."""
+        if self._files is None:
+            self._files = SpeechPredictionFiles(out_dir, self.class_names, self.decoder)
+        # the head's segment decoder (``predict_segments: decoder``): for chunks their log-
+        # posteriors (the core), decoded in order; for whole files its labels
+        use = self.predict_segments == "decoder"
+        log_probs, decoded = preds.get("log_prob") if use else None, preds.get("segment_label") if use else None
+        for i, sid in enumerate(ids):
+            a, b, start = 0, len(preds["label"][i]), 0
+            if "keep" in batch:
+                a, b = batch["keep"][i].tolist()
+                start = int(batch["offsets"][i]) + a
+            self._files.add(sid, self.paths[sid], self.n_frames[sid], self.sample_rates[sid], self.n_samples[sid],
+                            start, preds["label"][i][a:b], preds["prob"][i][a:b],
+                            segment_labels=None if decoded is None else decoded[i],
+                            log_probs=None if log_probs is None else log_probs[i][a:b])
+
+    def finish_predictions(self, out_dir: Path) -> Path:
+        """Close the run's prediction files; the index predictions.csv."""
+        files = self._files or SpeechPredictionFiles(out_dir, self.class_names)
+        self._files = None
+        return files.close()
+
     def write_predictions(self, rows: list[dict], out_dir: Path) -> Path:
-        """Per input file: ``<name>.frames`` (frame, centre sample, argmax label, its probability,
-        and the decoder's label when the head has a segment decoder) and ``<name>.phn`` (TIMIT
-        format: the decoder's segments, or the runs of the argmax labels merged with
-        ``predict_segments: argmax`` or a head without a decoder); plus ``predictions.csv`` as an
-        index (its ``segments_from`` says which).
-        Sample numbers are the audio file's own, at its rate (TIMIT's convention); a frame centre
-        is fractional there when the rate is not a multiple of 100 Hz (exact decimals)."""
-        out_dir = Path(out_dir)
-        pred_dir = out_dir / "predictions"
-        pred_dir.mkdir(parents=True, exist_ok=True)
-        index, used = [], set()
+        """Per input file: ``<name>.frames`` and ``<name>.phn``, plus ``predictions.csv``
+        (``SpeechPredictionFiles``), from whole-file rows (``prediction_rows``)."""
+        files = SpeechPredictionFiles(out_dir, self.class_names)
+        index = {n: j for j, n in enumerate(self.class_names)}
         for r in rows:
-            sid, audio = r["id"], Path(r["input"])
-            name = f"{audio.parent.name}_{audio.stem}" if audio.parent.name else audio.stem
-            if name in used:  # same folder and file name under different parents: keep both
-                name = f"{name}_{sid}"
-            used.add(name)
-            rate = self.sample_rates[sid]
-            decoded = r.get("segment_labels")
-            with open(pred_dir / f"{name}.frames", "w") as f:
-                f.write(f"# frame centre_sample label probability{' segment_label' if decoded else ''} "
-                        f"(samples at {rate} Hz, the audio file's rate)\n")
-                for t, (lab, p) in enumerate(zip(r["labels"], r["prob"], strict=True)):
-                    # 16 kHz centre * rate / 16000: a terminating decimal, printed exactly
-                    centre = Decimal((t * FRAME_SHIFT + FRAME_LENGTH // 2) * rate) / SAMPLE_RATE
-                    f.write(f"{t} {centre} {lab} {p:.4f}{f' {decoded[t]}' if decoded else ''}\n")
-            segs = frames_to_segments(decoded if decoded is not None else r["labels"], self.n_samples[sid], rate)
-            (pred_dir / f"{name}.phn").write_text("".join(f"{s.start} {s.end} {s.phone}\n" for s in segs))
-            index.append({"input": str(audio), "frames": len(r["labels"]), "segments": len(segs),
-                          "segments_from": "decoder" if decoded is not None else "argmax",
-                          "phn": str(pred_dir / f"{name}.phn")})
-        path = out_dir / "predictions.csv"
-        with open(path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=["input", "frames", "segments", "segments_from", "phn"])
-            w.writeheader()
-            w.writerows(index)
-        return path
+            sid, decoded = r["id"], r.get("segment_labels")
+            files.add(sid, Path(r["input"]), len(r["labels"]), self.sample_rates[sid], self.n_samples[sid], 0,
+                      [index[n] for n in r["labels"]], r["prob"],
+                      None if decoded is None else [index[n] for n in decoded])
+        return files.close()
 
     # -- reports after test -----------------------------------------------------------------
     def reports(self) -> list:

@@ -299,8 +299,8 @@ def test_predict_paths_need_no_phn(tmp_path):
     shutil.copy(next(SAMPLE.glob("s09kal/*.flac")), tmp_path / "x.flac")
     dm = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(tmp_path)])
     dm.setup("predict")
-    item = dm.sets["predict"][0]
-    assert "y" not in item and item["x"].shape[1] == 40
+    item = dm.predict_dataloader().dataset[0]  # read in chunks (predict_chunk_frames)
+    assert "y" not in item and item["x"].shape == (dm.n_frames[item["id"]], 40)
 
 
 # --- the CLI end to end: fit (with reports and plots), then predict on an audio file -------------
@@ -468,7 +468,7 @@ def test_predict_folder_reads_every_format_and_reports_skips(tmp_path, caplog):
     dm = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(d)])
     with caplog.at_level(logging.INFO, logger="vecset.pipelines.data.speech"):
         dm.setup("predict")
-    got = sorted(Path(dm.describe(it["id"])).name for it in dm.sets["predict"].items)
+    got = sorted(Path(dm.describe(sid)).name for sid in dm.recordings)
     assert got == ["u_aiff.aiff", "u_flac.flac", "u_mp3.mp3", "u_ogg.ogg", "u_sph.sph", "u_wav.wav"]
     msgs = [r for r in caplog.records if "skipped" in r.getMessage()]
     assert len(msgs) == 1 and msgs[0].levelno == logging.WARNING

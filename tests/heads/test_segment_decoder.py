@@ -85,3 +85,28 @@ def test_ten_minutes_of_frames_decode_in_seconds():
     runs = np.diff(np.flatnonzero(np.diff(np.r_[-1, out, -1]) != 0))
     assert runs.min() >= 3
     assert took < 30, f"{took:.1f} s"  # a few seconds on an idle core; generous on a shared machine
+
+
+@pytest.mark.parametrize("on_disk", [False, True], ids=["memory", "memmap"])
+def test_fed_in_pieces_equals_one_call(tmp_path, on_disk):
+    """Chunked predict feeds a recording's frames in pieces (of any size, one frame included):
+    the labels equal one call on the whole; a back-pointer file is removed at the end."""
+    torch.manual_seed(1)
+    logits = torch.randn(700, 6) * 1.5
+    dec = SegmentDecoder(2.0, 3)
+    whole = dec(logits)
+    assert (np.diff(whole) != 0).sum() > 20  # many runs: the pieces cut through some of them
+    stream = dec.stream(700, 6, store=str(tmp_path / "bp") if on_disk else None)
+    for a, b in [(0, 1), (1, 250), (250, 251), (251, 700)]:
+        stream.push(logits[a:b])
+    assert stream.finish().tolist() == whole.tolist()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stream_fed_too_much_or_too_little_is_an_error():
+    stream = SegmentDecoder(1.0, 2).stream(5, 3)
+    stream.push(torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="finished after 3"):
+        stream.finish()
+    with pytest.raises(ValueError, match=r"got \(3, 3\) after 3 frames"):
+        stream.push(torch.zeros(3, 3))

@@ -1,0 +1,148 @@
+"""The files ``vecset predict`` writes for speech, appended frame by frame as predictions come.
+
+Per input file: ``<name>.frames`` (frame, centre sample, argmax label, its probability, and the
+head's segment decoder's label when it has one) and ``<name>.phn`` (TIMIT format: the decoder's
+segments, or the runs of the argmax labels without a decoder or with ``predict_segments:
+argmax``); plus ``predictions.csv`` as an index (its ``segments_from`` says which). A long
+recording arrives in chunks: its .frames grows chunk by chunk, its labels are kept as one small
+integer per frame (2 bytes: 7 MB for 3 hours) and merged into segments when its last frame has
+come. With a decoder, the chunks' log-posteriors feed one ``SegmentDecoder.stream`` per
+recording, whose back-pointers live in a file beside the predictions until the recording's
+last frame (then the decode is traced back, the decoder's labels are added to the .frames
+as its fifth column, and the file is removed): the same segments as a whole-recording decode,
+in constant memory.
+Sample numbers are the audio file's own, at its rate (TIMIT's convention); a frame centre is
+fractional there when the rate is not a multiple of 100 Hz (exact decimals).
+"""
+
+from __future__ import annotations
+
+import csv
+from decimal import Decimal
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+from torch import Tensor
+
+from vecset.encoders.speech import FRAME_LENGTH, FRAME_SHIFT, SAMPLE_RATE, frames_to_segments
+from vecset.heads.segment_decoder import SegmentDecoder, ViterbiStream
+
+
+class _Open:
+    """One input file being written: its .frames handle, the labels so far and where they end."""
+
+    def __init__(self, name: str, audio: Path, handle: TextIO, frames: int, rate: int, n_samples: int,
+                 decoded: bool, stream: ViterbiStream | None) -> None:
+        self.name, self.audio, self.handle, self.decoded, self.stream = name, audio, handle, decoded, stream
+        self.labels = np.zeros(frames, dtype=np.int16)
+        self.next, self.rate, self.n_samples = 0, rate, n_samples
+
+
+class SpeechPredictionFiles:
+    """Writes the prediction files of one ``vecset predict`` run under ``out_dir``.
+
+    ``add`` takes the next frames of one input (in order, frame ``start`` onwards), with the
+    decoder's labels for them (whole inputs) or their log-posteriors (chunks, decoded with
+    ``decoder``); when an input's last frame has come its .phn is written. ``close`` writes
+    predictions.csv and returns its path; an input still incomplete then is an error (frames
+    went missing).
+    """
+
+    def __init__(self, out_dir: Path, class_names: list[str], decoder: SegmentDecoder | None = None) -> None:
+        self.decoder = decoder
+        self.out_dir = Path(out_dir)
+        self.pred_dir = self.out_dir / "predictions"
+        self.pred_dir.mkdir(parents=True, exist_ok=True)
+        self.class_names = class_names
+        self.index: list[dict] = []
+        self.used: set[str] = set()
+        self.open: dict[int, _Open] = {}
+
+    def _start(self, sid: int, audio: Path, frames: int, rate: int, n_samples: int, decoded: bool,
+               streamed: bool) -> _Open:
+        name = f"{audio.parent.name}_{audio.stem}" if audio.parent.name else audio.stem
+        if name in self.used:  # same folder and file name under different parents: keep both
+            name = f"{name}_{sid}"
+        self.used.add(name)
+        handle = open(self.pred_dir / f"{name}.frames", "w")
+        handle.write(f"# frame centre_sample label probability{' segment_label' if decoded else ''} "
+                     f"(samples at {rate} Hz, the audio file's rate)\n")
+        stream = None
+        if streamed:
+            if self.decoder is None:
+                raise ValueError(f"{audio}: log-posteriors came to be decoded, but no decoder was given")
+            stream = self.decoder.stream(frames, len(self.class_names), store=str(self.pred_dir / f".{name}.viterbi"))
+        return _Open(name, audio, handle, frames, rate, n_samples, decoded, stream)
+
+    def add(self, sid: int, audio: Path, frames: int, rate: int, n_samples: int, start: int,
+            labels: list[int], probs: list[float], segment_labels: list[int] | None = None,
+            log_probs: Tensor | None = None) -> None:
+        """Frames ``start`` .. ``start + len(labels) - 1`` of input ``sid`` (``frames`` in all);
+        ``segment_labels``: the decoder's labels for the same frames, or ``log_probs`` (n, C):
+        theirs to decode (None for both: merge the argmax)."""
+        decoded = segment_labels is not None or log_probs is not None
+        f = self.open.get(sid)
+        if f is None:
+            f = self.open[sid] = self._start(sid, audio, frames, rate, n_samples, decoded, log_probs is not None)
+        if f.decoded != decoded or (f.stream is not None) != (log_probs is not None):
+            raise RuntimeError(f"{audio}: its chunks came with different kinds of decoder output")
+        if start != f.next:
+            raise RuntimeError(f"{audio}: predictions for frames from {start} arrived after frame {f.next - 1}; "
+                               "chunks must come in order")
+        if start + len(labels) > frames:
+            raise RuntimeError(f"{audio}: predictions up to frame {start + len(labels)}, the file has {frames}")
+        names = self.class_names
+        lines = []
+        segs = segment_labels if segment_labels is not None else labels
+        for t, (lab, p, seg) in enumerate(zip(labels, probs, segs, strict=True), start):
+            # 16 kHz centre * rate / 16000: a terminating decimal, printed exactly
+            centre = Decimal((t * FRAME_SHIFT + FRAME_LENGTH // 2) * rate) / SAMPLE_RATE
+            end = f" {names[seg]}\n" if segment_labels is not None else "\n"  # streamed: added at the end
+            lines.append(f"{t} {centre} {names[lab]} {p:.4f}{end}")
+        f.handle.write("".join(lines))
+        f.labels[start:start + len(labels)] = segs
+        if f.stream is not None:
+            f.stream.push(log_probs)
+        f.next = start + len(labels)
+        if f.next == frames:
+            self._finish(sid)
+
+    def _finish(self, sid: int) -> None:
+        f = self.open.pop(sid)
+        f.handle.close()
+        if f.stream is not None:
+            f.labels[:] = f.stream.finish()
+            self._add_decoded_column(self.pred_dir / f"{f.name}.frames", f.labels)
+        labels = [self.class_names[j] for j in f.labels.tolist()]
+        segs = frames_to_segments(labels, f.n_samples, f.rate)
+        phn = self.pred_dir / f"{f.name}.phn"
+        with open(phn, "w") as out:
+            out.writelines(f"{s.start} {s.end} {s.phone}\n" for s in segs)
+        self.index.append({"input": str(f.audio), "frames": len(labels), "segments": len(segs),
+                           "segments_from": "decoder" if f.decoded else "argmax", "phn": str(phn)})
+
+    def _add_decoded_column(self, path: Path, decoded: np.ndarray) -> None:
+        """The decoder's label as the fifth column of a streamed .frames, line by line."""
+        tmp = path.with_name(path.name + ".tmp")
+        names = self.class_names
+        with open(path) as src, open(tmp, "w") as out:
+            out.write(next(src))  # the header, which names the column already
+            for t, line in enumerate(src):
+                out.write(f"{line[:-1]} {names[decoded[t]]}\n")
+        tmp.replace(path)
+
+    def close(self) -> Path:
+        if self.open:
+            missing = ", ".join(f"{f.audio} (frames {f.next}.. of {len(f.labels)})" for f in self.open.values())
+            for f in self.open.values():
+                f.handle.close()
+                if f.stream is not None:
+                    f.stream.discard()
+            raise RuntimeError(f"predictions incomplete for {missing}")
+        path = self.out_dir / "predictions.csv"
+        with open(path, "w", newline="") as out:
+            w = csv.DictWriter(out, fieldnames=["input", "frames", "segments", "segments_from", "phn"])
+            w.writeheader()
+            w.writerows(self.index)
+        return path
