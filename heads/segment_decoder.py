@@ -79,24 +79,24 @@ def viterbi(lp: np.ndarray, penalty: float, min_duration: int) -> np.ndarray:
 class ViterbiStream:
     """The dynamic programme of the module docstring, fed frame log-posteriors piece by piece
     (``push``, in order) and traced back once every frame has come (``finish``). The forward
-    scores are O(C * min_duration); the back-pointers O(T * C), in memory or in a file
-    (``store``): a long recording decodes exactly, in chunks, in constant memory."""
+    scores are O(C * min_duration); the back-pointers O(T * C), kept in memory or appended to
+    two files at ``store`` (``<store>.entry``, ``<store>.stayed``: 5 bytes per frame and label,
+    read back piece by piece in the trace-back, so the RAM stays that of one piece): a long
+    recording decodes exactly, in chunks, in constant memory."""
 
     def __init__(self, num_frames: int, num_classes: int, penalty: float, min_duration: int,
                  store: str | None = None) -> None:
-        T, C = num_frames, num_classes
-        self.T, self.C, self.penalty, self.D, self.t = T, C, penalty, min_duration, 0
-        self.total = np.zeros(C)  # summed log-posteriors: the answer when T < min_duration
+        self.T, self.C, self.penalty, self.D, self.t = num_frames, num_classes, penalty, min_duration, 0
+        self.total = np.zeros(num_classes)  # summed log-posteriors: the answer when T < min_duration
         self.score: np.ndarray | None = None
         self.store = store
-        # back-pointers: entry[t, c] = the label before a run of c that starts at frame t;
-        # stayed[t, c] = the path in state (D-1, c) at t was in (D-1, c) at t-1 too
-        if store is None or T == 0:
-            self.entry = np.zeros((T, C), dtype=np.int32)
-            self.stayed = np.zeros((T, C), dtype=bool)
-        else:
-            self.entry = np.memmap(f"{store}.entry", dtype=np.int32, mode="w+", shape=(T, C))
-            self.stayed = np.memmap(f"{store}.stayed", dtype=bool, mode="w+", shape=(T, C))
+        # back-pointers, per piece (first frame, entry, stayed): entry[t, c] = the label before a
+        # run of c that starts at frame t; stayed[t, c] = the path in state (D-1, c) at t was in
+        # (D-1, c) at t-1 too. In memory: the arrays; with a store: None (in the files)
+        self.pieces: list[tuple[int, np.ndarray | None, np.ndarray | None]] = []
+        if store is not None:
+            for suffix in ("entry", "stayed"):
+                open(f"{store}.{suffix}", "wb").close()
 
     def push(self, log_probs: Tensor | np.ndarray) -> None:
         """The next frames' log-posteriors (or logits: their log-softmax is used), (n, C)."""
@@ -112,6 +112,8 @@ class ViterbiStream:
             return
         self.total += lp.sum(0)
         D, NEG, labels = self.D, -np.inf, np.arange(C)
+        entry = np.zeros((n, C), dtype=np.int32)
+        stayed = np.zeros((n, C), dtype=bool)
         start = 0
         if self.score is None:
             # score[d, c]: the best path ending at this frame in label c, d+1 frames into its run
@@ -119,9 +121,8 @@ class ViterbiStream:
             self.score = np.full((D, C), NEG)
             self.score[0] = lp[0]
             start = 1
-        score, entry, stayed = self.score, self.entry, self.stayed
+        score = self.score
         for i in range(start, n):
-            t = self.t + i
             last = score[D - 1]  # (C,)
             best = int(last.argmax())
             others = np.where(labels == best, NEG, last)
@@ -129,19 +130,35 @@ class ViterbiStream:
             # the best label other than c to come from: the best one, unless it is c itself
             src = np.where(labels == best, second, best)  # (C,)
             switch = (last[src] if C > 1 else np.full(C, NEG)) - self.penalty  # (C,)
-            entry[t] = src
+            entry[i] = src
             new = np.empty_like(score)
             if D == 1:
-                stayed[t] = last >= switch
+                stayed[i] = last >= switch
                 new[0] = np.maximum(last, switch)
             else:
                 new[0] = switch
                 new[1:D - 1] = score[0:D - 2]
-                stayed[t] = last >= score[D - 2]
+                stayed[i] = last >= score[D - 2]
                 new[D - 1] = np.maximum(last, score[D - 2])
             score = new + lp[i]
         self.score = score
+        if self.store is None:
+            self.pieces.append((self.t, entry, stayed))
+        else:
+            for arr, suffix in ((entry, "entry"), (stayed, "stayed")):
+                with open(f"{self.store}.{suffix}", "ab") as f:
+                    f.write(arr.tobytes())
+            self.pieces.append((self.t, None, None))
         self.t += n
+
+    def _piece(self, k: int) -> tuple[int, np.ndarray, np.ndarray]:
+        t0, entry, stayed = self.pieces[k]
+        if entry is None:
+            n = (self.pieces[k + 1][0] if k + 1 < len(self.pieces) else self.T) - t0
+            entry = np.fromfile(f"{self.store}.entry", np.int32, n * self.C, offset=t0 * self.C * 4)
+            stayed = np.fromfile(f"{self.store}.stayed", bool, n * self.C, offset=t0 * self.C)
+            entry, stayed = entry.reshape(n, self.C), stayed.reshape(n, self.C)
+        return t0, entry, stayed
 
     def finish(self) -> np.ndarray:
         """The best label sequence (T,) int64; the back-pointer files are removed."""
@@ -149,30 +166,31 @@ class ViterbiStream:
         if self.t != T:
             raise ValueError(f"ViterbiStream of {T} frames finished after {self.t}")
         out = np.empty(T, dtype=np.int64)
-        if T == 0:
-            return out
-        if T < D:  # no sequence obeys the minimum: one run
+        if 0 < T < D:  # no sequence obeys the minimum: one run
             out[:] = int(self.total.argmax())
-        else:
-            # trace back from the best state allowed to end
+        elif T:
+            # trace back from the best state allowed to end, one piece of back-pointers at a time
             c, d = int(self.score[D - 1].argmax()), D - 1
+            k = len(self.pieces) - 1
+            t0, entry, stayed = self._piece(k)
             for t in range(T - 1, -1, -1):
                 out[t] = c
                 if t == 0:
                     break
-                if d == D - 1 and self.stayed[t, c]:
+                if t < t0:
+                    k -= 1
+                    t0, entry, stayed = self._piece(k)
+                if d == D - 1 and stayed[t - t0, c]:
                     continue  # (D-1, c) at t-1 too
                 if d == 0 or D == 1:  # the run of c began at t: the label before it
-                    c, d = int(self.entry[t, c]), D - 1
+                    c, d = int(entry[t - t0, c]), D - 1
                 else:
                     d -= 1
         self.discard()
         return out
 
     def discard(self) -> None:
-        """Remove the back-pointer files (a decode that will not finish)."""
-        if isinstance(self.entry, np.memmap):
-            del self.entry, self.stayed  # the maps close when their last reference goes
+        """Remove the back-pointer files (also for a decode that will not finish)."""
+        if self.store is not None:
             for suffix in ("entry", "stayed"):
                 Path(f"{self.store}.{suffix}").unlink(missing_ok=True)
-            self.entry = self.stayed = np.zeros((0, self.C))

@@ -87,7 +87,7 @@ def test_ten_minutes_of_frames_decode_in_seconds():
     assert took < 30, f"{took:.1f} s"  # a few seconds on an idle core; generous on a shared machine
 
 
-@pytest.mark.parametrize("on_disk", [False, True], ids=["memory", "memmap"])
+@pytest.mark.parametrize("on_disk", [False, True], ids=["memory", "files"])
 def test_fed_in_pieces_equals_one_call(tmp_path, on_disk):
     """Chunked predict feeds a recording's frames in pieces (of any size, one frame included):
     the labels equal one call on the whole; a back-pointer file is removed at the end."""
