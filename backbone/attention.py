@@ -256,8 +256,11 @@ class MultiHeadSelfAttention(nn.Module):
     # -- pieces shared by both paths -------------------------------------------------
     def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         B, N, D = x.shape
-        qkv = self.in_proj(x).reshape(B, N, 3, self.heads, self.head_dim)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, N, Dh)
+        qkv = self.in_proj(x).view(B, N, 3, self.heads, self.head_dim)
+        # views, no copies; unbinding the (3) axis in place (not permuting it to the front)
+        # lets backward stack the three gradients straight into in_proj's (B, N, 3D) layout:
+        # one copy, where permute + unbind took a cat and then a clone
+        q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))  # each (B, H, N, Dh)
         return q, k, v
 
     def offset_bias(self, offsets: Tensor) -> Tensor:
