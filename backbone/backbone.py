@@ -88,8 +88,9 @@ class Backbone(nn.Module):
                 raise ValueError(CLS_WINDOW_ERROR)
             vs = self._prepend_cls(vs)
         x = vs.x
+        padded = not bool(vs.mask.all())  # once, not once a block (a host sync on a GPU)
         for block in self.blocks:
-            x = block(x, vs.mask, vs.bias, vs.window)
+            x = block(x, vs.mask, vs.bias, vs.window, padded)
         x = self.norm(x) * vs.mask[..., None]
         return replace(vs, x=x)
 

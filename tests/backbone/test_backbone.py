@@ -292,3 +292,20 @@ def test_training_step_fast_paths_equal_the_reference_path_with_gradients(padded
     assert grads.keys() == ref_grads.keys()
     for name in grads:
         torch.testing.assert_close(grads[name], ref_grads[name], atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_backbone_looks_up_the_padding_once_and_its_blocks_trust_it(monkeypatch):
+    """The Backbone tells every block whether the mask pads (one host sync, not one a block);
+    a block told ``padded=True`` takes the masked kernel, which must equal the mask-free one."""
+    bb = make_backbone().eval()
+    x = torch.randn(2, 6, D)
+    vs = VectorSet(x=x, mask=torch.ones(2, 6, dtype=torch.bool))
+    looked_up = []
+    monkeypatch.setattr(torch.Tensor, "all", lambda t, *a, **k: looked_up.append(t.shape) or torch.all(t, *a, **k))
+    out = bb(vs).x
+    assert looked_up == [(2, 6)]
+    blk = bb.blocks[0]
+    h = blk.norm1(x)
+    torch.testing.assert_close(blk.attn(h, vs.mask, padded=True), blk.attn(h, vs.mask, padded=False), atol=1e-5,
+                               rtol=1e-4)
+    assert torch.isfinite(out).all()
