@@ -88,7 +88,7 @@ class Backbone(nn.Module):
         )
         self.norm = nn.LayerNorm(d_model)
         self.cls = nn.Parameter(torch.randn(1, 1, d_model) * 0.02) if cls_token else None
-        self.compile = compile
+        self.compile_blocks = compile  # not self.compile: that is nn.Module.compile, a method
 
     def _prepend_cls(self, vs: VectorSet) -> VectorSet:
         B = vs.x.shape[0]
@@ -110,7 +110,7 @@ class Backbone(nn.Module):
                 raise ValueError(CLS_WINDOW_ERROR)
             vs = self._prepend_cls(vs)
         padded = not bool(vs.mask.all())  # once, not once a block (a host sync on a GPU)
-        run = _compiled_trunk() if self.compile else _trunk
+        run = _compiled_trunk() if self.compile_blocks else _trunk
         return replace(vs, x=run(self, vs.x, vs.mask, vs.bias, vs.window, padded))
 
     @contextmanager

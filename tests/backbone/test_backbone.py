@@ -314,7 +314,7 @@ def test_backbone_looks_up_the_padding_once_and_its_blocks_trust_it(monkeypatch)
 def test_compiled_backbone_equals_eager_with_gradients():
     """``compile=True`` (inductor) gives the eager values: outputs, and every parameter's and
     the input's gradient, on a padded batch in train mode; eager is the default."""
-    assert make_backbone().compile is False
+    assert make_backbone().compile_blocks is False
     x = torch.randn(2, 7, D)
     mask = torch.tensor([[True] * 7, [True] * 4 + [False] * 3])
     runs = []
