@@ -256,8 +256,11 @@ class MultiHeadSelfAttention(nn.Module):
     # -- pieces shared by both paths -------------------------------------------------
     def _qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         B, N, D = x.shape
-        qkv = self.in_proj(x).reshape(B, N, 3, self.heads, self.head_dim)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, N, Dh)
+        qkv = self.in_proj(x).view(B, N, 3, self.heads, self.head_dim)
+        # views, no copies; unbinding the (3) axis in place (not permuting it to the front)
+        # lets backward stack the three gradients straight into in_proj's (B, N, 3D) layout:
+        # one copy, where permute + unbind took a cat and then a clone
+        q, k, v = (t.transpose(1, 2) for t in qkv.unbind(2))  # each (B, H, N, Dh)
         return q, k, v
 
     def offset_bias(self, offsets: Tensor) -> Tensor:
@@ -362,7 +365,7 @@ class MultiHeadSelfAttention(nn.Module):
         return out, blocks_to_band(weights, B, N) if self.capture else None
 
     def _fast(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, bias: Tensor | None,
-              window: int | None) -> Tensor:
+              window: int | None, padded: bool | None = None) -> Tensor:
         B, H, N, _ = q.shape
         scale = 1 / math.sqrt(self.head_dim) if self.score == "scaled_dot" else 1.0
         key_bias = -k.pow(2).sum(-1) / 2 if self.score == "gaussian" else None  # (B, H, N)
@@ -370,9 +373,12 @@ class MultiHeadSelfAttention(nn.Module):
         rel = self.offset_bias if self.relative_positions else None
         if self._use_blocked(N, window, bias):
             return local_attention(q, k, v, mask, window, scale, key_bias, p, rel)
-        if window is None and bias is None and key_bias is None and rel is None and bool(mask.all()):
-            # no padding and no structure: no mask at all lets SDPA pick its fastest kernel
-            return F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=scale)
+        if window is None and bias is None and key_bias is None and rel is None:
+            if padded is None:
+                padded = not bool(mask.all())
+            if not padded:
+                # no padding and no structure: no mask at all lets SDPA pick its fastest kernel
+                return F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=scale)
         if window is not None or bias is not None or rel is not None:
             # a bool (B, N, N) mask, or a float (B, H, N, N) one when a bias enters it
             float_mask = key_bias is not None or rel is not None or (bias is not None and bias.is_floating_point())
@@ -391,15 +397,19 @@ class MultiHeadSelfAttention(nn.Module):
             attn_mask = torch.where(allowed, attn_mask, float("-inf"))
         return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p, scale=scale)
 
-    def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None, window: int | None = None) -> Tensor:
-        """``window`` (from the VectorSet: the encoder's choice) overrides the module's own."""
+    def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None, window: int | None = None,
+                padded: bool | None = None) -> Tensor:
+        """``window`` (from the VectorSet: the encoder's choice) overrides the module's own.
+        ``padded``: whether ``mask`` has any False entry (None: looked up here, a host sync on
+        a GPU and a graph break under torch.compile; the Backbone looks it up once for all
+        blocks)."""
         B, N, D = x.shape
         window = self.window if window is None else window
         q, k, v = self._qkv(x)  # (B, H, N, Dh)
         fast = self.normalize == "softmax" and self.score != "additive"
         weights = None
         if fast and not self.capture and self.path == "auto":
-            out = self._fast(q, k, v, mask, bias, window)
+            out = self._fast(q, k, v, mask, bias, window, padded)
         elif self._use_blocked(N, window, bias):
             out, weights = self._blocked(q, k, v, mask, window)
         else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import replace
+from functools import cache
 
 import torch
 import torch.nn.functional as F
@@ -18,6 +19,22 @@ CLS_WINDOW_ERROR = (
     "cls_token=True with truncated attention (window) would let the CLS vector see only the "
     "first `window` vectors; turn cls_token off and let the head pool over all vectors instead"
 )
+
+
+def _trunk(bb: Backbone, x: Tensor, mask: Tensor, bias: Tensor | None, window: int | None,
+           padded: bool) -> Tensor:
+    """The blocks and the final norm; padded positions of the output are zero.
+    Shapes: x (B, N, D), mask (B, N) -> (B, N, D)"""
+    for block in bb.blocks:
+        x = block(x, mask, bias, window, padded)
+    return bb.norm(x) * mask[..., None]
+
+
+@cache
+def _compiled_trunk():
+    # a plain function compiled once, kept out of the module: nothing compiled is a
+    # submodule, in the state dict or in a deepcopy; dynamo guards on each Backbone it meets
+    return torch.compile(_trunk)
 
 
 class Backbone(nn.Module):
@@ -40,6 +57,10 @@ class Backbone(nn.Module):
         conv_kernel: K > 0 gives every block a Conformer convolution module over K positions
             after its attention (``ConvModule``). Like relative positions, this treats the
             vector order as a sequence order: for speech frames and text, not for sets.
+        compile: run the blocks and the final norm through ``torch.compile`` (inductor),
+            compiled on the first call (about a minute on a 2-core CPU) and again for a new
+            shape or train/eval mode; the eager path is the default and gives the same values
+            (docs/benchmarks.md has the measured speeds).
 
     Shapes:
         VectorSet x (B, N, D) -> VectorSet x (B, N, D), or (B, N+1, D) with ``cls_token``.
@@ -49,7 +70,7 @@ class Backbone(nn.Module):
     def __init__(self, d_model: int = 64, depth: int = 2, heads: int = 4, mlp_ratio: float = 4.0,
                  dropout: float = 0.0, score: Score = "scaled_dot", normalize: Normalize = "softmax",
                  window: int | None = None, cls_token: bool = False, relative_positions: int = 0,
-                 conv_kernel: int = 0) -> None:
+                 conv_kernel: int = 0, compile: bool = False) -> None:
         super().__init__()
         if depth < 1:
             raise ValueError(f"depth must be >= 1 (the number of blocks), got {depth}")
@@ -67,6 +88,7 @@ class Backbone(nn.Module):
         )
         self.norm = nn.LayerNorm(d_model)
         self.cls = nn.Parameter(torch.randn(1, 1, d_model) * 0.02) if cls_token else None
+        self.compile_blocks = compile  # not self.compile: that is nn.Module.compile, a method
 
     def _prepend_cls(self, vs: VectorSet) -> VectorSet:
         B = vs.x.shape[0]
@@ -87,11 +109,9 @@ class Backbone(nn.Module):
             if vs.window is not None:
                 raise ValueError(CLS_WINDOW_ERROR)
             vs = self._prepend_cls(vs)
-        x = vs.x
-        for block in self.blocks:
-            x = block(x, vs.mask, vs.bias, vs.window)
-        x = self.norm(x) * vs.mask[..., None]
-        return replace(vs, x=x)
+        padded = not bool(vs.mask.all())  # once, not once a block (a host sync on a GPU)
+        run = _compiled_trunk() if self.compile_blocks else _trunk
+        return replace(vs, x=run(self, vs.x, vs.mask, vs.bias, vs.window, padded))
 
     def receptive_field(self, window: int | None = None) -> int | None:
         """How many positions on each side one output vector depends on: per block its

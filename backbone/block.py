@@ -92,8 +92,10 @@ class Block(nn.Module):
         self.conv = ConvModule(d, conv_kernel, dropout) if conv_kernel else None
         self.norm_conv = nn.LayerNorm(d) if conv_kernel else None
 
-    def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None, window: int | None = None) -> Tensor:
-        x = x + self.drop(self.attn(self.norm1(x), mask, bias, window))
+    def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None, window: int | None = None,
+                padded: bool | None = None) -> Tensor:
+        """``padded``: whether ``mask`` has any False entry (None: the attention looks it up)."""
+        x = x + self.drop(self.attn(self.norm1(x), mask, bias, window, padded))
         if self.conv is not None:
             x = x + self.conv(self.norm_conv(x), mask)
         return x + self.drop(self.mlp(self.norm2(x)))

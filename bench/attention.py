@@ -1,16 +1,25 @@
 """Training-step throughput and peak memory: vecset's Backbone against
-``torch.nn.TransformerEncoder`` (same width, heads, depth, feed-forward, pre-norm) and the
-plain matrix formulation (the Backbone with every attention forced onto its reference path).
+``torch.nn.TransformerEncoder`` (same width, heads, depth, feed-forward, pre-norm, dropout) and
+the plain matrix formulation (the Backbone with every attention forced onto its reference path).
 
 B x N is held constant (4096 vectors per batch); float32 on the CPU. Each case runs in its
 own process (so its peak memory is its own): forward + backward, median of repeats.
+
+Against the CPU's float32 matrix-multiply rate measured in the same run (a 2048^3 matmul):
+each step's matrix-multiply FLOPs (``bench.common.step_flops``: forward + backward), its
+achieved GFLOP/s and fraction of that rate; and ``kernels_only``, the step's matrix multiplies
+and fused attention kernels alone on the same shapes (nothing else: no norms, activations,
+copies, autograd), which bounds what removing the other work could give (its fraction of the
+rate, and the speed over ``nn.TransformerEncoder`` the step would have at that time).
 
 Then where the time goes (``bench/results/attention_share.json``): the attention core alone,
 fused vs plain, its achieved fraction of the CPU's matrix-multiply rate, and the speedup over
 the plain formulation that the step could reach if the fused core ran at that rate.
 
-    python bench/attention.py            # full table, writes bench/results/attention.json
-    python bench/attention.py --quick    # N in {128, 512}, fewer repeats
+    python bench/attention.py                # full table, writes bench/results/attention.json
+    python bench/attention.py --quick        # N in {128, 512}, fewer repeats
+    python bench/attention.py --dropout 0.1  # both models with dropout (attention_dropout.json)
+    python bench/attention.py --compile default  # also under torch.compile (attention_compile.json)
 """
 
 from __future__ import annotations
@@ -25,35 +34,40 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from bench.common import in_fresh_process, peak_rss_mb, rss_mb, table, write_json  # noqa: E402
+from bench.common import in_fresh_process, peak_rss_mb, rss_mb, step_flops, table, write_json  # noqa: E402
 
 D, HEADS, DEPTH, MLP = 256, 4, 4, 4
 TOKENS = 4096
 MODELS = ("vecset", "torch_encoder", "reference")
 
 
-def build(model: str, d: int = D, depth: int = DEPTH, heads: int = HEADS, mlp: int = MLP) -> nn.Module:
+def build(model: str, d: int = D, depth: int = DEPTH, heads: int = HEADS, mlp: int = MLP,
+          dropout: float = 0.0) -> nn.Module:
     """``vecset`` (our Backbone), ``torch_encoder`` (the same size as nn.TransformerEncoder) or
-    ``reference`` (our Backbone with every attention on the plain matrix path)."""
+    ``reference`` (our Backbone with every attention on the plain matrix path). ``dropout``
+    sits in the same places in both: attention weights, MLP hidden, both residual branches."""
     from vecset.backbone import Backbone
 
     torch.manual_seed(0)
     if model == "torch_encoder":
-        layer = nn.TransformerEncoderLayer(d, heads, mlp * d, dropout=0.0, activation="gelu",
+        layer = nn.TransformerEncoderLayer(d, heads, mlp * d, dropout=dropout, activation="gelu",
                                            batch_first=True, norm_first=True)
         return nn.TransformerEncoder(layer, depth, norm=nn.LayerNorm(d), enable_nested_tensor=False)
-    bb = Backbone(d_model=d, depth=depth, heads=heads, mlp_ratio=mlp)
+    bb = Backbone(d_model=d, depth=depth, heads=heads, mlp_ratio=mlp, dropout=dropout)
     if model == "reference":
         for blk in bb.blocks:
             blk.attn.path = "reference"
     return bb
 
 
-def make_step(model: str, n: int):
+def make_step(model: str, n: int, dropout: float = 0.0, compile_mode: str | None = None):
+    """(B, step): one forward + backward of ``model`` on B x n vectors. ``compile_mode``
+    wraps the module in ``torch.compile`` (the first call compiles)."""
     from vecset.backbone import VectorSet
 
     B = max(1, TOKENS // n)
-    net = build(model).train()
+    net = build(model, dropout=dropout).train()
+    fwd = net if compile_mode is None else torch.compile(net, mode=None if compile_mode == "default" else compile_mode)
     g = torch.Generator().manual_seed(n)
     x = torch.randn(B, n, D, generator=g)
     mask = torch.ones(B, n, dtype=torch.bool)
@@ -61,17 +75,45 @@ def make_step(model: str, n: int):
     def step():
         net.zero_grad(set_to_none=True)
         if model == "torch_encoder":
-            out = net(x, src_key_padding_mask=~mask)
+            out = fwd(x, src_key_padding_mask=~mask)
         else:
-            out = net(VectorSet(x=x, mask=mask)).x
+            out = fwd(VectorSet(x=x, mask=mask)).x
         out.pow(2).mean().backward()
 
     return B, step
 
 
-def memory_one(model: str, n: int) -> dict:
+def kernels_only_step(n: int, d: int = D, depth: int = DEPTH, heads: int = HEADS, mlp: int = MLP):
+    """(B, step): the training step's matrix multiplies and fused attention kernels alone, on
+    the step's shapes and layouts: per block, each projection's forward (x W^T), input
+    gradient (g W) and weight gradient (g^T x), and SDPA forward + backward. Everything else
+    (norms, activations, residual adds, bias gradients, copies, autograd) is left out, so its
+    time bounds the step's from below."""
+    import torch.nn.functional as F
+
+    B, T, h = max(1, TOKENS // n), max(1, TOKENS // n) * n, int(mlp * d)
+    g = torch.Generator().manual_seed(n)
+    shapes = [(d, 3 * d), (d, d), (d, h), (h, d)]  # (in, out): qkv, out_proj, MLP in, MLP out
+    acts = {w: torch.randn(T, w, generator=g) for w in (d, 3 * d, h)}
+    weights = [torch.randn(o, i, generator=g) / i**0.5 for i, o in shapes]
+    q, k, v = (torch.randn(B, heads, n, d // heads, generator=g).requires_grad_() for _ in range(3))
+    grad_out = torch.randn(B, heads, n, d // heads, generator=g)
+
+    def step():
+        for _ in range(depth):
+            for (i, o), w in zip(shapes, weights, strict=True):
+                acts[i] @ w.t()  # forward
+                acts[o] @ w  # input gradient
+                acts[o].t() @ acts[i]  # weight gradient
+            out = F.scaled_dot_product_attention(q, k, v)
+            torch.autograd.grad(out, (q, k, v), grad_out)
+
+    return B, step
+
+
+def memory_one(model: str, n: int, dropout: float = 0.0) -> dict:
     """Peak extra resident memory of one training step, in this (fresh) process."""
-    B, step = make_step(model, n)
+    B, step = make_step(model, n, dropout)
     base = rss_mb()
     step()
     return {"model": model, "N": n, "peak_extra_mb": peak_rss_mb() - base}
@@ -95,10 +137,23 @@ def interleaved(fns: dict, repeats: int) -> dict[str, dict]:
             for name, ts in times.items()}
 
 
-def time_interleaved(n: int, repeats: int) -> dict[str, dict]:
-    steps = {m: make_step(m, n) for m in MODELS}
+def time_interleaved(n: int, repeats: int, dropout: float = 0.0, compile_mode: str | None = None) -> dict[str, dict]:
+    """Every model's step at one N, taking turns; ``kernels_only`` too (with dropout, the
+    kernels differ: no bound is measured)."""
+    import time
+
+    steps = {m: make_step(m, n, dropout) for m in MODELS}
+    first = {}
+    if compile_mode is not None:
+        steps["vecset_compiled"] = make_step("vecset", n, dropout, compile_mode)
+        t = time.perf_counter()
+        steps["vecset_compiled"][1]()  # compiles
+        first["vecset_compiled"] = {"compile_and_first_step_s": time.perf_counter() - t}
+    if dropout == 0:
+        steps["kernels_only"] = kernels_only_step(n)
     timing = interleaved({m: step for m, (_, step) in steps.items()}, repeats)
-    return {m: {"B": steps[m][0], **t, "vectors_per_s": steps[m][0] * n / t["median_s"]} for m, t in timing.items()}
+    return {m: {"B": steps[m][0], **t, "vectors_per_s": steps[m][0] * n / t["median_s"], **first.get(m, {})}
+            for m, t in timing.items()}
 
 
 def matmul_gflops(repeats: int) -> float:
@@ -133,40 +188,59 @@ def attention_share(n: int, repeats: int, step: dict[str, dict], gflops: float) 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--one", nargs=2, metavar=("MODEL", "N"), help="memory of one case (internal)")
+    ap.add_argument("--one", nargs=3, metavar=("MODEL", "N", "DROPOUT"), help="memory of one case (internal)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--dropout", type=float, default=0.0, help="in both models (writes attention_dropout.json)")
+    ap.add_argument("--compile", dest="compile_mode", default=None, metavar="MODE",
+                    help="also time the Backbone under torch.compile(mode=MODE): default, max-autotune-no-cudagraphs")
+    ap.add_argument("--ns", type=int, nargs="+", default=None, help="sequence lengths (default 128 512 2048)")
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(memory_one(args.one[0], int(args.one[1]))))
+        print(json.dumps(memory_one(args.one[0], int(args.one[1]), float(args.one[2]))))
         return
-    ns = [128, 512] if args.quick else [128, 512, 2048]
+    ns = args.ns or ([128, 512] if args.quick else [128, 512, 2048])
     repeats = 2 if args.quick else args.repeats
     rows, shares = [], []
     gflops = matmul_gflops(repeats)
+    print(f"float32 matrix-multiply rate (2048^3): {gflops:.0f} GFLOP/s", flush=True)
     for n in ns:
-        timing = time_interleaved(n, repeats)
-        shares.append(attention_share(n, repeats, timing, gflops))
-        for model in MODELS:
-            mem = in_fresh_process(__file__, [model, str(n)])
-            rows.append({"model": model, "N": n, **timing[model], **mem})
-            print(f"  {model:14s} N={n:5d} {timing[model]['median_s']:.3f} s/step", flush=True)
+        timing = time_interleaved(n, repeats, args.dropout, args.compile_mode)
+        if args.dropout == 0:
+            shares.append(attention_share(n, repeats, timing, gflops))
+        flop = step_flops(TOKENS // n, n, D, DEPTH, MLP)
+        for model, t in timing.items():
+            mem = in_fresh_process(__file__, [model, str(n), str(args.dropout)]) if model in MODELS else {}
+            rows.append({"model": model, "N": n, **t, **mem, "step_gflop": flop / 1e9,
+                         "gflops": flop / t["median_s"] / 1e9, "fraction_of_matmul_rate": flop / t["median_s"] / 1e9 / gflops})
+            print(f"  {model:16s} N={n:5d} {t['median_s']:.3f} s/step", flush=True)
     # ratios against the references measured in the same run
     for n in ns:
         by = {r["model"]: r for r in rows if r["N"] == n and "median_s" in r}
-        if "vecset" not in by:
-            continue
-        v = by["vecset"]
-        for ref in ("torch_encoder", "reference"):
-            if ref in by:
-                v[f"speed_vs_{ref}"] = by[ref]["median_s"] / v["median_s"]
-                v[f"mem_vs_{ref}"] = v["peak_extra_mb"] / max(by[ref]["peak_extra_mb"], 1e-9)
-    cols = ["model", "N", "B", "median_s", "min_s", "max_s", "vectors_per_s", "peak_extra_mb",
-            "speed_vs_torch_encoder", "speed_vs_reference", "mem_vs_reference"]
+        for name in ("vecset", "vecset_compiled", "kernels_only"):
+            if name not in by:
+                continue
+            v = by[name]
+            for ref in ("torch_encoder", "reference"):
+                if ref in by:
+                    v[f"speed_vs_{ref}"] = by[ref]["median_s"] / v["median_s"]
+                    if "peak_extra_mb" in v:
+                        v[f"mem_vs_{ref}"] = v["peak_extra_mb"] / max(by[ref]["peak_extra_mb"], 1e-9)
+    cols = ["model", "N", "B", "median_s", "min_s", "max_s", "vectors_per_s", "peak_extra_mb", "step_gflop", "gflops",
+            "fraction_of_matmul_rate", "speed_vs_torch_encoder", "speed_vs_reference", "mem_vs_reference"]
+    if args.compile_mode:
+        cols.append("compile_and_first_step_s")
+    print(f"\ntraining step, d {D}, {HEADS} heads, depth {DEPTH}, B x N = {TOKENS}, dropout {args.dropout}; "
+          f"matrix-multiply rate {gflops:.0f} GFLOP/s")
     print(table(rows, cols))
-    path = write_json("attention", {"d_model": D, "heads": HEADS, "depth": DEPTH, "mlp_ratio": MLP,
-                                    "tokens_per_batch": TOKENS, "rows": rows})
+    # the plain run's table is the one BENCHMARKS.md and docs quote: the variants keep their own
+    name = "attention" + ("_dropout" if args.dropout else "") + ("_compile" if args.compile_mode else "")
+    path = write_json(name, {"d_model": D, "heads": HEADS, "depth": DEPTH, "mlp_ratio": MLP, "dropout": args.dropout,
+                             "compile_mode": args.compile_mode, "tokens_per_batch": TOKENS, "matmul_gflops": gflops,
+                             "rows": rows})
     print(f"wrote {path}")
+    if not shares or args.compile_mode:
+        return
     print(f"\nattention core alone, x {DEPTH} layers (matrix-multiply rate {gflops:.0f} GFLOP/s)")
     print(table(shares, list(shares[0])))
     path = write_json("attention_share", {"matmul_gflops": gflops, "depth": DEPTH, "rows": shares})

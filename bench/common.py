@@ -91,6 +91,16 @@ def write_json(name: str, payload: dict) -> Path:
     return path
 
 
+def step_flops(B: int, N: int, d: int, depth: int, mlp: float) -> float:
+    """Matrix-multiply FLOPs of one training step of a pre-norm Transformer (B sets of N
+    vectors of width d, ``depth`` blocks, MLP hidden width mlp x d): backward counted as 2x
+    forward (input and weight gradients), so 3x forward; a fused attention kernel's backward
+    also recomputes QK^T, which is not counted (it is not needed work)."""
+    dense = 2 * B * N * (4 * d * d + 2 * mlp * d * d)  # qkv + out projections, and the MLP
+    attn = 2 * 2 * B * N * N * d  # QK^T and AV, all heads
+    return 3 * depth * (dense + attn)
+
+
 def fit_in_child(config: str, args: list[str] | None = None) -> tuple[Path, float]:
     """``vecset fit --config config args`` in a child process run from the repository root:
     its run directory (from the ``results: <path>`` line) and its CPU seconds (user + system)."""

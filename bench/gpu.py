@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from bench.attention import build  # noqa: E402
-from bench.common import table, write_json  # noqa: E402
+from bench.common import step_flops, table, write_json  # noqa: E402
 
 D, HEADS, DEPTH, MLP = 1024, 16, 8, 4
 TOKENS = 65536
@@ -69,13 +69,6 @@ def matmul_rate(device: torch.device, clock: Clock, n: int) -> float:
     return 2 * n**3 / clock.time(lambda: a @ b, repeats=20)["median_s"]
 
 
-def step_flops(B: int, N: int, d: int, depth: int) -> float:
-    """Forward + backward matmul FLOPs of one training step (3x forward)."""
-    dense = 2 * B * N * (4 * d * d + 2 * MLP * d * d)  # qkv + out, and the MLP
-    attn = 2 * 2 * B * N * N * d  # QK^T and AV
-    return 3 * depth * (dense + attn)
-
-
 def train_case(model: str, compiled: bool, n: int, tokens: int, d: int, depth: int, heads: int,
                device: torch.device, clock: Clock, peak: float, repeats: int) -> dict:
     from vecset.backbone import VectorSet
@@ -109,7 +102,7 @@ def train_case(model: str, compiled: bool, n: int, tokens: int, d: int, depth: i
         row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
         return row
     row.update(step_s=t["median_s"], spread_s=[t["min_s"], t["max_s"]], vectors_per_s=B * n / t["median_s"],
-               fraction_of_matmul_rate=step_flops(B, n, d, depth) / t["median_s"] / peak)
+               fraction_of_matmul_rate=step_flops(B, n, d, depth, MLP) / t["median_s"] / peak)
     if device.type == "cuda":
         row["peak_mem_gib"] = torch.cuda.max_memory_allocated() / 2**30
     return row

@@ -263,3 +263,71 @@ def test_learned_positional_tables_need_a_size():
         Learned1D(8, max_len=0)
     with pytest.raises(ValueError, match="max_h and max_w must be >= 1, got 0 x 4"):
         Learned2D(8, 0, 4)
+
+
+@pytest.mark.parametrize("padded", [False, True])
+@pytest.mark.parametrize("kw", [{}, {"window": 2}, {"relative_positions": 3}, {"score": "gaussian"}])
+def test_training_step_fast_paths_equal_the_reference_path_with_gradients(padded, kw):
+    """The fused, mask-free and blocked paths (and the projections' views) give the plain
+    formulation's outputs and every parameter's and the input's gradient."""
+    torch.manual_seed(4)
+    x = torch.randn(3, 13, D)
+    mask = torch.ones(3, 13, dtype=torch.bool)
+    if padded:
+        mask[1, 9:] = False
+        mask[2, 4:] = False
+    runs = {}
+    for path in ("auto", "reference"):
+        bb = make_backbone(**kw).train()
+        for blk in bb.blocks:
+            blk.attn.path = path
+            blk.attn.local_impl = "blocked"  # the window's blocked path even at 13 vectors
+        xi = x.clone().requires_grad_()
+        out = bb(VectorSet(x=xi, mask=mask)).x
+        (out * torch.linspace(-1, 1, D)).pow(2).sum().backward()
+        runs[path] = (out, xi.grad, {n: p.grad for n, p in bb.named_parameters()})
+    (out, gx, grads), (ref, ref_gx, ref_grads) = runs["auto"], runs["reference"]
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(gx[mask], ref_gx[mask], atol=1e-5, rtol=1e-4)
+    assert grads.keys() == ref_grads.keys()
+    for name in grads:
+        torch.testing.assert_close(grads[name], ref_grads[name], atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_backbone_looks_up_the_padding_once_and_its_blocks_trust_it(monkeypatch):
+    """The Backbone tells every block whether the mask pads (one host sync, not one a block);
+    a block told ``padded=True`` takes the masked kernel, which must equal the mask-free one."""
+    bb = make_backbone().eval()
+    x = torch.randn(2, 6, D)
+    vs = VectorSet(x=x, mask=torch.ones(2, 6, dtype=torch.bool))
+    looked_up = []
+    monkeypatch.setattr(torch.Tensor, "all", lambda t, *a, **k: looked_up.append(t.shape) or torch.all(t, *a, **k))
+    out = bb(vs).x
+    assert looked_up == [(2, 6)]
+    blk = bb.blocks[0]
+    h = blk.norm1(x)
+    torch.testing.assert_close(blk.attn(h, vs.mask, padded=True), blk.attn(h, vs.mask, padded=False), atol=1e-5,
+                               rtol=1e-4)
+    assert torch.isfinite(out).all()
+
+
+def test_compiled_backbone_equals_eager_with_gradients():
+    """``compile=True`` (inductor) gives the eager values: outputs, and every parameter's and
+    the input's gradient, on a padded batch in train mode; eager is the default."""
+    assert make_backbone().compile_blocks is False
+    x = torch.randn(2, 7, D)
+    mask = torch.tensor([[True] * 7, [True] * 4 + [False] * 3])
+    runs = []
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        bb = Backbone(d_model=D, depth=1, heads=4, mlp_ratio=2.0, compile=compiled).train()  # 1 block: compiles faster
+        xi = x.clone().requires_grad_()
+        out = bb(VectorSet(x=xi, mask=mask)).x
+        (out * torch.linspace(-1, 1, D)).pow(2).sum().backward()
+        runs.append((out, xi.grad, {n: p.grad for n, p in bb.named_parameters()}))
+    (out, gx, grads), (cout, cgx, cgrads) = runs
+    torch.testing.assert_close(cout, out, atol=1e-5, rtol=1e-4)
+    assert torch.all(cout[1, 4:] == 0)
+    torch.testing.assert_close(cgx, gx, atol=1e-5, rtol=1e-4)
+    for name in grads:
+        torch.testing.assert_close(cgrads[name], grads[name], atol=1e-5, rtol=1e-4, msg=name)
