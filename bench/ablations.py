@@ -442,8 +442,10 @@ def aggregate(job: Job, records: list[dict]) -> list[dict]:
             recs = sorted(by_label.get((s.name, value), []), key=lambda r: r["seed"])
             ok = [r for r in recs if r["status"] == "ok"]
             m, sd = mean_std([r["test"][job.metric] for r in ok])
-            row = {"switch": s.name, "value": value, "base": value == base_value, "seeds": len(ok),
-                   f"{job.metric}_mean": m, f"{job.metric}_std": sd,
+            row = {"switch": s.name, "value": value,
+                   **({"bucket": "all", "items": next((r["lengths"]["all"]["items"] for r in recs if "lengths" in r),
+                                                      None)} if job.lengths is not None else {}),
+                   "base": value == base_value, "seeds": len(ok), f"{job.metric}_mean": m, f"{job.metric}_std": sd,
                    "steps_mean": mean_std([r["steps"] for r in ok])[0],
                    "train_s_mean": mean_std([r["train_seconds"] for r in ok])[0],
                    "status": status_of(recs) if recs else "not run"}
@@ -456,7 +458,8 @@ def aggregate(job: Job, records: list[dict]) -> list[dict]:
                 items = {b["items"] for r in recs if "lengths" in r for b in r["lengths"]["buckets"] if b["bucket"] == bucket}
                 bm, bsd = mean_std(vals)
                 rows.append({"switch": s.name, "value": value, "bucket": bucket, "items": max(items),
-                             "seeds": len(vals), f"{job.metric}_mean": bm, f"{job.metric}_std": bsd,
+                             "base": row["base"], "seeds": len(vals), f"{job.metric}_mean": bm,
+                             f"{job.metric}_std": bsd, "steps_mean": None, "train_s_mean": None,
                              "status": row["status"]})
     return rows
 
@@ -489,9 +492,9 @@ def figure(job: Job, rows: list[dict], path: Path) -> Path:
         fig, ax = plt.subplots(figsize=(6.5, 4))
         for s in job.switches:
             for value in s.values:
-                pts = [r for r in rows if r["switch"] == s.name and r["value"] == value and "bucket" in r
-                       and r[metric] is not None]
-                head = next(r for r in rows if r["switch"] == s.name and r["value"] == value and "bucket" not in r)
+                pts = [r for r in rows if r["switch"] == s.name and r["value"] == value
+                       and r["bucket"] != "all" and r[metric] is not None]
+                head = next(r for r in rows if r["switch"] == s.name and r["value"] == value and r["bucket"] == "all")
                 if not pts:
                     ax.plot([], [], ls="none", label=f"{value}: {head['status'][:60]}")
                     continue
@@ -505,7 +508,7 @@ def figure(job: Job, rows: list[dict], path: Path) -> Path:
         n = len(job.switches)
         fig, axes = plt.subplots(1, n, figsize=(max(6.0, 3.2 * n), 3.8), sharey=True, squeeze=False)
         for ax, s in zip(axes[0], job.switches, strict=True):
-            pts = [r for r in rows if r["switch"] == s.name and "bucket" not in r]
+            pts = [r for r in rows if r["switch"] == s.name]
             xs = list(range(len(pts)))
             for x, p in zip(xs, pts, strict=True):
                 if p[metric] is None:
@@ -515,6 +518,7 @@ def figure(job: Job, rows: list[dict], path: Path) -> Path:
                 ax.errorbar([x], [p[metric]], yerr=[p[f"{job.metric}_std"] or 0], marker="o", capsize=3,
                             color="C3" if p["base"] else "C0")
             ax.set_xticks(xs, [p["value"] for p in pts], rotation=45, ha="right", fontsize=7)
+            ax.set_xlim(-0.5, len(xs) - 0.5)
             ax.set_title(s.name, fontsize=9)
             ax.grid(alpha=0.3)
         axes[0][0].set_ylabel(label)
@@ -610,9 +614,8 @@ def main() -> None:
             run_job(job, runs_dir, out_dir, args.retry_errors, t_start)
         path = write_job(job, runs_dir, out_dir, args.quick)
         rows = json.loads(path.read_text())["rows"]
-        cols = ["switch", "value", "base", "bucket", "items", "seeds", f"{job.metric}_mean", f"{job.metric}_std",
-                "steps_mean", "status"]
-        print(f"\n{job.name} ({job.metric}):\n" + table(rows, [c for c in cols if any(c in r for r in rows)]))
+        cols = [c for c in (rows[0] if rows else {}) if c != "train_s_mean"]
+        print(f"\n{job.name} ({job.metric}):\n" + table(rows, cols))
         print(f"wrote {path}", flush=True)
     if not args.quick:
         subprocess.run([sys.executable, str(ROOT / "bench" / "report.py")], check=True)

@@ -213,3 +213,25 @@ def test_bucket_metrics_by_hand():
     assert rows[">4"]["acc"] == pytest.approx(0.4) and rows[">4"]["min_length"] == 5
     # the frames of all buckets together: 4 of 10 right (micro, as the run's test_acc)
     assert out["all"] == {"items": 3, "acc": pytest.approx(0.4)}
+
+
+def test_aggregate_by_length_bucket():
+    job = replace(ab.PLAN["g2p_lengths"], seeds=(0, 1))
+    labels = [("positional", "sinusoidal")]
+
+    def rec(seed, short, long):
+        r = fake("base", labels, seed, (short * 60 + long * 40) / 100)
+        r["test"] = {"test_wer": r["test"].pop("test_acc")}
+        r["lengths"] = {"buckets": [{"bucket": "<=6", "items": 60, "wer": short},
+                                    {"bucket": ">12", "items": 40, "wer": long}], "all": {"items": 100}}
+        return r
+
+    rows = ab.aggregate(job, [rec(0, 0.2, 0.6), rec(1, 0.3, 0.8)])
+    got = {(r["value"], r["bucket"]): r for r in rows}
+    assert got[("sinusoidal", "all")]["items"] == 100 and got[("sinusoidal", "all")]["seeds"] == 2
+    assert got[("sinusoidal", "<=6")]["test_wer_mean"] == pytest.approx(0.25)
+    assert got[("sinusoidal", ">12")]["test_wer_mean"] == pytest.approx(0.7)
+    assert got[("sinusoidal", ">12")]["test_wer_std"] == pytest.approx(statistics.stdev([0.6, 0.8]))
+    assert got[("learned", "all")]["status"] == "not run"
+    # every row has the same columns, in the same order (one table)
+    assert len({tuple(r) for r in rows}) == 1
