@@ -235,3 +235,25 @@ def test_aggregate_by_length_bucket():
     assert got[("learned", "all")]["status"] == "not run"
     # every row has the same columns, in the same order (one table)
     assert len({tuple(r) for r in rows}) == 1
+
+
+def test_epochs_are_measured_once_in_the_budget(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_fit(config, args=None, env=None, log=None):
+        calls.append(ab.yaml.safe_load((ab.ROOT / config).read_text()))
+        run = tmp_path / "run"
+        run.mkdir(exist_ok=True)
+        (run / "results.json").write_text(json.dumps({"epochs": 4, "global_steps": 40, "wall_seconds": 29.0}))
+        return {"returncode": 0, "run_dir": run, "error": None}
+
+    monkeypatch.setattr(ab, "run_fit", fake_fit)
+    job = tiny_job(max_epochs=None, budget_s=30)
+    sized = ab.size_epochs(job, tmp_path / "runs")
+    assert sized.max_epochs == 4 and len(calls) == 1
+    # the base config, with the budget as max_time and epochs left open
+    assert calls[0]["model"] == ab.base_config(job)["model"]
+    assert calls[0]["trainer"]["max_time"] == "00:00:00:30" and calls[0]["trainer"]["max_epochs"] == 100000
+    assert ab.base_config(sized)["trainer"]["max_epochs"] == 4
+    assert ab.size_epochs(job, tmp_path / "runs").max_epochs == 4 and len(calls) == 1  # read back
+    assert ab.size_epochs(tiny_job(max_epochs=7), tmp_path / "other").max_epochs == 7  # given in the plan
