@@ -350,12 +350,15 @@ def instantiate(node: Any) -> Any:
 
 def rejection(cfg: dict) -> str | None:
     """The reason the model or the data module of ``cfg`` is rejected at construction (a
-    constructor's ValueError), or None when both build."""
+    constructor's ValueError), or None when both build. Any other exception here is not a
+    rejection: the run itself is left to say what is wrong (an ``error`` row with its log)."""
     try:
         instantiate(cfg["model"])
         instantiate(cfg["data"])
     except ValueError as e:
         return str(e)
+    except Exception as e:  # noqa: BLE001 (reported by the run instead)
+        print(f"building the config here raised {type(e).__name__}: {e}; the run will tell", flush=True)
     return None
 
 
