@@ -88,3 +88,14 @@ fashion-mnist-fit: fashion-mnist
 # sklearn baselines, self-attention and the CNN on the same split and budget (about 65 minutes)
 bench-images: fashion-mnist
 	$(PY) bench/image_baselines.py
+# --- what the backbone's switches do (issue #19) -----------------------------------------------
+# One switch at a time from each job's config (score, normalize, positions, window, heads, graph
+# attention) plus length generalization; about 3 hours on an idle 2-core machine, resumable
+# (finished runs are skipped); `python bench/ablations.py --plan` prints the plan first.
+.PHONY: ablations ablations-quick
+ablations: $(STAMP) fashion-mnist
+	$(PY) bench/ablations.py
+
+# a smoke run in minutes on tiny data (bench/results/tmp/ablations/, not committed)
+ablations-quick: $(STAMP)
+	$(PY) bench/ablations.py --quick

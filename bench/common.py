@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import resource
 import statistics
 import subprocess
@@ -101,20 +102,54 @@ def step_flops(B: int, N: int, d: int, depth: int, mlp: float) -> float:
     return 3 * depth * (dense + attn)
 
 
-def fit_in_child(config: str, args: list[str] | None = None) -> tuple[Path, float]:
-    """``vecset fit --config config args`` in a child process run from the repository root:
-    its run directory (from the ``results: <path>`` line) and its CPU seconds (user + system)."""
+def error_line(output: str) -> str | None:
+    """The last ``SomeError: message`` line of a traceback in ``output`` (None if there is none)."""
+    lines = [ln for ln in output.splitlines() if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b.*", ln)]
+    return lines[-1] if lines else None
+
+
+def run_fit(config: str, args: list[str] | None = None, env: dict | None = None,
+            log: Path | None = None) -> dict:
+    """``vecset fit --config config args`` in a child process run from the repository root.
+
+    Returns ``run_dir`` (from the ``results: <path>`` line; None when it failed), ``cpu_seconds``
+    (user + system), ``process_seconds``, ``returncode`` and ``error`` (the traceback's last
+    ``...Error: message`` line, else the output's last line; None when it succeeded). The whole
+    output goes to ``log`` when given."""
     root = Path(__file__).resolve().parents[1]
     args = list(args or [])
-    env = {**os.environ, "PYTHONPATH": str(root), "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
+           **(env or {})}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"vecset fit --config {config} {' '.join(args)}".rstrip(), flush=True)
+    t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", config, *args],
                          cwd=root, env=env, capture_output=True, text=True)
+    secs = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if out.returncode:
-        sys.stderr.write(out.stdout[-3000:] + out.stderr[-3000:])
-        raise SystemExit(f"vecset fit --config {config} failed (exit {out.returncode})")
-    line = [ln for ln in out.stdout.splitlines() if ln.startswith("results: ")][-1]
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(out.stdout + "\n--- stderr ---\n" + out.stderr)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return root / Path(line.split("results: ", 1)[1]).parent, round(cpu, 1)
+    res = {"run_dir": None, "cpu_seconds": round(cpu, 1), "process_seconds": round(secs, 1),
+           "returncode": out.returncode, "error": None}
+    if out.returncode:
+        text = out.stdout + "\n" + out.stderr
+        last = text.strip().splitlines()
+        res["error"] = error_line(out.stderr) or error_line(out.stdout) or (last[-1] if last else f"exit {out.returncode}")
+        res["output_tail"] = out.stdout[-3000:] + out.stderr[-3000:]
+        return res
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("results: ")][-1]
+    res["run_dir"] = root / Path(line.split("results: ", 1)[1]).parent
+    return res
+
+
+def fit_in_child(config: str, args: list[str] | None = None) -> tuple[Path, float]:
+    """``vecset fit --config config args`` in a child process run from the repository root:
+    its run directory (from the ``results: <path>`` line) and its CPU seconds (user + system);
+    a failed run ends this process with its output (``run_fit`` returns the failure instead)."""
+    res = run_fit(config, args)
+    if res["returncode"]:
+        sys.stderr.write(res["output_tail"])
+        raise SystemExit(f"vecset fit --config {config} failed (exit {res['returncode']})")
+    return res["run_dir"], res["cpu_seconds"]

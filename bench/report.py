@@ -1,5 +1,6 @@
-"""Collect bench/results/*.json into BENCHMARKS.md: one table per benchmark, with the
-machine, the torch version and the command that produced it.
+"""Collect bench/results/*.json and bench/results/ablations/*.json (``bench/ablations.py``, one
+per job) into BENCHMARKS.md: one table per benchmark, with the machine, the torch version, the
+command that produced it and its figure where the JSON names one (``figure``).
 
     python bench/report.py
 """
@@ -53,16 +54,17 @@ def section(name: str, data) -> str:
         "",
         table(rows, cols) if rows else "(no rows)",
         "",
+        *([f"![{name}]({data['figure']})", ""] if data.get("figure") else []),
     ])
 
 
 def main() -> None:
-    files = sorted(RESULTS.glob("*.json"))
+    files = sorted(RESULTS.glob("*.json")) + sorted((RESULTS / "ablations").glob("*.json"))
     parts = ["# Benchmarks", "",
              "Written by `make bench` (`python bench/report.py` collects `bench/results/*.json`). "
              "Times are medians of repeated runs with their spread; compare the ratios measured "
              "in the same run, since machines are shared and noisy.", ""]
-    parts += [section(f.stem, json.loads(f.read_text())) for f in files]
+    parts += [section(str(f.relative_to(RESULTS).with_suffix("")), json.loads(f.read_text())) for f in files]
     OUT.write_text("\n".join(parts))
     print(f"wrote {OUT} ({len(files)} benchmarks)")
 

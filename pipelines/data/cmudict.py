@@ -42,6 +42,10 @@ class CMUDictDataModule(VecsetDataModule):
         predict_file: ``vecset predict`` reads words from it (one per line); default: the
             test split.
         num_plots: test words whose alignment heatmaps are drawn after test.
+        fit_max_letters: if > 0, training and validation words longer than this many
+            characters are left out (counted and logged); the test split keeps every length:
+            a length-generalization study trains on short words and tests on all
+            (``bench/ablations.py``).
 
     Batch: ``text`` (B words), ``target`` (B phone strings), ``references`` (B lists of
     phone strings), ``ids`` (B,).
@@ -50,8 +54,11 @@ class CMUDictDataModule(VecsetDataModule):
     def __init__(self, stress: bool = False, pronunciations: Pronunciations = "first", split_seed: int = 0,
                  fractions: tuple[float, float, float] = (0.9, 0.05, 0.05), max_words: int | None = None,
                  dict_file: str | None = None, batch_size: int = 256, predict_file: str | None = None,
-                 num_plots: int = 4, num_workers: int = 0) -> None:
+                 num_plots: int = 4, num_workers: int = 0, fit_max_letters: int = 0) -> None:
         super().__init__()
+        if fit_max_letters < 0:
+            raise ValueError(f"fit_max_letters must be >= 0 (0: every word), got {fit_max_letters}")
+        self.fit_max_letters = fit_max_letters
         if pronunciations not in ("first", "all"):
             raise ValueError(f"pronunciations must be 'first' or 'all', got {pronunciations!r}")
         if len(fractions) != 3 or abs(sum(fractions) - 1) > 1e-6 or min(fractions) <= 0:
@@ -92,6 +99,14 @@ class CMUDictDataModule(VecsetDataModule):
         n = len(order)
         n_train, n_val = int(round(self.fractions[0] * n)), int(round(self.fractions[1] * n))
         parts = {"train": order[:n_train], "val": order[n_train : n_train + n_val], "test": order[n_train + n_val :]}
+        if self.fit_max_letters:
+            for split in ("train", "val"):
+                kept = [wi for wi in parts[split] if len(words[wi]) <= self.fit_max_letters]
+                msg = (f"CMUdict {split}: fit_max_letters={self.fit_max_letters}: {len(parts[split]) - len(kept)} "
+                       f"of {len(parts[split])} words left out (longer)")
+                log.info(msg)
+                print(msg)
+                parts[split] = kept
         merged = 0
         for split, idx in parts.items():
             items = []

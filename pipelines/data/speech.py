@@ -115,6 +115,19 @@ def list_audio(root: Path, spec: str) -> list[Path]:
     return files
 
 
+def crop_utterances(items: list[dict], max_frames: int) -> tuple[list[dict], int, int]:
+    """Each utterance cut to its first ``max_frames`` frames (features and labels): the new
+    items, how many were cut and how many frames they lost."""
+    out, cut, dropped = [], 0, 0
+    for it in items:
+        T = len(it["x"])
+        if T > max_frames:
+            cut, dropped = cut + 1, dropped + T - max_frames
+            it = {**it, "x": it["x"][:max_frames], "y": None if it["y"] is None else it["y"][:max_frames]}
+        out.append(it)
+    return out, cut, dropped
+
+
 class SpeechUtterances(Dataset):
     """Featurized utterances: ``{"x": (T, F) float, "y": (T,) long, "id": int}`` (no "y" without labels)."""
 
@@ -242,6 +255,12 @@ class SpeechFramesDataModule(VecsetDataModule):
         predict_segments: what ``vecset predict``'s ``.phn`` files hold: ``decoder``, the head's
             segment decoder's segments (the argmax runs when the head has none), or ``argmax``,
             the runs of the per-frame argmax labels merged.
+        fit_max_frames: if > 0, training and validation utterances longer than this many
+            frames (10 ms each) are cut to their first ``fit_max_frames`` frames, labels with
+            them (their segments and words, which only the test reports read, stay whole); the
+            cut utterances and frames are counted and logged. The test split keeps
+            its full lengths: a length-generalization study trains on short inputs and tests on
+            long ones (``bench/ablations.py``).
     """
 
     def __init__(self, root: str = "data/speech", train: str = "train.lst", val: str = "dev.lst",
@@ -249,8 +268,11 @@ class SpeechFramesDataModule(VecsetDataModule):
                  features: str = "fbank", num_mel_bins: int = 40, num_ceps: int = 13,
                  batch_size: int = 8, predict_paths: list[str] | None = None, predict_chunk_frames: int = 2000,
                  max_utterances: int = 0, plot_utterances: int = 3, num_workers: int = 0,
-                 predict_segments: Literal["decoder", "argmax"] = "decoder") -> None:
+                 predict_segments: Literal["decoder", "argmax"] = "decoder", fit_max_frames: int = 0) -> None:
         super().__init__()
+        if fit_max_frames < 0:
+            raise ValueError(f"fit_max_frames must be >= 0 (0: full lengths), got {fit_max_frames}")
+        self.fit_max_frames = fit_max_frames
         self.root = Path(root)
         self.split_specs = {"train": train, "val": val, "test": test}
         self.phone_set = phone_set
@@ -320,10 +342,14 @@ class SpeechFramesDataModule(VecsetDataModule):
         ignored = sum(it["ignored"] for it in items)
         frames = sum(len(it["x"]) for it in items)
         msg = f"speech {split}: {len(items)} utterances, {frames} frames from {self.root / self.split_specs[split]}"
+        if self.fit_max_frames and split in ("train", "val"):
+            items, cut, dropped = crop_utterances(items, self.fit_max_frames)
+            msg += (f"; fit_max_frames={self.fit_max_frames}: {cut} utterances cut to their first "
+                    f"{self.fit_max_frames} frames ({dropped} frames left out)")
         if ignored:
             msg += f"; {ignored} frames without a class (not covered by a segment, or q) are ignored"
         log.info(msg)
-        if ignored:
+        if ignored or self.fit_max_frames:
             print(msg)
         return SpeechUtterances(items)
 

@@ -482,3 +482,22 @@ def test_predict_folder_reads_every_format_and_reports_skips(tmp_path, caplog):
         (d / "sub" / "u_sph.phn").write_text("0 16000 h#\n")  # TIMIT's files beside an utterance: said at info
         assert len(list_audio(tmp_path, "in/sub")) == 1
     assert [r.levelno for r in caplog.records if "skipped" in r.getMessage()] == [logging.INFO]
+
+
+def test_fit_max_frames_cuts_training_and_validation_only(tmp_path, capsys):
+    # 1.0 s (98 frames) and 0.3 s (28 frames) utterances, both with labels on every frame
+    for split, seed in (("tr", 1), ("va", 2), ("te", 3)):
+        write_utt(tmp_path / split, "long", 16000, "0 8000 aa\n8000 16000 b\n", seed=seed)
+        write_utt(tmp_path / split, "short", 4800, "0 4800 aa\n", seed=seed + 10)
+    dm = SpeechFramesDataModule(root=str(tmp_path), train="tr", val="va", test="te", fit_max_frames=50)
+    dm.setup("fit")
+    dm.setup("test")
+    lens = {s: sorted(len(it["x"]) for it in dm.sets[s].items) for s in ("train", "val", "test")}
+    assert lens == {"train": [28, 50], "val": [28, 50], "test": [28, num_frames(16000)]}
+    assert num_frames(16000) == 98
+    cut = next(it for it in dm.sets["train"].items if len(it["x"]) == 50)
+    assert cut["y"].shape == (50,) and int(cut["y"][0]) == dm.class_names.index("aa")
+    out = capsys.readouterr().out
+    assert "fit_max_frames=50: 1 utterances cut to their first 50 frames (48 frames left out)" in out
+    with pytest.raises(ValueError, match="fit_max_frames must be >= 0"):
+        SpeechFramesDataModule(fit_max_frames=-1)

@@ -139,3 +139,22 @@ def test_predict_with_beam_search_on_a_greedy_checkpoint(fitted, tmp_path, monke
     assert cli.model.hparams["head"]["init_args"]["beam_size"] == 3
     rows = list(csv.DictReader(open(tmp_path / "runs" / "g2p_debug" / "version_0" / "predictions.csv")))
     assert [r["word"] for r in rows] == ["Cat", "banana"]
+
+
+def test_fit_max_letters_keeps_long_words_for_test_only(tmp_path, capsys):
+    p = tmp_path / "dict.txt"
+    # words of 2 to 11 letters, 20 of each length
+    p.write_text("".join(f"{'X' * (2 + i % 10)}{chr(65 + i // 10)}  AH B\n" for i in range(200)))
+    full = CMUDictDataModule(dict_file=str(p))
+    full.setup("fit")
+    dm = CMUDictDataModule(dict_file=str(p), fit_max_letters=6)
+    dm.setup("fit")
+    for split in ("train", "val"):
+        kept = [it["text"] for it in full.splits[split] if len(it["text"]) <= 6]
+        assert [it["text"] for it in dm.splits[split]] == kept  # the same words, in the same order
+    assert dm.splits["test"] == full.splits["test"]
+    assert max(len(it["text"]) for it in dm.splits["test"]) > 6
+    dropped = sum(len(it["text"]) > 6 for it in full.splits["train"])
+    assert f"CMUdict train: fit_max_letters=6: {dropped} of {len(full.splits['train'])} words left out" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="fit_max_letters must be >= 0"):
+        CMUDictDataModule(fit_max_letters=-1)
