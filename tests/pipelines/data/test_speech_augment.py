@@ -164,3 +164,29 @@ def test_validation_and_test_are_never_augmented(corpus):
 def test_bad_settings_name_the_argument(kw, message):
     with pytest.raises(ValueError, match=message):
         SpeechFramesDataModule(**kw)
+
+
+def test_lightning_fit_draws_with_each_epochs_number(corpus16k, monkeypatch):
+    """In a real fit, Lightning's loop sets the sampler's epoch, so epoch e draws with keys (e, i)."""
+    import pytorch_lightning as pl
+
+    dm = module(corpus16k, speed_factors=[0.9, 1.1])
+    seen = []
+    draw = AugmentedUtterances.__getitem__
+    monkeypatch.setattr(AugmentedUtterances, "__getitem__", lambda self, key: seen.append(key) or draw(self, key))
+
+    class Tiny(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(()))
+
+        def training_step(self, batch, i):
+            return self.w * batch["x"].mean()
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    trainer = pl.Trainer(max_epochs=3, limit_val_batches=0, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(Tiny(), train_dataloaders=dm.train_dataloader())
+    assert sorted(seen) == [(e, i) for e in range(3) for i in range(2)]
