@@ -6,6 +6,7 @@ is pointed at the dev list (``--data.init_args.test dev.lst``).
 
 Usage:
     python bench/speech_augment_dev.py --epochs 10 --seeds 0 1     # runs every variant
+    python bench/speech_augment_dev.py --epochs 15 --only baseline nospec -- --data.init_args.root data/speech_full
     python bench/speech_augment_dev.py --collect baseline=runs/speech_frames/version_0 speed=... \
         --note "load ..."      # the table from finished runs (variants: baseline nospec speed noise both)
 """
@@ -43,10 +44,10 @@ def dev_curve(run: Path) -> list[float]:
         return [float(r["val_acc"]) for r in csv.DictReader(f) if r.get("val_acc")]
 
 
-def command(name: str, seed: int, epochs: int) -> list[str]:
+def command(name: str, seed: int, epochs: int, extra: list[str] = ()) -> list[str]:
     return ["vecset", "fit", "--config", CONFIG, "--seed_everything", str(seed), "--trainer.max_epochs", str(epochs),
             "--data.init_args.test", "dev.lst", "--plots", "false", "--trainer.enable_progress_bar", "false",
-            *VARIANTS[SHORT[name]]]
+            *VARIANTS[SHORT[name]], *extra]
 
 
 def row(name: str, run: Path) -> dict:
@@ -77,6 +78,7 @@ def main() -> None:
     ap.add_argument("--collect", nargs="+", metavar="VARIANT=RUN_DIR", help="table from finished runs")
     ap.add_argument("--out", default="bench/results/speech_augment_dev.json")
     ap.add_argument("--note", default="", help="how the machine was loaded")
+    ap.add_argument("extra", nargs="*", help="after --: more vecset fit arguments (e.g. --data.init_args.root ...)")
     a = ap.parse_args()
     rows = []
     if a.collect:
@@ -88,7 +90,7 @@ def main() -> None:
         for name in a.only or list(SHORT):
             for seed in a.seeds:
                 before = set(runs.glob("version_*"))
-                subprocess.run([sys.executable, "-m", "vecset.pipelines.cli", *command(name, seed, a.epochs)[1:]],
+                subprocess.run([sys.executable, "-m", "vecset.pipelines.cli", *command(name, seed, a.epochs, a.extra)[1:]],
                                check=True)
                 (run,) = set(runs.glob("version_*")) - before
                 rows.append(row(name, run))
