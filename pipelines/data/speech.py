@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-from torch.utils.data import DataLoader, Dataset, Sampler
+from torch.utils.data import DataLoader, Dataset, RandomSampler, Sampler, SequentialSampler
 
 from vecset.backbone.data_spec import DataSpec
 from vecset.encoders.collate import pad_sets
@@ -27,7 +27,6 @@ from vecset.encoders.speech import (
     frame_labels,
     frames_stats,
     normalise_sentence,
-    num_frames,
     phone_names,
     read_audio,
     read_frames,
@@ -40,6 +39,14 @@ from vecset.encoders.speech import (
 from vecset.heads.segment_decoder import SegmentDecoder
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.data.speech_predictions import SpeechPredictionFiles
+from vecset.pipelines.data.speech_utterances import (
+    AugmentedUtterances,
+    EpochKeys,
+    SpeechUtterances,
+    featurize,
+    to_int16,
+    wave_augment,
+)
 
 log = logging.getLogger(__name__)
 
@@ -126,23 +133,6 @@ def crop_utterances(items: list[dict], max_frames: int) -> tuple[list[dict], int
             it = {**it, "x": it["x"][:max_frames], "y": None if it["y"] is None else it["y"][:max_frames]}
         out.append(it)
     return out, cut, dropped
-
-
-class SpeechUtterances(Dataset):
-    """Featurized utterances: ``{"x": (T, F) float, "y": (T,) long, "id": int}`` (no "y" without labels)."""
-
-    def __init__(self, items: list[dict]) -> None:
-        self.items = items
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def __getitem__(self, i: int) -> dict:
-        it = self.items[i]
-        out = {"x": it["x"], "id": it["id"]}
-        if it.get("y") is not None:
-            out["y"] = it["y"]
-        return out
 
 
 @dataclass(frozen=True)
@@ -261,6 +251,16 @@ class SpeechFramesDataModule(VecsetDataModule):
             cut utterances and frames are counted and logged. The test split keeps
             its full lengths: a length-generalization study trains on short inputs and tests on
             long ones (``bench/ablations.py``).
+        speed_factors: training only: speed perturbation, a factor drawn uniformly per utterance
+            and epoch from this list (e.g. [0.9, 1.0, 1.1]; ``16000 * f`` a whole number of Hz);
+            None: none. See ``encoders/speech/augment.py``.
+        noise_snr_db: training only: white noise at an SNR drawn uniformly from [low, high] dB
+            on a ``noise_prob`` share of the draws; None: none.
+        augment_seed: with (epoch, index) seeds each draw (``speech_utterances.py``).
+        With ``speed_factors`` or ``noise_snr_db`` set, the training waveforms are kept (int16)
+        and each training item is perturbed, featurized and labelled when drawn; the global
+        normalization statistics still come from the plain training frames. Validation and test
+        are never augmented. SpecAugment (masking) is the encoder's (``SpeechEncoder``).
     """
 
     def __init__(self, root: str = "data/speech", train: str = "train.lst", val: str = "dev.lst",
@@ -268,7 +268,9 @@ class SpeechFramesDataModule(VecsetDataModule):
                  features: str = "fbank", num_mel_bins: int = 40, num_ceps: int = 13,
                  batch_size: int = 8, predict_paths: list[str] | None = None, predict_chunk_frames: int = 2000,
                  max_utterances: int = 0, plot_utterances: int = 3, num_workers: int = 0,
-                 predict_segments: Literal["decoder", "argmax"] = "decoder", fit_max_frames: int = 0) -> None:
+                 predict_segments: Literal["decoder", "argmax"] = "decoder", fit_max_frames: int = 0,
+                 speed_factors: list[float] | None = None, noise_snr_db: list[float] | None = None,
+                 noise_prob: float = 0.5, augment_seed: int = 0) -> None:
         super().__init__()
         if fit_max_frames < 0:
             raise ValueError(f"fit_max_frames must be >= 0 (0: full lengths), got {fit_max_frames}")
@@ -295,6 +297,12 @@ class SpeechFramesDataModule(VecsetDataModule):
         if predict_segments not in ("decoder", "argmax"):
             raise ValueError(f"predict_segments must be 'decoder' or 'argmax', got {predict_segments!r}")
         self.predict_segments = predict_segments
+        self.wave_augment = wave_augment(speed_factors, noise_snr_db, noise_prob)
+        self.augment_seed = augment_seed
+        if self.wave_augment is not None and fit_max_frames:
+            # an augmented draw is featurized from the whole waveform, which the crop does not cut
+            raise ValueError("fit_max_frames cannot be combined with speed_factors / noise_snr_db (the augmented "
+                             "training draws are featurized from whole waveforms); set one of them")
         self.sets: dict[str, SpeechUtterances] = {}
         self.paths: dict[int, Path] = {}  # sample id -> audio file
         # sample id -> the audio file's own length and rate (its .phn counts these samples)
@@ -305,17 +313,19 @@ class SpeechFramesDataModule(VecsetDataModule):
         self.shared_sentences: dict[str, int] | None = None
 
     # -- reading ---------------------------------------------------------------------------
-    def load_utterance(self, audio: Path, labelled: bool = True) -> dict:
+    def load_utterance(self, audio: Path, labelled: bool = True, keep_wave: bool = False) -> dict:
+        """Features, labels, segments and words of one utterance; with ``keep_wave`` also its
+        16 kHz waveform (``wav``, int16) and ``file_rate``, for augmentation."""
         a = read_audio(audio)
-        feats = self.featurizer(torch.from_numpy(a.wav))  # (T, F)
-        T = num_frames(len(a.wav))
-        if feats.shape[0] != T:
-            raise RuntimeError(f"{audio}: fbank gave {feats.shape[0]} frames, expected {T}")
+        feats = featurize(self.featurizer, torch.from_numpy(a.wav), audio)  # (T, F)
+        T = len(feats)
         sid = self._next_id
         self._next_id += 1
         self.paths[sid], self.n_samples[sid], self.sample_rates[sid] = audio, a.file_samples, a.file_rate
         self.n_frames[sid] = T
         item = {"x": feats, "id": sid, "y": None, "ignored": 0}
+        if keep_wave:
+            item["wav"], item["file_rate"] = to_int16(a.wav), a.file_rate
         if labelled:
             phn = find_phn(audio)
             if phn is None:
@@ -338,7 +348,8 @@ class SpeechFramesDataModule(VecsetDataModule):
 
     def load_split(self, split: str) -> SpeechUtterances:
         files = self.split_files(split)
-        items = [self.load_utterance(f) for f in files]
+        augment = split == "train" and self.wave_augment is not None
+        items = [self.load_utterance(f, keep_wave=augment) for f in files]
         ignored = sum(it["ignored"] for it in items)
         frames = sum(len(it["x"]) for it in items)
         msg = f"speech {split}: {len(items)} utterances, {frames} frames from {self.root / self.split_specs[split]}"
@@ -351,6 +362,10 @@ class SpeechFramesDataModule(VecsetDataModule):
         log.info(msg)
         if ignored or self.fit_max_frames:
             print(msg)
+        if augment:
+            log.info("speech train: augmented at every draw (speed factors %s, noise SNR %s dB on %.0f%% of draws)",
+                     self.wave_augment.speed_factors, self.wave_augment.snr_db, 100 * self.wave_augment.noise_prob)
+            return AugmentedUtterances(items, self.wave_augment, self.featurizer, self.class_names, self.augment_seed)
         return SpeechUtterances(items)
 
     def split_vocabulary(self, split: str) -> tuple[set[str], int] | None:
@@ -510,7 +525,13 @@ class SpeechFramesDataModule(VecsetDataModule):
     collate = staticmethod(pad_sets)
 
     def _loader(self, split: str, shuffle: bool = False, batch_size: int | None = None) -> DataLoader:
-        return DataLoader(self.sets[split], batch_size=batch_size or self.batch_size, shuffle=shuffle,
+        data = self.sets[split]
+        if isinstance(data, AugmentedUtterances):
+            # (epoch, index) keys; the order is RandomSampler's, as shuffle=True would draw it
+            inner = RandomSampler(data) if shuffle else SequentialSampler(data)
+            return DataLoader(data, batch_size=batch_size or self.batch_size, sampler=EpochKeys(inner),
+                              collate_fn=self.collate, num_workers=self.num_workers)
+        return DataLoader(data, batch_size=batch_size or self.batch_size, shuffle=shuffle,
                           collate_fn=self.collate, num_workers=self.num_workers)
 
     def predict_split(self) -> str:

@@ -1,0 +1,136 @@
+"""The speech data module's datasets: featurized utterances, and training utterances augmented
+on the fly (each draw perturbs the kept waveform: speed and noise, ``encoders/speech/augment.py``;
+featurizes it and labels it from the unchanged .phn segments).
+
+A draw is seeded from (seed, epoch, index), so a run repeats and every epoch draws anew. The epoch
+travels with the index: ``EpochKeys`` (the sampler, in the main process) yields ``(epoch, index)``
+keys, so DataLoader workers need no shared state. Lightning calls the sampler's ``set_epoch`` at
+the start of every training epoch (``_set_sampler_epoch``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset, Sampler
+
+from vecset.encoders.speech import Featurizer, frame_labels, num_frames
+from vecset.encoders.speech.augment import WaveAugment
+
+# the waveforms are kept as 16-bit sample values (half the memory of float32; exact for 16-bit
+# files at 16 kHz: the reader gives value / 32768)
+INT16_SCALE = 32768.0
+
+
+def featurize(featurizer: Featurizer, wav: torch.Tensor, source: object) -> torch.Tensor:
+    """(n,) float waveform at 16 kHz -> (T, F) frames, T = num_frames(n) checked (``source``
+    names the audio in the error)."""
+    feats = featurizer(wav)  # (T, F)
+    if feats.shape[0] != (T := num_frames(len(wav))):
+        raise RuntimeError(f"{source}: fbank gave {feats.shape[0]} frames, expected {T}")
+    return feats
+
+
+class SpeechUtterances(Dataset):
+    """Featurized utterances: ``{"x": (T, F) float, "y": (T,) long, "id": int}`` (no "y" without labels)."""
+
+    def __init__(self, items: list[dict]) -> None:
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict:
+        it = self.items[i]
+        out = {"x": it["x"], "id": it["id"]}
+        if it.get("y") is not None:
+            out["y"] = it["y"]
+        return out
+
+
+def to_int16(wav: np.ndarray) -> torch.Tensor:
+    """(n,) float in [-1, 1] -> (n,) int16 sample values."""
+    return torch.from_numpy(np.clip(np.round(wav * INT16_SCALE), -32768, 32767).astype(np.int16))
+
+
+def draw_generator(seed: int, epoch: int, index: int) -> torch.Generator:
+    """The generator of one draw: (seed, epoch, index) mixed by numpy's SeedSequence (nearby
+    triples give unrelated streams)."""
+    state = np.random.SeedSequence([seed, epoch, index]).generate_state(2, dtype=np.uint32)
+    return torch.Generator().manual_seed(int(state[0]) << 32 | int(state[1]))
+
+
+class EpochKeys(Sampler):
+    """Wraps a sampler of indices and yields ``(epoch, index)`` keys; ``set_epoch`` (called by
+    Lightning at every training epoch) sets the epoch."""
+
+    def __init__(self, sampler: Sampler) -> None:
+        self.sampler, self.epoch = sampler, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+    def __iter__(self):
+        epoch = self.epoch
+        for i in self.sampler:
+            yield epoch, i
+
+
+class AugmentedUtterances(SpeechUtterances):
+    """Training utterances perturbed at every draw: ``{"x": (T', F), "y": (T',), "id": int}``.
+
+    Each item keeps ``wav`` (n,) int16 at 16 kHz, ``segments`` and ``file_rate`` (its .phn's
+    rate) besides the plain ``x``/``y`` (the plain frames still feed the global normalization
+    statistics). An index reads the plain item; an ``(epoch, index)`` key (``EpochKeys``) draws.
+
+    Args:
+        items: the training split's items (``SpeechFramesDataModule.load_utterance`` with
+            ``keep_wave=True``).
+        augment: the waveform perturbation.
+        featurizer: the data module's featurizer (the one that made the plain frames).
+        class_names: the phone set's names (frame labels).
+        seed: mixed with the epoch and the index into each draw's generator.
+
+    Shapes:
+        wav (n,) -> perturbed (ceil(n / f),) -> x (T', F), y (T',) with T' = num_frames(ceil(n / f)).
+    """
+
+    def __init__(self, items: list[dict], augment: WaveAugment, featurizer: Featurizer,
+                 class_names: list[str], seed: int = 0) -> None:
+        super().__init__(items)
+        self.augment, self.featurizer, self.class_names, self.seed = augment, featurizer, class_names, seed
+
+    def __getitem__(self, key: int | tuple[int, int]) -> dict:
+        if not isinstance(key, tuple):
+            return super().__getitem__(key)
+        epoch, i = key
+        it = self.items[i]
+        wav = it["wav"].float() / INT16_SCALE  # (n,)
+        p = self.augment(wav, it["file_rate"], draw_generator(self.seed, epoch, i))
+        x = featurize(self.featurizer, p.wav, it["id"])  # (T', F)
+        y, _ = frame_labels(it["segments"], len(x), self.class_names, sample_rate=p.label_rate)
+        return {"x": x, "y": torch.from_numpy(y), "id": it["id"]}
+
+
+def wave_augment(speed_factors: list[float] | None, noise_snr_db: list[float] | None,
+                 noise_prob: float) -> WaveAugment | None:
+    """The data module's augmentation arguments checked (errors name the argument) and made a
+    ``WaveAugment``; None when neither ``speed_factors`` nor ``noise_snr_db`` is set."""
+    if speed_factors is not None:
+        if not speed_factors or any(f <= 0 for f in speed_factors):
+            raise ValueError(f"speed_factors must be a non-empty list of factors > 0 (e.g. [0.9, 1.0, 1.1]), "
+                             f"got {speed_factors}")
+    if noise_snr_db is not None and (len(noise_snr_db) != 2 or noise_snr_db[0] > noise_snr_db[1]):
+        raise ValueError(f"noise_snr_db must be [low, high] in dB with low <= high, got {noise_snr_db}")
+    if not 0.0 <= noise_prob <= 1.0:
+        raise ValueError(f"noise_prob must be in [0, 1], got {noise_prob}")
+    if speed_factors is None and noise_snr_db is None:
+        return None
+    try:
+        return WaveAugment(speed_factors=speed_factors or [1.0],
+                           snr_db=tuple(noise_snr_db) if noise_snr_db is not None else None, noise_prob=noise_prob)
+    except ValueError as e:  # a factor that is no whole number of Hz
+        raise ValueError(f"speed_factors: {e}") from None
