@@ -25,14 +25,18 @@ from pathlib import Path
 CONFIG = "configs/speech_frames.yaml"
 SPEC_OFF = ["--model.init_args.encoder.init_args.freq_mask_param", "0",
             "--model.init_args.encoder.init_args.time_mask_param", "0"]
+# the config had SpecAugment 8 / 20 when these variants were measured; it now has it off (chosen on
+# dev with them): every variant names its SpecAugment setting, so the rows keep their meaning
+SPEC_ON = ["--model.init_args.encoder.init_args.freq_mask_param", "8",
+           "--model.init_args.encoder.init_args.time_mask_param", "20"]
 SPEED = ["--data.init_args.speed_factors", "[0.9, 1.0, 1.1]"]
 NOISE = ["--data.init_args.noise_snr_db", "[10, 40]", "--data.init_args.noise_prob", "0.5"]
 VARIANTS = {
-    "baseline (SpecAugment 8/20, as shipped)": [],
+    "baseline (SpecAugment 8/20, as shipped)": SPEC_ON,
     "no SpecAugment": SPEC_OFF,
-    "+ speed 0.9/1.0/1.1": SPEED,
-    "+ noise 10-40 dB on half": NOISE,
-    "+ speed + noise": SPEED + NOISE,
+    "+ speed 0.9/1.0/1.1": SPEC_ON + SPEED,
+    "+ noise 10-40 dB on half": SPEC_ON + NOISE,
+    "+ speed + noise": SPEC_ON + SPEED + NOISE,
 }
 SHORT = {"baseline": "baseline (SpecAugment 8/20, as shipped)", "nospec": "no SpecAugment",
          "speed": "+ speed 0.9/1.0/1.1", "noise": "+ noise 10-40 dB on half", "both": "+ speed + noise"}
