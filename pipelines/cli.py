@@ -201,6 +201,10 @@ def silence_inapplicable_advice(resuming: bool) -> None:
     # Lightning 2.6's own pytree helper builds torch's deprecated LeafSpec (a FutureWarning on
     # every fit); nothing in a run or a config can change it
     warnings.filterwarnings("ignore", category=FutureWarning, message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+    # speech predict batches chunks with its own sampler, which yields every chunk once (tests/
+    # pipelines/data/test_speech_chunked_predict.py); Lightning cannot know and warns on every predict
+    warnings.filterwarnings("ignore", category=UserWarning,
+                            message=r"You are using a custom batch sampler `ChunkBatches` for prediction")
     if resuming:
         # --ckpt_path last continues the run directory on purpose: its checkpoints/ is in use
         warnings.filterwarnings("ignore", category=UserWarning,
