@@ -69,13 +69,6 @@ def _check_2d(log_probs: Tensor | np.ndarray) -> Tensor:
     return lp
 
 
-def viterbi(lp: np.ndarray, penalty: float, min_duration: int) -> np.ndarray:
-    """The best label sequence of the module docstring for log-posteriors ``lp`` (T, C)."""
-    stream = ViterbiStream(lp.shape[0], lp.shape[1], penalty, min_duration)
-    stream.push_log_softmaxed(lp)
-    return stream.finish()
-
-
 class ViterbiStream:
     """The dynamic programme of the module docstring, fed frame log-posteriors piece by piece
     (``push``, in order) and traced back once every frame has come (``finish``). The forward

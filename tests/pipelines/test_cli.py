@@ -1,5 +1,6 @@
 """The vecset CLI end to end on the debug config: fit, results.json, reload, predict."""
 
+import contextlib
 import csv
 import json
 import os
@@ -22,12 +23,8 @@ DEBUG = str(ROOT / "configs" / "debug.yaml")
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
     run_root = tmp_path_factory.mktemp("cli")
-    old = os.getcwd()
-    os.chdir(run_root)
-    try:
+    with contextlib.chdir(run_root):
         run_cli(["fit", "--config", DEBUG, "--trainer.enable_progress_bar=false"])
-    finally:
-        os.chdir(old)
     return run_root / "runs" / "debug" / "version_0"
 
 

@@ -2,9 +2,9 @@
 300 words, results and alignment plots, reload from a plain-data checkpoint, predict on a
 word file)."""
 
+import contextlib
 import csv
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -63,12 +63,8 @@ def test_split_by_word_is_seeded_and_disjoint(tmp_path):
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory):
     root = tmp_path_factory.mktemp("g2p")
-    old = os.getcwd()
-    os.chdir(root)
-    try:
+    with contextlib.chdir(root):
         run_cli(["fit", "--config", DEBUG, "--trainer.enable_progress_bar=false"])
-    finally:
-        os.chdir(old)
     return root / "runs" / "g2p_debug" / "version_0"
 
 

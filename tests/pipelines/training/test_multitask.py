@@ -1,8 +1,8 @@
 """Multi-task: one shared Backbone, every task's loss moves it, prefixed metrics, fine-tuning."""
 
+import contextlib
 import csv
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -59,14 +59,10 @@ def test_mismatched_task_names_are_rejected():
 
 @pytest.fixture(scope="module")
 def multitask_run(tmp_path_factory):
-    cwd = os.getcwd()
-    os.chdir(tmp_path_factory.mktemp("mt"))
-    try:
+    with contextlib.chdir(tmp_path_factory.mktemp("mt")):
         run_cli(["fit", "--config", str(ROOT / "configs" / "debug_multitask.yaml"),
                  "--trainer.enable_progress_bar=false", "--trainer.max_epochs=3", "--plots=false"])
         return Path.cwd() / "runs" / "debug_multitask" / "version_0"
-    finally:
-        os.chdir(cwd)
 
 
 def test_multitask_cli_logs_prefixed_metrics(multitask_run):

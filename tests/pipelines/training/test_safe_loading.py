@@ -3,7 +3,7 @@ plain data only, and a checkpoint that does not fit the config fails saying what
 
 from __future__ import annotations
 
-import os
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -36,12 +36,8 @@ def assert_plain(obj, where="checkpoint"):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("run")
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
+    with contextlib.chdir(cwd):
         run_cli(["fit", *TINY])
-    finally:
-        os.chdir(old)
     ckpts = sorted((cwd / "runs/debug/version_0/checkpoints").glob("*.ckpt"))
     assert {p.name for p in ckpts} >= {"last.ckpt"} and len(ckpts) >= 2, ckpts
     return cwd, ckpts
@@ -88,13 +84,9 @@ def _roundtrip(obj):
 
 def _run_with(trained, *args):
     cwd, _ = trained
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
+    with contextlib.chdir(cwd):
         with pytest.raises(CheckpointMismatchError) as e:
             run_cli([*args])
-    finally:
-        os.chdir(old)
     return str(e.value)
 
 
@@ -221,13 +213,9 @@ def test_decode_settings_are_not_part_of_the_match():
 
 def test_file_url_and_path_test_the_same_model(trained):
     cwd, _ = trained
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
+    with contextlib.chdir(cwd):
         metrics = [run_cli(["test", *TINY, "--ckpt_path", p]).trainer.callback_metrics["test_acc"].item()
                    for p in (_last(trained), "file://" + _last(trained))]
-    finally:
-        os.chdir(old)
     assert metrics[0] == metrics[1]
 
 
