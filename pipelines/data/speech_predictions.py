@@ -4,13 +4,12 @@ Per input file: ``<name>.frames`` (frame, centre sample, argmax label, its proba
 head's segment decoder's label when it has one) and ``<name>.phn`` (TIMIT format: the decoder's
 segments, or the runs of the argmax labels without a decoder or with ``predict_segments:
 argmax``); plus ``predictions.csv`` as an index (its ``segments_from`` says which). A long
-recording arrives in chunks: its .frames grows chunk by chunk, its labels are kept as one small
-integer per frame (2 bytes: 7 MB for 3 hours) and merged into segments when its last frame has
+recording arrives in chunks: its frames' labels and probabilities are kept in small arrays (8
+bytes a frame: 8.6 MB for 3 hours), and its .frames and .phn are written when its last frame has
 come. With a decoder, the chunks' log-posteriors feed one ``SegmentDecoder.stream`` per
-recording, whose back-pointers live in a file beside the predictions until the recording's
-last frame (then the decode is traced back, the decoder's labels are added to the .frames
-as its fifth column, and the file is removed): the same segments as a whole-recording decode,
-in constant memory.
+recording, whose back-pointers live in files beside the predictions until the recording's last
+frame (then the decode is traced back and the files are removed): the same segments as a
+whole-recording decode.
 Sample numbers are the audio file's own, at its rate (TIMIT's convention); a frame centre is
 fractional there when the rate is not a multiple of 100 Hz (exact decimals).
 """
@@ -20,7 +19,6 @@ from __future__ import annotations
 import csv
 from decimal import Decimal
 from pathlib import Path
-from typing import TextIO
 
 import numpy as np
 from torch import Tensor
@@ -30,12 +28,15 @@ from vecset.heads.segment_decoder import SegmentDecoder, ViterbiStream
 
 
 class _Open:
-    """One input file being written: its .frames handle, the labels so far and where they end."""
+    """One input file being predicted: its frames' argmax labels, probabilities and segment
+    labels so far (8 bytes a frame: 8.6 MB for 3 hours) and where they end."""
 
-    def __init__(self, name: str, audio: Path, handle: TextIO, frames: int, rate: int, n_samples: int,
-                 decoded: bool, stream: ViterbiStream | None) -> None:
-        self.name, self.audio, self.handle, self.decoded, self.stream = name, audio, handle, decoded, stream
-        self.labels = np.zeros(frames, dtype=np.int16)
+    def __init__(self, name: str, audio: Path, frames: int, rate: int, n_samples: int, decoded: bool,
+                 stream: ViterbiStream | None) -> None:
+        self.name, self.audio, self.decoded, self.stream = name, audio, decoded, stream
+        self.argmax = np.zeros(frames, dtype=np.int16)
+        self.probs = np.zeros(frames, dtype=np.float32)
+        self.labels = np.zeros(frames, dtype=np.int16)  # the decoder's, or the argmax
         self.next, self.rate, self.n_samples = 0, rate, n_samples
 
 
@@ -65,15 +66,12 @@ class SpeechPredictionFiles:
         if name in self.used:  # same folder and file name under different parents: keep both
             name = f"{name}_{sid}"
         self.used.add(name)
-        handle = open(self.pred_dir / f"{name}.frames", "w")
-        handle.write(f"# frame centre_sample label probability{' segment_label' if decoded else ''} "
-                     f"(samples at {rate} Hz, the audio file's rate)\n")
         stream = None
         if streamed:
             if self.decoder is None:
                 raise ValueError(f"{audio}: log-posteriors came to be decoded, but no decoder was given")
             stream = self.decoder.stream(frames, len(self.class_names), store=str(self.pred_dir / f".{name}.viterbi"))
-        return _Open(name, audio, handle, frames, rate, n_samples, decoded, stream)
+        return _Open(name, audio, frames, rate, n_samples, decoded, stream)
 
     def add(self, sid: int, audio: Path, frames: int, rate: int, n_samples: int, start: int,
             labels: list[int], probs: list[float], segment_labels: list[int] | None = None,
@@ -92,28 +90,20 @@ class SpeechPredictionFiles:
                                "chunks must come in order")
         if start + len(labels) > frames:
             raise RuntimeError(f"{audio}: predictions up to frame {start + len(labels)}, the file has {frames}")
-        names = self.class_names
-        lines = []
-        segs = segment_labels if segment_labels is not None else labels
-        for t, (lab, p, seg) in enumerate(zip(labels, probs, segs, strict=True), start):
-            # 16 kHz centre * rate / 16000: a terminating decimal, printed exactly
-            centre = Decimal((t * FRAME_SHIFT + FRAME_LENGTH // 2) * rate) / SAMPLE_RATE
-            end = f" {names[seg]}\n" if segment_labels is not None else "\n"  # streamed: added at the end
-            lines.append(f"{t} {centre} {names[lab]} {p:.4f}{end}")
-        f.handle.write("".join(lines))
-        f.labels[start:start + len(labels)] = segs
+        end = start + len(labels)
+        f.argmax[start:end], f.probs[start:end] = labels, probs
+        f.labels[start:end] = segment_labels if segment_labels is not None else labels
         if f.stream is not None:
             f.stream.push(log_probs)
-        f.next = start + len(labels)
+        f.next = end
         if f.next == frames:
             self._finish(sid)
 
     def _finish(self, sid: int) -> None:
         f = self.open.pop(sid)
-        f.handle.close()
         if f.stream is not None:
             f.labels[:] = f.stream.finish()
-            self._add_decoded_column(self.pred_dir / f"{f.name}.frames", f.labels)
+        self._write_frames(f)
         labels = [self.class_names[j] for j in f.labels.tolist()]
         segs = frames_to_segments(labels, f.n_samples, f.rate)
         phn = self.pred_dir / f"{f.name}.phn"
@@ -122,21 +112,27 @@ class SpeechPredictionFiles:
         self.index.append({"input": str(f.audio), "frames": len(labels), "segments": len(segs),
                            "segments_from": "decoder" if f.decoded else "argmax", "phn": str(phn)})
 
-    def _add_decoded_column(self, path: Path, decoded: np.ndarray) -> None:
-        """The decoder's label as the fifth column of a streamed .frames, line by line."""
-        tmp = path.with_name(path.name + ".tmp")
-        names = self.class_names
-        with open(path) as src, open(tmp, "w") as out:
-            out.write(next(src))  # the header, which names the column already
-            for t, line in enumerate(src):
-                out.write(f"{line[:-1]} {names[decoded[t]]}\n")
-        tmp.replace(path)
+    def _write_frames(self, f: _Open, block: int = 10_000) -> None:
+        """``<name>.frames``: frame, centre sample, argmax label, its probability (and the
+        decoder's label), written a block of lines at a time."""
+        names, rate = self.class_names, f.rate
+        with open(self.pred_dir / f"{f.name}.frames", "w") as out:
+            out.write(f"# frame centre_sample label probability{' segment_label' if f.decoded else ''} "
+                      f"(samples at {rate} Hz, the audio file's rate)\n")
+            for a in range(0, len(f.labels), block):
+                lines = []
+                b = min(a + block, len(f.labels))
+                for t, lab, p, seg in zip(range(a, b), f.argmax[a:b].tolist(), f.probs[a:b].tolist(),
+                                          f.labels[a:b].tolist(), strict=True):
+                    # 16 kHz centre * rate / 16000: a terminating decimal, printed exactly
+                    centre = Decimal((t * FRAME_SHIFT + FRAME_LENGTH // 2) * rate) / SAMPLE_RATE
+                    lines.append(f"{t} {centre} {names[lab]} {p:.4f}{f' {names[seg]}' if f.decoded else ''}\n")
+                out.write("".join(lines))
 
     def close(self) -> Path:
         if self.open:
             missing = ", ".join(f"{f.audio} (frames {f.next}.. of {len(f.labels)})" for f in self.open.values())
             for f in self.open.values():
-                f.handle.close()
                 if f.stream is not None:
                     f.stream.discard()
             raise RuntimeError(f"predictions incomplete for {missing}")
