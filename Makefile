@@ -90,7 +90,7 @@ bench-images: fashion-mnist
 	$(PY) bench/image_baselines.py
 # --- what the backbone's switches do (issue #19) -----------------------------------------------
 # One switch at a time from each job's config (score, normalize, positions, window, heads, graph
-# attention) plus length generalization; about 3 hours on an idle 2-core machine, resumable
+# attention) plus length generalization; about 2.2 hours on an idle 2-core machine, resumable
 # (finished runs are skipped); `python bench/ablations.py --plan` prints the plan first.
 .PHONY: ablations ablations-quick
 ablations: $(STAMP) fashion-mnist

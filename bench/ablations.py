@@ -24,7 +24,7 @@ an interrupted study continues where it stopped. Per job: ``bench/results/ablati
 ``bench/report.py`` puts the tables into BENCHMARKS.md.
 
     python bench/ablations.py --plan                  # the plan and its estimated time, nothing run
-    python bench/ablations.py                         # the whole study (about 3 hours, 2 cores)
+    python bench/ablations.py                         # the whole study (about 2.2 hours, 2 cores)
     python bench/ablations.py --jobs freesolv         # one job
     python bench/ablations.py --report                # rows, figures, BENCHMARKS.md from the records
     python bench/ablations.py --quick                 # a smoke run in minutes: tiny data, 15 s budgets;
@@ -95,7 +95,10 @@ class Job:
     switches: tuple[Switch, ...]
     fixed: dict[str, Any] = field(default_factory=dict)
     seed_keys: tuple[str, ...] = ("seed_everything",)
-    overhead_s: int = 30  # process start, data setup and test per run: for the time estimate only
+    # process start, data setup and test per run, for the time estimate only (the plan's values:
+    # process seconds minus the budget in the full study on the idle 2-core machine, 2026-12-01,
+    # rounded up)
+    overhead_s: int = 30
     lengths: tuple[str, tuple[int, ...]] | None = None
     expected_errors: dict[str, str] = field(default_factory=dict)
     note: str = ""
@@ -138,7 +141,7 @@ PLAN: dict[str, Job] = {j.name: j for j in [
                   Switch("window", (f"{BB}.window",),
                          {**{str(w): {f"{BB}.window": w} for w in (2, 4, 8, 16, 32)}, "full": {f"{BB}.window": None}}),
                   heads_switch()),
-        overhead_s=30),
+        overhead_s=10),
     Job("fashion_mnist", "configs/fashion_mnist.yaml", "test_acc", True, budget_s=40, max_epochs=None, seeds=(0, 1, 2),
         switches=(score_switch(), normalize_switch(),
                   Switch("positional", (f"{ENC}.positional", f"{ENC}.max_h", f"{ENC}.max_w"), {
@@ -146,7 +149,7 @@ PLAN: dict[str, Job] = {j.name: j for j in [
                       "learned 2-D": {f"{ENC}.positional": "learned", f"{ENC}.max_h": 7, f"{ENC}.max_w": 7}}),
                   heads_switch()),
         # a short budget: 6,000 training and 1,000 validation images (stratified), the full test set
-        fixed={f"{DATA}.max_train": 6000, f"{DATA}.max_val": 1000}, overhead_s=30,
+        fixed={f"{DATA}.max_train": 6000, f"{DATA}.max_val": 1000}, overhead_s=16,
         note="6,000 training / 1,000 validation images (stratified subsets), the official 10,000 test images"),
     Job("freesolv", "configs/freesolv.yaml", "test_rmse", False, budget_s=30, max_epochs=None, seeds=(0, 1, 2),
         switches=(score_switch(), normalize_switch(),
@@ -158,16 +161,16 @@ PLAN: dict[str, Job] = {j.name: j for j in [
                       "neighbours": {f"{ENC}.attention": "neighbours"},
                       "none (plain set)": {f"{ENC}.attention": "none"}}),
                   heads_switch(also=(f"{ENC}.heads",))),
-        seed_keys=("seed_everything", f"{DATA}.split_seed"), overhead_s=25,
+        seed_keys=("seed_everything", f"{DATA}.split_seed"), overhead_s=7,
         note="repetition s: random split s (default_rng(s), 80/10/10) and seed s"),
     Job("speech_lengths", "configs/speech_frames.yaml", "test_acc", True, budget_s=45, max_epochs=None, seeds=(0, 1, 2),
         switches=(sequence_positional(learned_max_len=SPEECH_CROP),),
-        fixed={f"{DATA}.fit_max_frames": SPEECH_CROP}, overhead_s=40,
+        fixed={f"{DATA}.fit_max_frames": SPEECH_CROP}, overhead_s=12,
         lengths=("frames", (200, 300, 400, 600)), expected_errors={"learned": LEARNED_TABLE_ERROR},
         note=f"trained and validated on utterances cut to their first {SPEECH_CROP} frames (2 s), tested on full lengths"),
     Job("g2p_lengths", "configs/g2p.yaml", "test_wer", False, budget_s=80, max_epochs=None, seeds=(0, 1),
         switches=(sequence_positional(learned_max_len=G2P_SHORT, relative=8),),
-        fixed={f"{DATA}.fit_max_letters": G2P_SHORT}, overhead_s=60,
+        fixed={f"{DATA}.fit_max_letters": G2P_SHORT}, overhead_s=30,
         lengths=("letters", (6, 8, 10, 12)), expected_errors={"learned": LEARNED_TABLE_ERROR},
         note=f"trained and validated on words of at most {G2P_SHORT} letters, tested on every word"),
 ]}
@@ -442,6 +445,9 @@ def aggregate(job: Job, records: list[dict]) -> list[dict]:
     for r in records:
         for s, v in r["labels"]:
             by_label.setdefault((s, v), []).append(r)
+    # the base run of each seed: a variant's paired difference is taken against the same seed
+    # (for FreeSolv the same split), which removes the seed-to-seed spread both share
+    base_of_seed = {r["seed"]: r["test"][job.metric] for r in records if r["key"] == "base" and r["status"] == "ok"}
     rows = []
     for s in job.switches:
         base_value = next((v for v, o in s.values.items() if by_label.get((s.name, v))
@@ -450,10 +456,12 @@ def aggregate(job: Job, records: list[dict]) -> list[dict]:
             recs = sorted(by_label.get((s.name, value), []), key=lambda r: r["seed"])
             ok = [r for r in recs if r["status"] == "ok"]
             m, sd = mean_std([r["test"][job.metric] for r in ok])
+            dm, dsd = mean_std([r["test"][job.metric] - base_of_seed[r["seed"]] for r in ok if r["seed"] in base_of_seed])
             row = {"switch": s.name, "value": value,
                    **({"bucket": "all", "items": next((r["lengths"]["all"]["items"] for r in recs if "lengths" in r),
                                                       None)} if job.lengths is not None else {}),
                    "base": value == base_value, "seeds": len(ok), f"{job.metric}_mean": m, f"{job.metric}_std": sd,
+                   "diff_vs_base_mean": dm, "diff_vs_base_std": dsd,
                    "steps_mean": mean_std([r["steps"] for r in ok])[0],
                    "train_s_mean": mean_std([r["train_seconds"] for r in ok])[0],
                    "status": status_of(recs) if recs else "not run"}
@@ -467,7 +475,8 @@ def aggregate(job: Job, records: list[dict]) -> list[dict]:
                 bm, bsd = mean_std(vals)
                 rows.append({"switch": s.name, "value": value, "bucket": bucket, "items": max(items),
                              "base": row["base"], "seeds": len(vals), f"{job.metric}_mean": bm,
-                             f"{job.metric}_std": bsd, "steps_mean": None, "train_s_mean": None,
+                             f"{job.metric}_std": bsd, "diff_vs_base_mean": None, "diff_vs_base_std": None,
+                             "steps_mean": None, "train_s_mean": None,
                              "status": row["status"]})
     return rows
 
@@ -596,10 +605,11 @@ def plan_table(jobs: dict[str, Job], runs_dir: Path) -> tuple[str, float, float]
 
 def write_job(job: Job, runs_dir: Path, out_dir: Path, quick: bool) -> Path:
     """Rows from the job's records, its JSON and its figure."""
-    records = [json.loads(p.read_text()) for p in sorted((runs_dir / job.name).glob("*.json"))]
+    records = [json.loads(p.read_text()) for p in sorted((runs_dir / job.name).glob("*.json"))
+               if p.name != "epochs.json"]  # the job's measured max_epochs, not a run
     rows = aggregate(job, records)
     fig = figure(job, rows, out_dir / f"{job.name}.png")
-    payload = {"machine": machine(), "command": "python " + " ".join(sys.argv), "job": job.name,
+    payload = {"machine": machine(), "command": "python " + " ".join(a for a in sys.argv if a != "--report"),  # the runs' command "job": job.name,
                "config": job.config, "metric": job.metric, "higher_is_better": job.higher_is_better,
                "budget_s": job.budget_s, "max_epochs": job.max_epochs, "seeds": len(job.seeds), "quick": quick,
                "data": job.note or "the config's own data", "fixed_overrides": job.fixed,
@@ -607,6 +617,7 @@ def write_job(job: Job, runs_dir: Path, out_dir: Path, quick: bool) -> Path:
                "runs": [{k: r.get(k) for k in ("key", "seed", "status", "test", "steps", "train_seconds",
                                                "process_seconds", "run_dir", "detail")} for r in records]}
     path = out_dir / f"{job.name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2, default=str))
     return path
 

@@ -114,6 +114,10 @@ def test_aggregate_mean_and_sample_std_over_seeds():
     relu = rows[("normalize", "relu")]
     assert relu["test_acc_mean"] == pytest.approx(0.6)
     assert relu["test_acc_std"] == pytest.approx(statistics.stdev([0.5, 0.7])) and not relu["base"]
+    # paired with the base run of the same seed: 0.5 - 0.80, 0.7 - 0.82
+    assert relu["diff_vs_base_mean"] == pytest.approx(-0.21)
+    assert relu["diff_vs_base_std"] == pytest.approx(statistics.stdev([-0.30, -0.12]))
+    assert b["diff_vs_base_mean"] == 0 and b["diff_vs_base_std"] == 0
     assert rows[("normalize", "sigmoid")]["status"] == "error: ValueError: boom"
     assert rows[("window", "2")]["status"] == "not run"
     assert ab.mean_std([0.3]) == (0.3, None)
@@ -257,3 +261,26 @@ def test_epochs_are_measured_once_in_the_budget(tmp_path, monkeypatch):
     assert ab.base_config(sized)["trainer"]["max_epochs"] == 4
     assert ab.size_epochs(job, tmp_path / "runs").max_epochs == 4 and len(calls) == 1  # read back
     assert ab.size_epochs(tiny_job(max_epochs=7), tmp_path / "other").max_epochs == 7  # given in the plan
+
+
+def test_the_measured_epochs_file_is_not_read_as_a_run(tmp_path, monkeypatch):
+    # the full study crashed here once: write_job read epochs.json among the run records
+    monkeypatch.setattr(ab, "machine", lambda: {})
+    monkeypatch.setattr(ab, "figure", lambda job, rows, path: ab.ROOT / "tiny.png")  # figures: tested apart
+    job = tiny_job(max_epochs=None, budget_s=30)
+    runs_dir = tmp_path / "runs"
+
+    def fake_fit(config, args=None, env=None, log=None):
+        run = tmp_path / "run"
+        run.mkdir(exist_ok=True)
+        (run / "results.json").write_text(json.dumps({"epochs": 4, "global_steps": 40, "wall_seconds": 29.0}))
+        return {"returncode": 0, "run_dir": run, "error": None}
+
+    monkeypatch.setattr(ab, "run_fit", fake_fit)
+    job = ab.size_epochs(job, runs_dir)
+    assert (runs_dir / job.name / "epochs.json").exists()
+    v = ab.variants(job)[0]
+    ab.record_path(runs_dir, job, v, 0).write_text(json.dumps(fake("base", v.labels, 0, 0.9)))
+    payload = json.loads(ab.write_job(job, runs_dir, tmp_path / "out", quick=False).read_text())
+    assert [r["key"] for r in payload["runs"]] == ["base"]
+    assert next(r for r in payload["rows"] if r["base"])["test_acc_mean"] == pytest.approx(0.9)
