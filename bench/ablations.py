@@ -604,12 +604,13 @@ def plan_table(jobs: dict[str, Job], runs_dir: Path) -> tuple[str, float, float]
 
 
 def write_job(job: Job, runs_dir: Path, out_dir: Path, quick: bool) -> Path:
-    """Rows from the job's records, its JSON and its figure."""
+    """Rows from the job's records, its JSON and its figure; the JSON's command is the study's
+    (``--report`` only rebuilds from the records)."""
     records = [json.loads(p.read_text()) for p in sorted((runs_dir / job.name).glob("*.json"))
                if p.name != "epochs.json"]  # the job's measured max_epochs, not a run
     rows = aggregate(job, records)
     fig = figure(job, rows, out_dir / f"{job.name}.png")
-    payload = {"machine": machine(), "command": "python " + " ".join(a for a in sys.argv if a != "--report"),  # the runs' command "job": job.name,
+    payload = {"machine": machine(), "command": "python " + " ".join(a for a in sys.argv if a != "--report"), "job": job.name,
                "config": job.config, "metric": job.metric, "higher_is_better": job.higher_is_better,
                "budget_s": job.budget_s, "max_epochs": job.max_epochs, "seeds": len(job.seeds), "quick": quick,
                "data": job.note or "the config's own data", "fixed_overrides": job.fixed,

@@ -28,17 +28,26 @@ def parity_figure(pred: np.ndarray, true: np.ndarray, names: list[str]):
     k = pred.shape[1]
     fig, axes = plt.subplots(1, k, figsize=(4.2 * k, 4), squeeze=False)
     for t, ax in enumerate(axes[0]):
-        p, y = pred[:, t], true[:, t]
-        rmse = float(np.sqrt(np.mean((p - y) ** 2)))
-        lo, hi = float(min(p.min(), y.min())), float(max(p.max(), y.max()))
-        ax.plot([lo, hi], [lo, hi], color="grey", lw=1)
-        ax.scatter(y, p, s=12, alpha=0.7)
-        ax.set_xlabel(f"measured {names[t]}")
-        ax.set_ylabel(f"predicted {names[t]}")
-        ax.set_title(f"{names[t]}: test RMSE {rmse:.3f} (n={len(y)})")
-        ax.grid(alpha=0.3)
+        rmse = parity_panel(ax, pred[:, t], true[:, t], names[t])
+        ax.set_title(f"{names[t]}: test RMSE {rmse:.3f} (n={len(true)})")
     fig.tight_layout()
     return fig
+
+
+def parity_panel(ax, pred: np.ndarray, true: np.ndarray, name: str, std: np.ndarray | None = None) -> float:
+    """Predicted vs measured on ``ax`` with the diagonal (error bars of +-1 ``std`` when given);
+    returns the RMSE for the caller's title."""
+    p, y = np.asarray(pred, np.float64).ravel(), np.asarray(true, np.float64).ravel()
+    lo, hi = float(min(p.min(), y.min())), float(max(p.max(), y.max()))
+    ax.plot([lo, hi], [lo, hi], color="grey", lw=1)
+    if std is None:
+        ax.scatter(y, p, s=12, alpha=0.7)
+    else:
+        ax.errorbar(y, p, yerr=np.asarray(std, np.float64).ravel(), fmt="o", ms=3, alpha=0.7, elinewidth=0.8)
+    ax.set_xlabel(f"measured {name}")
+    ax.set_ylabel(f"predicted {name}" + (" (+-1 std)" if std is not None else ""))
+    ax.grid(alpha=0.3)
+    return float(np.sqrt(np.mean((p - y) ** 2)))
 
 
 def errors(pred: np.ndarray, true: np.ndarray, names: list[str]) -> dict:

@@ -27,6 +27,7 @@ from scipy.stats import norm, spearmanr
 
 from vecset.pipelines.reports.base import Report, ReportContext, plt
 from vecset.pipelines.reports.outputs import inference, to_device
+from vecset.pipelines.reports.regression import parity_panel
 
 
 def gaussian_nll(mean: np.ndarray, std: np.ndarray, true: np.ndarray) -> float:
@@ -75,15 +76,9 @@ def calibration_figure(mean: np.ndarray, std: np.ndarray, true: np.ndarray, titl
 
 
 def parity_errorbar_figure(mean: np.ndarray, std: np.ndarray, true: np.ndarray, name: str):
-    m, s, y = (np.asarray(a, np.float64).flatten() for a in (mean, std, true))
     fig, ax = plt.subplots(figsize=(4.4, 4.2))
-    lo, hi = float(min(m.min(), y.min())), float(max(m.max(), y.max()))
-    ax.plot([lo, hi], [lo, hi], color="grey", lw=1)
-    ax.errorbar(y, m, yerr=s, fmt="o", ms=3, alpha=0.7, elinewidth=0.8)
-    ax.set_xlabel(f"measured {name}")
-    ax.set_ylabel(f"predicted {name} (+-1 std)")
-    ax.set_title(f"test RMSE {np.sqrt(np.mean((m - y) ** 2)):.3f}, mean std {s.mean():.3f} (n={len(y)})")
-    ax.grid(alpha=0.3)
+    rmse = parity_panel(ax, mean, true, name, std=std)
+    ax.set_title(f"test RMSE {rmse:.3f}, mean std {np.mean(std):.3f} (n={np.size(true)})")
     fig.tight_layout()
     return fig
 

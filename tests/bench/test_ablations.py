@@ -281,6 +281,8 @@ def test_the_measured_epochs_file_is_not_read_as_a_run(tmp_path, monkeypatch):
     assert (runs_dir / job.name / "epochs.json").exists()
     v = ab.variants(job)[0]
     ab.record_path(runs_dir, job, v, 0).write_text(json.dumps(fake("base", v.labels, 0, 0.9)))
+    monkeypatch.setattr(ab.sys, "argv", ["bench/ablations.py", "--report"])
     payload = json.loads(ab.write_job(job, runs_dir, tmp_path / "out", quick=False).read_text())
+    assert payload["job"] == "tiny" and payload["command"] == "python bench/ablations.py"
     assert [r["key"] for r in payload["runs"]] == ["base"]
     assert next(r for r in payload["rows"] if r["base"])["test_acc_mean"] == pytest.approx(0.9)

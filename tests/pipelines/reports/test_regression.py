@@ -41,3 +41,17 @@ def test_parity_report_in_target_units_equals_the_logged_test_rmse(tmp_path):
     assert rep["rmse"] == pytest.approx(logged["test_rmse"], rel=1e-5) and rep["count"] == 48
     assert rep["mae"] == pytest.approx(logged["test_mae"], rel=1e-5) and list(rep["per_target"]) == ["mean"]
     assert paths[0].stat().st_size > 1000
+
+
+def test_parity_panel_returns_the_rmse_and_draws_error_bars_only_with_a_std():
+    import matplotlib.pyplot as plt
+
+    from vecset.pipelines.reports.regression import parity_panel
+
+    fig, (a, b) = plt.subplots(1, 2)
+    pred, true = np.array([1.0, 2.0, 4.0]), np.array([1.0, 3.0, 2.0])
+    assert parity_panel(a, pred, true, "y") == pytest.approx(np.sqrt(5 / 3))
+    assert not a.containers and a.get_ylabel() == "predicted y"
+    parity_panel(b, pred, true, "y", std=np.array([0.1, 0.2, 0.3]))
+    assert len(b.containers) == 1 and b.get_ylabel() == "predicted y (+-1 std)"
+    plt.close(fig)
