@@ -34,6 +34,7 @@ from vecset.pipelines.training.checkpoint import (
     wants_last_checkpoint,
     with_atomic_checkpoint_io,
 )
+from vecset.pipelines.training.elapsed import TrainingClock
 
 RUNS_DIR = "runs"
 
@@ -101,7 +102,7 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         # vecset's defaults: a rich progress bar unless turned off, and the prediction writer
         if config.get("logger") in (None, True):
             config["logger"] = default_loggers()
-        callbacks = list(callbacks) + [PredictionWriter(), ResumeState()]
+        callbacks = list(callbacks) + [PredictionWriter(), ResumeState(), TrainingClock()]
         # a NonFiniteGuard in trainer.callbacks (e.g. init_args {check_inputs: false}, or both
         # checks off) replaces the default one
         configured = [*(config.get("callbacks") or []), *callbacks]
@@ -127,6 +128,8 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         best = ckpt_cb.best_model_path if ckpt_cb is not None and ckpt_cb.best_model_path else None
         last = last_checkpoint_path(trainer)
         wall = time.time() - self._t0
+        clock = next((c for c in trainer.callbacks if isinstance(c, TrainingClock)), None)
+        setup = (clock.started - self._t0) if clock is not None and clock.started is not None else None
         test = trainer.test(model, datamodule=dm, ckpt_path=best or None, verbose=True)
         run_dir = Path(trainer.log_dir)  # a broadcast under DDP: every process must call it
         if not trainer.is_global_zero:
@@ -142,7 +145,10 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
             "test": {k: float(v) for d in test for k, v in d.items()},
             "epochs": trainer.current_epoch,
             "global_steps": trainer.global_step,
+            # wall = setup (the data module's setup: featurization, reading) + training
             "wall_seconds": round(wall, 2),
+            "setup_seconds": None if setup is None else round(setup, 2),
+            "train_seconds": None if setup is None else round(wall - setup, 2),
         }
         writer = next((c for c in trainer.callbacks if isinstance(c, ReportWriter)), None)
         if writer is not None:  # it wrote them at the end of the test above

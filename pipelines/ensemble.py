@@ -1,6 +1,6 @@
-"""Deep ensembles of a regression config (Lakshminarayanan et al. 2017): ``k`` members trained
-one after another on the same split, differing only in ``seed_everything`` (initialization
-and shuffling), then combined on the test split.
+"""Deep ensembles (Lakshminarayanan et al. 2017) of a regression or classification config: ``k``
+members trained one after another on the same split, differing only in ``seed_everything``
+(initialization and shuffling), then combined on the test split.
 
     python -m vecset.pipelines.ensemble --members 5 --config configs/freesolv.yaml [vecset fit options]
 
@@ -17,6 +17,13 @@ time on these CPUs. The combination goes to ``runs/<config>_ensemble/version_<n>
   means) plus, for mean-variance members, the mean of their variances (the mixture's variance);
 - ``test_regression.json`` and ``parity.png`` (as a single run), ``test_uncertainty.json``,
   ``calibration.png`` and ``parity_errorbars.png`` (``reports/uncertainty.py``), ``ensemble.json``.
+
+A classification head's members are combined by the mean of their softmax probabilities:
+``predictions.csv`` has, per test molecule, the ensemble's ``prediction`` and ``probability``
+(of the predicted class, as ``vecset predict`` writes them), ``P(<class>)`` per class, the
+``measured`` class and each member's probabilities; ``ensemble.json`` has validation and test
+accuracy (and ROC-AUC, PR-AUC for two classes) of the ensemble and of each member; with two
+classes the run also writes ``test_binary.json`` and ``roc_pr.png`` as a single run does.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from vecset.pipelines.cli import RUNS_DIR, config_name, next_version, run_cli
 
@@ -43,20 +51,49 @@ def combine(means: np.ndarray, variances: np.ndarray | None) -> tuple[np.ndarray
 def member_outputs(checkpoint: str, datamodule, split: str = "test") -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """One member's mean and std (n, T) in target units on ``split`` and the measured values."""
     from vecset.pipelines.reports.uncertainty import predicted_mean_std
+
+    model = load_member(checkpoint)
+    if getattr(model.head, "task", None) != "regression" or not hasattr(model.head, "mean_std"):
+        raise ValueError(f"{checkpoint}: not a regression head (SequenceHead task=regression)")
+    return predicted_mean_std(model, datamodule._loader(datamodule.splits[split]))
+
+
+def member_probabilities(checkpoint: str, datamodule, split: str = "test") -> tuple[np.ndarray, np.ndarray]:
+    """One classification member's softmax probabilities (n, C) on ``split`` and the labels (n,)."""
+    from vecset.pipelines.reports.outputs import inference, to_device
+
+    model = load_member(checkpoint)
+    probs, labels = [], []
+    with inference(model):
+        for batch in datamodule._loader(datamodule.splits[split]):
+            probs.append(model(to_device(batch, model.device)).softmax(-1).cpu())
+            labels.append(batch["y"].long())
+    return torch.cat(probs).numpy(), torch.cat(labels).numpy()
+
+
+def load_member(checkpoint: str):
     from vecset.pipelines.training.task import TaskModule
 
     model = TaskModule.load_from_checkpoint(checkpoint, map_location="cpu")
-    if getattr(model.head, "task", None) != "regression" or not hasattr(model.head, "mean_std"):
-        raise ValueError(f"{checkpoint}: an ensemble combines regression heads (SequenceHead task=regression)")
-    return predicted_mean_std(model, datamodule._loader(datamodule.splits[split]))
+    if getattr(model.head, "task", None) not in ("regression", "classification"):
+        raise ValueError(f"{checkpoint}: an ensemble combines SequenceHead regression or classification heads, "
+                         f"this head's task is {getattr(model.head, 'task', None)!r}")
+    return model
+
+
+def class_scores(prob: np.ndarray, label: np.ndarray) -> dict:
+    """Accuracy of the argmax; ROC-AUC, PR-AUC and accuracy at 0.5 of P(class 1) for two classes."""
+    from vecset.pipelines.reports.binary import binary_scores
+
+    scores = {"accuracy": float(np.mean(prob.argmax(1) == label)), "count": int(len(label))}
+    if prob.shape[1] == 2:
+        scores.update(binary_scores(torch.from_numpy(prob[:, 1]).float(), torch.from_numpy(label)))
+    return scores
 
 
 def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
     """Fit ``members`` runs of ``fit_args`` (seeds seed..seed+members-1), combine them; the
     ensemble's folder."""
-    from vecset.pipelines.reports.regression import errors, parity_figure
-    from vecset.pipelines.reports.uncertainty import plt, write_uncertainty
-
     if members < 1:
         raise ValueError(f"members must be at least 1, got {members}")
     runs = []
@@ -66,6 +103,27 @@ def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
         runs.append({"seed": seed + m, "run_dir": str(run_dir),
                      **json.loads((run_dir / "results.json").read_text())})
     dm = cli.datamodule  # the same split for every member: the split depends on the data config only
+    root = Path(RUNS_DIR) / f"{config_name(fit_args)}_ensemble"
+    out_dir = root / f"version_{next_version(root)}"
+    out_dir.mkdir(parents=True)
+    task = getattr(cli.model.head, "task", None)
+    summary = (combine_classifiers if task == "classification" else combine_regressors)(runs, dm, out_dir)
+    summary = {"members": members, "fit_args": fit_args, **summary,
+               "member_best_val": [r["best_val"] for r in runs],
+               "train_seconds": round(sum(r.get("train_seconds") or r["wall_seconds"] for r in runs), 2),
+               "setup_seconds": round(sum(r.get("setup_seconds") or 0.0 for r in runs), 2),
+               "runs": [{k: r.get(k) for k in ("seed", "run_dir", "checkpoint", "best_val", "wall_seconds",
+                                               "setup_seconds", "train_seconds", "epochs")} for r in runs]}
+    (out_dir / "ensemble.json").write_text(json.dumps(summary, indent=2))
+    return out_dir
+
+
+def combine_regressors(runs: list[dict], dm, out_dir: Path) -> dict:
+    """The regression members' combined test predictions and reports in ``out_dir``; the summary."""
+    from vecset.pipelines.reports.regression import errors, parity_figure
+    from vecset.pipelines.reports.uncertainty import plt, write_uncertainty
+
+    members = len(runs)
     outs = [member_outputs(r["checkpoint"], dm) for r in runs]
     true = outs[0][2]
     for (m, _, t), r in zip(outs, runs, strict=True):
@@ -82,9 +140,6 @@ def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
     val = [member_outputs(r["checkpoint"], dm, "val") for r in runs]
     val_rmse = float(np.sqrt(np.mean((np.mean([v[0] for v in val], 0) - val[0][2]) ** 2)))
 
-    root = Path(RUNS_DIR) / f"{config_name(fit_args)}_ensemble"
-    out_dir = root / f"version_{next_version(root)}"
-    out_dir.mkdir(parents=True)
     names = list(dm.target_names)
     items = dm.splits["test"]
     with open(out_dir / "predictions.csv", "w", newline="") as f:
@@ -98,19 +153,59 @@ def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
     fig.savefig(out_dir / "parity.png", dpi=110)
     plt.close(fig)
     write_uncertainty(mean, std, true, names, out_dir)
-    summary = {"members": members, "fit_args": fit_args, "val_rmse": val_rmse,
-               "member_best_val": [r["best_val"] for r in runs],
-               "test_rmse": errors(mean, true, names)["rmse"],
+    summary = {"val_rmse": val_rmse, "test_rmse": errors(mean, true, names)["rmse"],
                "member_test_rmse": [float(np.sqrt(np.mean((m - true) ** 2))) for m in means],
-               "train_seconds": round(sum(r["wall_seconds"] for r in runs), 2),
-               "uncertainty": json.loads((out_dir / "test_uncertainty.json").read_text()),
-               "runs": [{k: r[k] for k in ("seed", "run_dir", "checkpoint", "best_val", "wall_seconds", "epochs")}
-                        for r in runs]}
-    (out_dir / "ensemble.json").write_text(json.dumps(summary, indent=2))
+               "uncertainty": json.loads((out_dir / "test_uncertainty.json").read_text())}
     print(f"ensemble of {members}: validation RMSE {val_rmse:.4f}, test RMSE {summary['test_rmse']:.4f} (members "
           f"{', '.join(f'{v:.4f}' for v in summary['member_test_rmse'])}), NLL {summary['uncertainty']['nll']:.3f}, "
           f"miscalibration area {summary['uncertainty']['miscalibration_area']:.3f}: {out_dir}")
-    return out_dir
+    return summary
+
+
+def combine_classifiers(runs: list[dict], dm, out_dir: Path) -> dict:
+    """The classification members' mean probabilities on the test split, their reports in
+    ``out_dir``; the summary (validation scores for choosing settings, test scores)."""
+    from vecset.pipelines.reports.base import plt
+    from vecset.pipelines.reports.binary import roc_pr_figure
+
+    members, names = len(runs), list(dm.class_names)
+    scores, split_probs = {}, {}
+    for split in ("val", "test"):
+        outs = [member_probabilities(r["checkpoint"], dm, split) for r in runs]
+        label = outs[0][1]
+        for (_, lab), r in zip(outs, runs, strict=True):
+            if not np.array_equal(lab, label):
+                raise ValueError(f"{r['run_dir']}: its {split} split differs from the first member's")
+        probs = np.stack([o[0] for o in outs])  # (K, n, C)
+        split_probs[split] = probs, label
+        scores[split] = {"ensemble": class_scores(probs.mean(0), label),
+                         "members": [class_scores(p, label) for p in probs]}
+    for r, s in zip(runs, scores["test"]["members"], strict=True):
+        # the member's test accuracy recomputed here must be the one Lightning logged for it
+        if abs(r["test"]["test_acc"] - s["accuracy"]) > 1e-6:
+            raise RuntimeError(f"{r['run_dir']}: test accuracy {s['accuracy']} recomputed, {r['test']['test_acc']} logged")
+    probs, label = split_probs["test"]
+    prob = probs.mean(0)
+    with open(out_dir / "predictions.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["line", "smiles", "prediction", "probability", *(f"P({c})" for c in names), "measured",
+                    *(f"member{k}_P({c})" for k in range(members) for c in names)])
+        for i, it in enumerate(dm.splits["test"]):
+            w.writerow([it["line"], it["smiles"], names[prob[i].argmax()], round(float(prob[i].max()), 6),
+                        *np.round(prob[i], 6), names[label[i]], *np.round(probs[:, i].reshape(-1), 6)])
+    if len(names) == 2:
+        binary = {"positive_class": names[1], **scores["test"]["ensemble"]}
+        if hasattr(dm, "class_balance"):
+            binary["class_balance"] = dm.class_balance()
+        (out_dir / "test_binary.json").write_text(json.dumps(binary, indent=2))
+        fig = roc_pr_figure(torch.from_numpy(prob[:, 1]).float(), torch.from_numpy(label), names[1])
+        fig.savefig(out_dir / "roc_pr.png", dpi=110)
+        plt.close(fig)
+    key = "roc_auc" if len(names) == 2 else "accuracy"
+    print(f"ensemble of {members}: validation {key} {scores['val']['ensemble'][key]:.4f}, test {key} "
+          f"{scores['test']['ensemble'][key]:.4f} (members "
+          f"{', '.join(f'{s[key]:.4f}' for s in scores['test']['members'])}): {out_dir}")
+    return {"val": scores["val"], "test": scores["test"]}
 
 
 def main(argv: list[str] | None = None) -> Path:

@@ -37,6 +37,21 @@ def test_fit_writes_results_and_reaches_accuracy(fitted, capsys):
     assert (fitted / "metrics.csv").exists()
     assert any(p.endswith("curves.png") for p in results["plots"])
     assert results["epochs"] == 12 and results["wall_seconds"] > 0
+    assert results["setup_seconds"] + results["train_seconds"] == pytest.approx(results["wall_seconds"], abs=0.02)
+
+
+def test_results_tell_the_data_setup_from_training(tmp_path, monkeypatch):
+    import time
+
+    from vecset.pipelines.data.synthetic import SyntheticSetDataModule
+
+    real = SyntheticSetDataModule.setup
+    monkeypatch.setattr(SyntheticSetDataModule, "setup", lambda self, stage=None: (time.sleep(1.5), real(self, stage))[1])
+    monkeypatch.chdir(tmp_path)
+    run_cli(["fit", "--config", DEBUG, "--trainer.enable_progress_bar=false", "--trainer.max_epochs=1"])
+    results = json.loads((tmp_path / "runs" / "debug" / "version_0" / "results.json").read_text())
+    assert results["setup_seconds"] >= 1.5  # the slow setup is counted before training starts
+    assert results["train_seconds"] < results["wall_seconds"] - 1.5
 
 
 def test_checkpoint_reloads_the_same_model(fitted):

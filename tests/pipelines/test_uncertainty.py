@@ -180,6 +180,36 @@ def test_tiny_classification_run_reports_roc_auc(tmp_path, monkeypatch):
     assert 0.0 <= binary["roc_auc"] <= 1.0 and (run_dir / "roc_pr.png").stat().st_size > 1000
 
 
+def test_two_member_ensemble_of_classifiers_averages_their_probabilities(tmp_path, monkeypatch):
+    from vecset.pipelines.ensemble import main
+
+    monkeypatch.chdir(tmp_path)
+    with open(ROOT / "data" / "molecules" / "b3db.csv") as f:
+        lines = f.readlines()
+    (tmp_path / "b.csv").write_text("".join([lines[0], *lines[1::65]]))
+    cfg = tmp_path / "bbb.yaml"
+    cfg.write_text(TINY.format(outputs=2, head="task: classification, class_weights: balanced", csv=tmp_path / "b.csv",
+                               data="label_column: label, classes: [BBB-, BBB+], split: scaffold_random"))
+    out = main(["--members", "2", "--config", str(cfg)])
+    summary = json.loads((out / "ensemble.json").read_text())
+    members = [json.loads((Path(r["run_dir"]) / "results.json").read_text()) for r in summary["runs"]]
+    with open(out / "predictions.csv") as f:
+        rows = list(csv.DictReader(f))
+    p = np.array([[float(r["member0_P(BBB+)"]), float(r["member1_P(BBB+)"])] for r in rows])
+    y = np.array([r["measured"] == "BBB+" for r in rows])
+    for k in range(2):  # members' columns are their checkpoints' test probabilities
+        assert np.mean((p[:, k] >= 0.5) == y) == pytest.approx(members[k]["test"]["test_acc"], abs=1e-6)
+        assert summary["test"]["members"][k]["roc_auc"] == pytest.approx(roc_auc_score(y, p[:, k]), abs=1e-5)
+    mean = p.mean(1)
+    assert np.allclose([float(r["P(BBB+)"]) for r in rows], mean, atol=2e-6)
+    assert [r["prediction"] for r in rows] == ["BBB+" if m > 0.5 else "BBB-" for m in mean]
+    binary = json.loads((out / "test_binary.json").read_text())
+    assert binary["roc_auc"] == pytest.approx(roc_auc_score(y, mean), abs=1e-4)
+    assert binary["count"] == len(rows) == sum(binary["class_balance"]["test"].values())
+    assert set(summary["val"]["ensemble"]) >= {"roc_auc", "pr_auc", "accuracy"}
+    assert (out / "roc_pr.png").stat().st_size > 1000
+
+
 def test_prediction_rows_carry_the_std_in_target_units(tmp_path):
     from vecset.pipelines.data.molecules import MoleculeDataModule
 
