@@ -54,8 +54,8 @@ log = logging.getLogger(__name__)
 Split = Literal["random", "scaffold", "scaffold_random", "column"]
 
 # (smiles, max_atoms, max_dist, lap_pe_k, descriptors) -> the featurized item of a data module
-# in this process; items are copied out (their tensors are never changed in place), and the
-# memo is emptied once it holds MEMO_LIMIT molecules
+# in this process; items are copied out (tensors and arrays included), and the memo is emptied
+# once it holds MEMO_LIMIT molecules
 FEATURE_MEMO: dict[tuple, dict] = {}
 MEMO_LIMIT = 50_000
 
@@ -244,7 +244,9 @@ class MoleculeDataModule(VecsetDataModule):
             if len(FEATURE_MEMO) >= MEMO_LIMIT:
                 FEATURE_MEMO.clear()
             FEATURE_MEMO[key] = item
-        return dict(FEATURE_MEMO[key])
+        # a copy, tensors and arrays too: rows with the same SMILES, and modules, share nothing
+        return {k: v.clone() if isinstance(v, torch.Tensor) else v.copy() if isinstance(v, np.ndarray) else v
+                for k, v in FEATURE_MEMO[key].items()}
 
     def _labels(self, df: pd.DataFrame, lines: list[int]) -> np.ndarray:
         """Class index per row (-1: empty label, skipped); a value outside ``classes`` is an error."""

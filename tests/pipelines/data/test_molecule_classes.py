@@ -111,6 +111,8 @@ def test_a_second_module_reuses_the_featurized_molecules(tmp_path, monkeypatch):
     a, b = (sorted(m.items, key=lambda it: it["id"]) for m in (first, again))
     for x, y in zip(a, b, strict=True):
         assert x is not y and torch.equal(x["dist"], y["dist"]) and np.array_equal(x["raw_desc"], y["raw_desc"])
+    a[0]["x"][0, 0] = float("nan")  # a change to one module's molecule reaches no other's
+    assert not torch.isnan(b[0]["x"]).any()
     # each module normalizes its descriptors with its own training split's statistics
     assert not all(torch.equal(x["features"], y["features"]) for x, y in zip(a, b, strict=True))
     other = MoleculeDataModule(str(path), target_columns=["y"], descriptors=True, max_dist=4)
