@@ -96,12 +96,15 @@ def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
     ensemble's folder."""
     if members < 1:
         raise ValueError(f"members must be at least 1, got {members}")
+    from vecset.pipelines.data.molecules import shared_featurization
+
     runs = []
-    for m in range(members):
-        cli = run_cli(["fit", *fit_args, "--seed_everything", str(seed + m)])
-        run_dir = Path(cli.trainer.log_dir)
-        runs.append({"seed": seed + m, "run_dir": str(run_dir),
-                     **json.loads((run_dir / "results.json").read_text())})
+    with shared_featurization():  # the members featurize the molecules once
+        for m in range(members):
+            cli = run_cli(["fit", *fit_args, "--seed_everything", str(seed + m)])
+            run_dir = Path(cli.trainer.log_dir)
+            runs.append({"seed": seed + m, "run_dir": str(run_dir),
+                         **json.loads((run_dir / "results.json").read_text())})
     dm = cli.datamodule  # the same split for every member: the split depends on the data config only
     root = Path(RUNS_DIR) / f"{config_name(fit_args)}_ensemble"
     out_dir = root / f"version_{next_version(root)}"

@@ -10,8 +10,9 @@ scaffold split), or ``column``
 rows, drawn with ``split_seed``, validate).
 
 Every molecule is featurized once in ``setup`` (graph tensors, optional descriptors) and
-kept for all epochs; within one process a SMILES featurized with the same settings is reused
-(``FEATURE_MEMO``: the members of an ensemble featurize B3DB's 7,800 molecules once, not k times). Rows that cannot be used are skipped, counted and logged with their
+kept for all epochs. Inside ``shared_featurization()`` (the ensemble's members train in it) a
+SMILES featurized with the same settings is reused: B3DB's 7,800 molecules are featurized once
+(71 s), not once per member. Rows that cannot be used are skipped, counted and logged with their
 line number (missing or non-numeric target, or one beyond float32; SMILES that RDKit rejects,
 is empty, or has more than ``max_atoms`` heavy atoms; an empty class label); a missing or
 duplicated column, a row with the wrong number of fields, invalid UTF-8 and a class label
@@ -23,6 +24,7 @@ Classification (``label_column`` and ``classes``): ``y`` is the index of the row
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import logging
@@ -53,11 +55,22 @@ log = logging.getLogger(__name__)
 
 Split = Literal["random", "scaffold", "scaffold_random", "column"]
 
-# (smiles, max_atoms, max_dist, lap_pe_k, descriptors) -> the featurized item of a data module
-# in this process; items are copied out (tensors and arrays included), and the memo is emptied
-# once it holds MEMO_LIMIT molecules
-FEATURE_MEMO: dict[tuple, dict] = {}
-MEMO_LIMIT = 50_000
+# (smiles, max_atoms, max_dist, lap_pe_k, descriptors) -> a featurized item, while a
+# shared_featurization() block runs (None outside: a single run keeps no second copy; B3DB's
+# items take 147 MiB)
+FEATURE_MEMO: dict[tuple, dict] | None = None
+
+
+@contextlib.contextmanager
+def shared_featurization():
+    """Data modules set up inside the block reuse each other's featurized molecules (copies:
+    tensors and arrays included, so nothing is shared); the memo is dropped at the end."""
+    global FEATURE_MEMO
+    outer, FEATURE_MEMO = FEATURE_MEMO, ({} if FEATURE_MEMO is None else FEATURE_MEMO)
+    try:
+        yield
+    finally:
+        FEATURE_MEMO = outer
 
 
 def read_csv_rows(path: Path) -> tuple[pd.DataFrame, list[int]]:
@@ -235,18 +248,19 @@ class MoleculeDataModule(VecsetDataModule):
 
     def _featurize(self, smiles: str) -> dict:
         key = (smiles, self.max_atoms, self.max_dist, self.lap_pe_k, self.descriptors)
-        if key not in FEATURE_MEMO:
-            mol = parse_smiles(smiles, self.max_atoms)  # InvalidMolecule is raised again every time
-            item = graph_tensors(mol_to_graph(mol), self.featurizer, self.max_dist, self.lap_pe_k)
-            if self.descriptors:
-                item["raw_desc"] = molecule_descriptors(mol)
-            item["smiles"] = smiles
-            if len(FEATURE_MEMO) >= MEMO_LIMIT:
-                FEATURE_MEMO.clear()
+        if FEATURE_MEMO is not None and key in FEATURE_MEMO:
+            # a copy, tensors and arrays too: rows with the same SMILES, and modules, share nothing
+            return {k: v.clone() if isinstance(v, torch.Tensor) else v.copy() if isinstance(v, np.ndarray) else v
+                    for k, v in FEATURE_MEMO[key].items()}
+        mol = parse_smiles(smiles, self.max_atoms)  # an InvalidMolecule is never memoized
+        item = graph_tensors(mol_to_graph(mol), self.featurizer, self.max_dist, self.lap_pe_k)
+        if self.descriptors:
+            item["raw_desc"] = molecule_descriptors(mol)
+        item["smiles"] = smiles
+        if FEATURE_MEMO is not None:
             FEATURE_MEMO[key] = item
-        # a copy, tensors and arrays too: rows with the same SMILES, and modules, share nothing
-        return {k: v.clone() if isinstance(v, torch.Tensor) else v.copy() if isinstance(v, np.ndarray) else v
-                for k, v in FEATURE_MEMO[key].items()}
+            return self._featurize(smiles)  # the caller gets a copy, the memo keeps its own
+        return item
 
     def _labels(self, df: pd.DataFrame, lines: list[int]) -> np.ndarray:
         """Class index per row (-1: empty label, skipped); a value outside ``classes`` is an error."""

@@ -93,21 +93,28 @@ def test_a_scaffold_split_with_an_empty_part_is_an_error(tmp_path):
         dm.setup("fit")
 
 
-def test_a_second_module_reuses_the_featurized_molecules(tmp_path, monkeypatch):
+def test_modules_inside_shared_featurization_reuse_the_featurized_molecules(tmp_path, monkeypatch):
     import vecset.pipelines.data.molecules as mod
 
-    monkeypatch.setattr(mod, "FEATURE_MEMO", {})
     calls = []
     real = mod.graph_tensors
     monkeypatch.setattr(mod, "graph_tensors", lambda *a, **k: calls.append(1) or real(*a, **k))
     rows = [["smiles", "y"], *([m, i % 3 - 1.0] for i, m in enumerate(molecules())), ["C1CC", 0.0]]
     path = write(tmp_path / "m.csv", rows)
-    first = MoleculeDataModule(str(path), target_columns=["y"], descriptors=True)
-    first.setup("fit")
-    assert len(calls) == 60 and len(first.skipped) == 1  # the unclosed ring is rejected, and not memoized
-    again = MoleculeDataModule(str(path), target_columns=["y"], descriptors=True, split_seed=1)
-    again.setup("fit")
-    assert len(calls) == 60 and len(again.skipped) == 1  # every molecule from the memo
+    make = lambda **kw: MoleculeDataModule(str(path), target_columns=["y"], descriptors=True, **kw)  # noqa: E731
+    make().setup("fit")
+    make().setup("fit")
+    assert len(calls) == 120 and mod.FEATURE_MEMO is None  # outside the block nothing is kept
+    with mod.shared_featurization():
+        first = make()
+        first.setup("fit")
+        assert len(calls) == 180 and len(first.skipped) == 1  # the unclosed ring is rejected, not memoized
+        again = make(split_seed=1)
+        again.setup("fit")
+        assert len(calls) == 180 and len(again.skipped) == 1  # every molecule from the memo
+        make(max_dist=4).setup("fit")
+        assert len(calls) == 240  # other settings featurize anew
+    assert mod.FEATURE_MEMO is None
     a, b = (sorted(m.items, key=lambda it: it["id"]) for m in (first, again))
     for x, y in zip(a, b, strict=True):
         assert x is not y and torch.equal(x["dist"], y["dist"]) and np.array_equal(x["raw_desc"], y["raw_desc"])
@@ -115,6 +122,3 @@ def test_a_second_module_reuses_the_featurized_molecules(tmp_path, monkeypatch):
     assert not torch.isnan(b[0]["x"]).any()
     # each module normalizes its descriptors with its own training split's statistics
     assert not all(torch.equal(x["features"], y["features"]) for x, y in zip(a, b, strict=True))
-    other = MoleculeDataModule(str(path), target_columns=["y"], descriptors=True, max_dist=4)
-    other.setup("fit")
-    assert len(calls) == 120  # other settings featurize anew
