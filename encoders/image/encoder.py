@@ -13,6 +13,7 @@ Transformers See Better"): a few 3x3 convolutions give each patch vector local f
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -92,17 +93,26 @@ class PixelEncoder(Encoder):
                          pos=_grid_pos(H, W, 1, image.device).expand(B, -1, -1))
 
 
-def conv_stem(in_channels: int, channels: Sequence[int]) -> nn.Module:
-    """3x3 convolutions (stride 1, zero padding 1: the image keeps its size), each followed by
-    BatchNorm and GELU; ``nn.Identity`` when ``channels`` is empty.
+def conv_stem(in_channels: int, channels: Sequence[int], strides: Sequence[int] = ()) -> nn.Module:
+    """3x3 convolutions (zero padding 1), each followed by BatchNorm and GELU;
+    ``nn.Identity`` when ``channels`` is empty. ``strides`` (one per convolution, 1 or 2;
+    empty: all 1) downsample: a stride-2 convolution halves an even side (Xiao et al. 2021's
+    ViT_C stem is 3x3 stride-2 convolutions).
 
-    Shapes: (B, in_channels, H, W) -> (B, channels[-1], H, W)
+    Shapes: (B, in_channels, H, W) -> (B, channels[-1], H / prod(strides), W / prod(strides))
+    for sides that are multiples of prod(strides).
     """
+    strides = list(strides) or [1] * len(channels)
+    if len(strides) != len(channels):
+        raise ValueError(f"stem_strides needs one stride per stem convolution: {len(channels)} channels "
+                         f"{list(channels)} but {len(strides)} strides {strides}")
+    if any(s not in (1, 2) for s in strides):
+        raise ValueError(f"stem_strides must each be 1 or 2, got {strides}")
     layers: list[nn.Module] = []
-    for c in channels:
+    for c, stride in zip(channels, strides, strict=True):
         if c < 1:
             raise ValueError(f"stem_channels must be >= 1 each, got {list(channels)}")
-        layers += [nn.Conv2d(in_channels, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.GELU()]
+        layers += [nn.Conv2d(in_channels, c, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(c), nn.GELU()]
         in_channels = c
     return nn.Sequential(*layers) if layers else nn.Identity()
 
@@ -120,44 +130,54 @@ class PatchEncoder(Encoder):
         positional, max_h, max_w: as in PixelEncoder; max_h/max_w count patches.
         pad: allow zero-padding of sides that are not multiples of p.
         stem_channels: widths of a convolutional stem run on the (padded) image before the
-            patches (``conv_stem``: 3x3, BatchNorm, GELU each, the image keeps its size); the
-            patches are then cut from its last feature map. Empty (default): no stem.
+            patches (``conv_stem``: 3x3, BatchNorm, GELU each); the patches are then cut from
+            its last feature map. Empty (default): no stem.
+        stem_strides: one stride (1 or 2) per stem convolution; empty (default): all 1, the
+            feature map keeps the image's size. With strides s_i a patch covers
+            p * prod(s_i) pixels a side (e.g. strides [1, 2, 2] and p = 1: 4x4 pixels), and
+            the sides must be multiples of that (or ``pad``).
 
     Shapes:
-        batch["image"] (B, C, H, W) float -> VectorSet x (B, ceil(H/p)*ceil(W/p), D) row-major,
-        mask all True, pos (B, N, 2) (row, column) of each patch's top-left pixel.
+        batch["image"] (B, C, H, W) float -> VectorSet x (B, ceil(H/P)*ceil(W/P), D) row-major
+        with P = p * prod(stem_strides), mask all True, pos (B, N, 2) (row, column) of each
+        patch's top-left pixel.
     """
 
     def __init__(self, in_channels: int, d_model: int, patch_size: int,
                  positional: Positional2D = "sinusoidal", max_h: int | None = None,
-                 max_w: int | None = None, pad: bool = False, stem_channels: Sequence[int] = ()) -> None:
+                 max_w: int | None = None, pad: bool = False, stem_channels: Sequence[int] = (),
+                 stem_strides: Sequence[int] = ()) -> None:
         super().__init__()
         if patch_size < 1:
             raise ValueError(f"patch_size must be >= 1, got {patch_size}")
         self.in_channels, self.d_model, self.patch_size, self.pad = in_channels, d_model, patch_size, pad
-        self.stem = conv_stem(in_channels, stem_channels)
+        self.stem = conv_stem(in_channels, stem_channels, stem_strides)
+        # pixels a patch vector covers a side: the patch times the stem's downsampling
+        self.step = patch_size * math.prod(stem_strides)
         width = stem_channels[-1] if stem_channels else in_channels
         self.proj = nn.Conv2d(width, d_model, kernel_size=patch_size, stride=patch_size)
         self.positional = make_positional_2d(positional, d_model, max_h, max_w)
 
     def grid(self, h: int, w: int) -> tuple[int, int]:
-        p = self.patch_size
+        p = self.step
         return -(-h // p), -(-w // p)
 
     def forward(self, batch: dict) -> VectorSet:
         image: Tensor = batch["image"]
         _check_image(image, self.in_channels, "PatchEncoder", batch)
         B, C, H, W = image.shape
-        p = self.patch_size
+        p = self.step
+        what = (f"patch_size={p}" if p == self.patch_size
+                else f"patch_size x the stem's strides = {self.patch_size} x {p // self.patch_size} = {p}")
         if H < p or W < p:
             raise ValueError(
-                f"PatchEncoder: images of {H}x{W} pixels are smaller than patch_size={p}; "
+                f"PatchEncoder: images of {H}x{W} pixels are smaller than {what}; "
                 "resize them (image_size in the DataModule) or use a smaller patch_size"
             )
         if H % p or W % p:
             if not self.pad:
                 raise ValueError(
-                    f"PatchEncoder: image side {H}x{W} is not a multiple of patch_size={p}; "
+                    f"PatchEncoder: image side {H}x{W} is not a multiple of {what}; "
                     "resize the images, pick a patch_size that divides both sides, or set pad: true"
                 )
             image = F.pad(image, (0, -W % p, 0, -H % p))  # zero rows/columns at the bottom/right

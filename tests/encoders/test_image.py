@@ -539,6 +539,31 @@ def test_conv_stem_keeps_the_grid_and_feeds_the_patches():
         PatchEncoder(1, 16, 4, stem_channels=[8, 0])
 
 
+def test_strided_stem_downsamples_and_places_the_patches_in_pixels():
+    torch.manual_seed(0)
+    enc = PatchEncoder(1, 16, 1, stem_channels=[8, 12, 16], stem_strides=[1, 2, 2])
+    enc.eval()
+    img = torch.randn(2, 1, 28, 28)
+    feats = enc.stem(img)
+    assert feats.shape == (2, 16, 7, 7)  # 28 -> 28 -> 14 -> 7
+    assert [m.stride for m in enc.stem if isinstance(m, torch.nn.Conv2d)] == [(1, 1), (2, 2), (2, 2)]
+    vs = enc({"image": img})
+    assert vs.x.shape == (2, 49, 16) and enc.grid(28, 28) == (7, 7)
+    ref = enc.proj(feats).flatten(2).transpose(1, 2) + enc.positional(7, 7, img.device)
+    torch.testing.assert_close(vs.x, ref)
+    # each vector covers 4x4 pixels: positions are its top-left pixel, as for patch_size 4
+    torch.testing.assert_close(vs.pos[0], PatchEncoder(1, 16, 4)({"image": img}).pos[0])
+    # a side that is not a multiple of patch x strides is refused, or padded with pad: true
+    with pytest.raises(ValueError, match=r"30x30 is not a multiple of patch_size x the stem's strides = 1 x 4 = 4"):
+        enc({"image": torch.randn(1, 1, 30, 30)})
+    padded = PatchEncoder(1, 16, 2, pad=True, stem_channels=[8], stem_strides=[2])
+    assert padded({"image": torch.randn(1, 1, 30, 30)}).x.shape == (1, 64, 16) and padded.grid(30, 30) == (8, 8)
+    with pytest.raises(ValueError, match=r"one stride per stem convolution: 2 channels \[8, 8\] but 1 strides \[2\]"):
+        PatchEncoder(1, 16, 1, stem_channels=[8, 8], stem_strides=[2])
+    with pytest.raises(ValueError, match=r"stem_strides must each be 1 or 2, got \[1, 3\]"):
+        PatchEncoder(1, 16, 1, stem_channels=[8, 8], stem_strides=[1, 3])
+
+
 def test_no_stem_by_default_leaves_the_encoder_as_it_was():
     torch.manual_seed(0)
     enc = PatchEncoder(1, 8, 2)
