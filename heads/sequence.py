@@ -83,6 +83,7 @@ class SequenceHead(Head):
         if task != "regression" and regression_loss != "mse":
             raise ValueError("regression_loss is for task='regression'")
         self.task, self.pooling, self.num_outputs = task, pooling, num_outputs
+        self.in_width = d_model
         self.class_weights, self.regression_loss = class_weights, regression_loss
         self.label_smoothing = label_smoothing
         self.extra_features = extra_features

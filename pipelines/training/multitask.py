@@ -21,6 +21,7 @@ from vecset.pipelines.training.set_size import check_set_size
 from vecset.pipelines.training.step import (
     STAGES,
     check_parts,
+    check_widths,
     forward_task,
     stage_metrics,
     task_step,
@@ -98,6 +99,7 @@ class MultiTaskModule(pl.LightningModule):
             raise ValueError(f"loss_weights names unknown tasks: {sorted(set(weights) - set(encoders))}")
         for t in encoders:
             check_parts(encoders[t], heads[t], task=t)
+            check_widths(encoders[t], backbone, heads[t], task=t)
         if _given_hyperparameters.get() is not None:
             self.save_hyperparameters()
         else:

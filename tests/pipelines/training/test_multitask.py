@@ -185,3 +185,38 @@ def test_kernel_regression_trains_beside_the_set_task(tmp_path):
     losses = train_losses(Path(trainer.logger.log_dir) / "metrics.csv", "kreg/train_loss_step")
     assert len(losses) == 20 and losses[-1] < 0.9 * losses[0], losses
     assert model.heads["kreg"].width.item() != 1.0
+
+
+def test_a_task_whose_widths_do_not_fit_the_shared_backbone_is_named_before_any_step():
+    """A kernel-regression task (raw scalar keys, width 1) beside a shared Backbone of width 32:
+    refused when the model is built, naming the task, not at that task's first step."""
+    from vecset.encoders import PointEncoder
+    from vecset.heads import NadarayaWatsonHead
+
+    with pytest.raises(ValueError, match=r"task 'kreg': the encoder PointEncoder returns vectors of width 1, "
+                                         r"but the backbone Backbone expects d_model=32"):
+        MultiTaskModule(Backbone(32, 1, 2), {"sets": VectorEncoder(2, 32), "kreg": PointEncoder()},
+                        {"sets": LabelingHead(32, 2), "kreg": NadarayaWatsonHead()})
+    with pytest.raises(ValueError, match=r"task 'sets': the head LabelingHead reads vectors of width 16, "
+                                         r"but the backbone Backbone returns width 32"):
+        MultiTaskModule(Backbone(32, 1, 2), {"sets": VectorEncoder(2, 32)}, {"sets": LabelingHead(16, 2)})
+    with pytest.raises(ValueError, match=r"^the encoder VectorEncoder returns vectors of width 8, but the head "
+                                         r"LabelingHead reads width 16 \(the backbone Identity"):
+        TaskModule(VectorEncoder(2, 8), torch.nn.Identity(), LabelingHead(16, 2))
+
+
+def test_kernel_regression_config_beside_debug_multitask_fails_at_setup_naming_the_task(tmp_path, monkeypatch):
+    """configs/kernel_regression.yaml's task added to configs/debug_multitask.yaml: the run stops
+    before training with the task's name (it used to stop mid-run with 'Backbone expects
+    vectors of width d_model=32, got 1')."""
+    cfg = yaml.safe_load((ROOT / "configs" / "debug_multitask.yaml").read_text())
+    kreg = yaml.safe_load((ROOT / "configs" / "kernel_regression.yaml").read_text())
+    cfg["model"]["init_args"]["encoders"]["kreg"] = kreg["model"]["init_args"]["encoder"]
+    cfg["model"]["init_args"]["heads"]["kreg"] = kreg["model"]["init_args"]["head"]
+    cfg["data"]["init_args"]["tasks"]["kreg"] = kreg["data"]
+    path = tmp_path / "mt_kreg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"task 'kreg': the encoder PointEncoder returns vectors of width 1"):
+        run_cli(["fit", "--config", str(path), "--plots=false", "--trainer.enable_progress_bar=false"])
+    assert not (tmp_path / "runs" / "mt_kreg" / "version_0" / "metrics.csv").exists()
