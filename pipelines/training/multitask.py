@@ -164,12 +164,13 @@ class MultiTaskModule(pl.LightningModule):
         self._task_step(self._task_names()[dataloader_idx], batch, "test")
 
     def _log_losses(self, stage: str) -> None:
+        # each task's own loss is logged in its steps (task_step): logged here, Lightning would
+        # show it under every task's dataloader
         total = 0.0
         for t in self.tasks:
             m = self.mean_losses[f"{stage}__{t}"]
             value = m.compute()
             m.reset()
-            self.log(f"{t}/{stage}_loss", value)
             total = total + self.loss_weights[t] * value
         self.log(f"{stage}_loss", total, prog_bar=stage == "val")
 

@@ -90,9 +90,11 @@ def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Modul
     """Forward one task's batch, update and log its metrics (epoch means), return its loss.
 
     Alone (``task`` None) the task's loss is the run's: it is logged here as ``train_loss``
-    (per step and epoch) / ``val_loss`` / ``test_loss``. In a multi-task run the training loss
-    is logged as ``task/train_loss``; the evaluation losses are the caller's (MultiTaskModule
-    weights the tasks' epoch means into ``val_loss``).
+    (per step and epoch) / ``val_loss`` / ``test_loss``. In a multi-task run the task's losses
+    are logged as ``task/train_loss`` / ``task/val_loss`` / ``task/test_loss``, here, in the
+    task's own steps: Lightning puts what is logged at epoch end under every dataloader's
+    column. The run's ``val_loss`` / ``test_loss`` are the caller's (MultiTaskModule weights
+    the tasks' epoch means into them).
     """
     out = forward_task(encoder, backbone, head, batch)
     loss = head.loss(out, batch)
@@ -102,6 +104,9 @@ def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Modul
                    batch_size=bs, sync_dist=stage != "train")
     elif stage == "train":
         module.log(f"{task}/train_loss", loss, on_step=True, on_epoch=True, batch_size=bs)
+    else:  # the epoch mean, weighted by batch size, under this task's dataloader only
+        module.log(f"{task}/{stage}_loss", loss, on_step=False, on_epoch=True, batch_size=bs,
+                   add_dataloader_idx=False, sync_dist=True)
     metrics.update(*head.metric_inputs(detached(out), batch))
     # one task's metrics in the progress bar; a multi-task run's would crowd it
     module.log_dict(metrics, on_step=False, on_epoch=True, prog_bar=task is None and stage == "val",

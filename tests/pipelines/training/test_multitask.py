@@ -220,3 +220,45 @@ def test_kernel_regression_config_beside_debug_multitask_fails_at_setup_naming_t
     with pytest.raises(ValueError, match=r"task 'kreg': the encoder PointEncoder returns vectors of width 1"):
         run_cli(["fit", "--config", str(path), "--plots=false", "--trainer.enable_progress_bar=false"])
     assert not (tmp_path / "runs" / "mt_kreg" / "version_0" / "metrics.csv").exists()
+
+
+def test_the_test_table_shows_each_task_loss_under_its_own_dataloader_only(capsys):
+    """Lightning attributes what is logged in ``on_test_epoch_end`` to every dataloader: each
+    task's loss is logged from its own test steps instead, so the printed table (and
+    ``trainer.test``'s per-dataloader results) has it under that task's column only, with the
+    same value as the epoch mean the weighted ``test_loss`` sums."""
+    import pytorch_lightning as pl
+
+    from vecset.pipelines.data.synthetic import SyntheticSetDataModule
+    from vecset.pipelines.training.multitask import MultiTaskDataModule
+
+    model = make_model()
+    dm = MultiTaskDataModule({  # 20 and 12 test sets in batches of 8: uneven last batches
+        "above": SyntheticSetDataModule(n_train=8, n_val=8, n_test=20, batch_size=8),
+        "mean": SyntheticSetDataModule(n_train=8, n_val=8, n_test=12, batch_size=8, target="mean", seed=10)})
+    trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False)
+    capsys.readouterr()
+    res = trainer.test(model, dm)
+    table = {}
+    for line in capsys.readouterr().out.splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) == 3 and "/" in cells[0] or cells[:1] == ["test_loss"]:
+            table[cells[0]] = cells[1:]
+    assert table["above/test_loss"][1] == "" and table["above/test_loss"][0] != ""
+    assert table["mean/test_loss"][0] == "" and table["mean/test_loss"][1] != ""
+    assert table["above/test_acc"][1] == "" and table["mean/test_rmse"][0] == ""
+    assert set(res[0]) == {"above/test_acc", "above/test_loss", "test_loss"}
+    assert set(res[1]) == {"mean/test_rmse", "mean/test_mae", "mean/test_loss", "test_loss"}
+    # the per-task epoch means (batch-size weighted) are what the total adds up
+    assert res[0]["test_loss"] == pytest.approx(res[0]["above/test_loss"] + res[1]["mean/test_loss"], rel=1e-6)
+    with torch.no_grad():  # and they are the means over the test sets, not over batches
+        ref = {}
+        for t, loader in (("above", dm.tasks["above"].test_dataloader()), ("mean", dm.tasks["mean"].test_dataloader())):
+            tot = n = 0
+            for b in loader:
+                tot += float(model.heads[t].loss(model(t, b), b)) * len(b["ids"])
+                n += len(b["ids"])
+            ref[t] = tot / n
+    assert res[0]["above/test_loss"] == pytest.approx(ref["above"], rel=1e-5)
+    assert res[1]["mean/test_loss"] == pytest.approx(ref["mean"], rel=1e-5)
