@@ -81,14 +81,19 @@ def load_member(checkpoint: str):
     return model
 
 
-def class_scores(prob: np.ndarray, label: np.ndarray) -> dict:
-    """Accuracy of the argmax; ROC-AUC, PR-AUC and accuracy at 0.5 of P(class 1) for two classes."""
+def class_scores(prob: np.ndarray, label: np.ndarray, names: list[str] | None = None) -> dict:
+    """Accuracy of the argmax; ROC-AUC, PR-AUC and accuracy at 0.5 of P(class 1) for two classes
+    (None with the reason where the labels leave them undefined: ``binary_scores``)."""
     from vecset.pipelines.reports.binary import binary_scores
 
     scores = {"accuracy": float(np.mean(prob.argmax(1) == label)), "count": int(len(label))}
     if prob.shape[1] == 2:
-        scores.update(binary_scores(torch.from_numpy(prob[:, 1]).float(), torch.from_numpy(label)))
+        scores.update(binary_scores(torch.from_numpy(prob[:, 1]).float(), torch.from_numpy(label), names))
     return scores
+
+
+def score_text(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.4f}"
 
 
 def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
@@ -169,7 +174,7 @@ def combine_classifiers(runs: list[dict], dm, out_dir: Path) -> dict:
     """The classification members' mean probabilities on the test split, their reports in
     ``out_dir``; the summary (validation scores for choosing settings, test scores)."""
     from vecset.pipelines.reports.base import plt
-    from vecset.pipelines.reports.binary import roc_pr_figure
+    from vecset.pipelines.reports.binary import roc_pr_figure, undefined_scores
 
     members, names = len(runs), list(dm.class_names)
     scores, split_probs = {}, {}
@@ -181,8 +186,8 @@ def combine_classifiers(runs: list[dict], dm, out_dir: Path) -> dict:
                 raise ValueError(f"{r['run_dir']}: its {split} split differs from the first member's")
         probs = np.stack([o[0] for o in outs])  # (K, n, C)
         split_probs[split] = probs, label
-        scores[split] = {"ensemble": class_scores(probs.mean(0), label),
-                         "members": [class_scores(p, label) for p in probs]}
+        scores[split] = {"ensemble": class_scores(probs.mean(0), label, names),
+                         "members": [class_scores(p, label, names) for p in probs]}
     for r, s in zip(runs, scores["test"]["members"], strict=True):
         # the member's test accuracy recomputed here must be the one Lightning logged for it
         if abs(r["test"]["test_acc"] - s["accuracy"]) > 1e-6:
@@ -200,14 +205,17 @@ def combine_classifiers(runs: list[dict], dm, out_dir: Path) -> dict:
         binary = {"positive_class": names[1], **scores["test"]["ensemble"]}
         if hasattr(dm, "class_balance"):
             binary["class_balance"] = dm.class_balance()
-        (out_dir / "test_binary.json").write_text(json.dumps(binary, indent=2))
-        fig = roc_pr_figure(torch.from_numpy(prob[:, 1]).float(), torch.from_numpy(label), names[1])
+        (out_dir / "test_binary.json").write_text(json.dumps(binary, indent=2, allow_nan=False))
+        for split in ("val", "test"):
+            for line in undefined_scores(scores[split]["ensemble"], split):
+                print(line)
+        fig = roc_pr_figure(torch.from_numpy(prob[:, 1]).float(), torch.from_numpy(label), names[1], names)
         fig.savefig(out_dir / "roc_pr.png", dpi=110)
         plt.close(fig)
     key = "roc_auc" if len(names) == 2 else "accuracy"
-    print(f"ensemble of {members}: validation {key} {scores['val']['ensemble'][key]:.4f}, test {key} "
-          f"{scores['test']['ensemble'][key]:.4f} (members "
-          f"{', '.join(f'{s[key]:.4f}' for s in scores['test']['members'])}): {out_dir}")
+    print(f"ensemble of {members}: validation {key} {score_text(scores['val']['ensemble'][key])}, test {key} "
+          f"{score_text(scores['test']['ensemble'][key])} (members "
+          f"{', '.join(score_text(s[key]) for s in scores['test']['members'])}): {out_dir}")
     return {"val": scores["val"], "test": scores["test"]}
 
 

@@ -414,7 +414,7 @@ class MoleculeDataModule(VecsetDataModule):
     def data_spec(self, stage: str) -> DataSpec:
         """The descriptors' width (checked against the head's ``extra_features`` at every
         stage); at fit, the training targets (the regression scaler; class weights)."""
-        spec = replace(super().data_spec(stage), feature_width=self.descriptor_dim)
+        spec = replace(super().data_spec(stage), feature_width=self.descriptor_dim, origin=str(self.csv_path))
         if spec.fit:
             spec = replace(spec, train_targets=torch.stack([it["y"] for it in self.splits["train"]]))
         return spec

@@ -66,8 +66,18 @@ def test_balanced_class_weights_come_from_the_training_labels():
     assert not torch.allclose(head.loss(out, batch), F.cross_entropy(out, labels))
     # kept in the checkpoint; an unweighted head's keys stay as before
     assert "class_weight" in head.state_dict() and "class_weight" not in SequenceHead(8, 2).state_dict()
-    with pytest.raises(ValueError, match=r"class\(es\) \[1\] have no training labels"):
+    with pytest.raises(ValueError, match=r"class 1 has no training labels"):
         head.fit_class_weights(torch.zeros(5, dtype=torch.long))
+
+
+def test_a_class_without_training_labels_is_named_as_declared_with_its_file():
+    head = SequenceHead(8, 2, class_weights="balanced")
+    spec = DataSpec(source="MoleculeDataModule", origin="data/b.csv", fit=True, class_names=["BBB-", "BBB+"],
+                    train_targets=torch.ones(7, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"class_weights='balanced': class 'BBB-' \(index 0\) has no training labels "
+                                         r"in data/b\.csv \(MoleculeDataModule's training split: 7 labels, all "
+                                         r"'BBB\+'\)"):
+        head.receive(spec)
 
 
 def test_ensemble_std_is_the_spread_of_the_members():
@@ -114,6 +124,53 @@ def test_binary_scores_are_sklearns():
     assert s["pr_auc"] == pytest.approx(average_precision_score(label, prob), abs=1e-5)
     assert s["accuracy"] == pytest.approx(np.mean((prob >= 0.5) == label))
     assert s["positives"] == label.sum()
+
+
+def test_binary_scores_of_one_class_are_undefined_not_zero():
+    prob = torch.tensor([0.2, 0.7, 0.9])
+    s = binary_scores(prob, torch.ones(3, dtype=torch.long), ["BBB-", "BBB+"])
+    assert s["roc_auc"] is None and s["pr_auc"] == pytest.approx(1.0)
+    assert s["roc_auc_undefined"] == "the labels hold one class only ('BBB+', 3 of 3): ROC-AUC needs both"
+    s = binary_scores(prob, torch.zeros(3, dtype=torch.long), ["BBB-", "BBB+"])
+    assert s["roc_auc"] is None and s["pr_auc"] is None
+    assert s["pr_auc_undefined"] == "no positive ('BBB+') among the 3 labels: PR-AUC needs one"
+    assert "roc_auc_undefined" not in binary_scores(prob, torch.tensor([0, 1, 1]))
+
+
+def b3db_positives(tmp_path: Path, step: int = 50) -> Path:
+    """Every ``step``-th BBB+ row of data/molecules/b3db.csv: a file of one class."""
+    with open(ROOT / "data" / "molecules" / "b3db.csv") as f:
+        lines = f.readlines()
+    path = tmp_path / "pos.csv"
+    path.write_text("".join([lines[0], *[ln for ln in lines[1:] if ",BBB+," in ln][::step]]))
+    return path
+
+
+def test_one_class_test_labels_write_null_roc_auc_with_the_reason(tmp_path, monkeypatch, capsys):
+    from vecset.pipelines.cli import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "pos.yaml"
+    cfg.write_text(TINY.format(outputs=2, head="task: classification", csv=b3db_positives(tmp_path, 60),
+                               data="label_column: label, classes: [BBB-, BBB+]"))
+    run_cli(["fit", "--config", str(cfg), "--trainer.max_epochs=1"])
+    text = (tmp_path / "runs" / "pos" / "version_0" / "test_binary.json").read_text()
+    binary = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in test_binary.json"))
+    assert binary["roc_auc"] is None and binary["class_balance"]["test"]["BBB-"] == 0
+    assert binary["roc_auc_undefined"].startswith("the labels hold one class only ('BBB+'")
+    assert "test ROC-AUC undefined: the labels hold one class only ('BBB+'" in capsys.readouterr().out
+
+
+def test_balanced_class_weights_on_a_one_class_file_name_the_class_and_the_file(tmp_path, monkeypatch):
+    from vecset.pipelines.cli import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "pos.yaml"
+    csv_path = b3db_positives(tmp_path, 100)
+    cfg.write_text(TINY.format(outputs=2, head="task: classification, class_weights: balanced", csv=csv_path,
+                               data="label_column: label, classes: [BBB-, BBB+]"))
+    with pytest.raises(ValueError, match=rf"class 'BBB-' \(index 0\) has no training labels in {csv_path}"):
+        run_cli(["fit", "--config", str(cfg), "--trainer.max_epochs=1"])
 
 
 TINY = """
