@@ -16,7 +16,9 @@ time on these CPUs. The combination goes to ``runs/<config>_ensemble/version_<n>
 - mean = the members' mean; variance = the members' spread (population variance of their
   means) plus, for mean-variance members, the mean of their variances (the mixture's variance);
 - ``test_regression.json`` and ``parity.png`` (as a single run), ``test_uncertainty.json``,
-  ``calibration.png`` and ``parity_errorbars.png`` (``reports/uncertainty.py``), ``ensemble.json``.
+  ``calibration.png`` and ``parity_errorbars.png`` (``reports/uncertainty.py``), ``ensemble.json``;
+  one member with an MSE head has no spread: no std column and no uncertainty files, and
+  ``ensemble.json``'s ``uncertainty`` is null with the reason (``uncertainty_undefined``).
 
 A classification head's members are combined by the mean of their softmax probabilities:
 ``predictions.csv`` has, per test molecule, the ensemble's ``prediction`` and ``probability``
@@ -144,6 +146,10 @@ def combine_regressors(runs: list[dict], dm, out_dir: Path) -> dict:
     means = np.stack([o[0] for o in outs])  # (K, n, T)
     variances = None if outs[0][1] is None else np.stack([o[1] ** 2 for o in outs])
     mean, std = combine(means, variances)
+    # one MSE member has no spread: its std is 0 everywhere, which is no uncertainty at all
+    undefined = ("one member with an MSE head (regression_loss mse) gives no spread: an uncertainty needs 2 or "
+                 "more members or a mean-variance head (regression_loss gaussian_nll)"
+                 if members == 1 and variances is None else None)
     # the ensemble's validation RMSE, for choosing settings without the test split
     val = [member_outputs(r["checkpoint"], dm, "val") for r in runs]
     val_rmse = float(np.sqrt(np.mean((np.mean([v[0] for v in val], 0) - val[0][2]) ** 2)))
@@ -152,21 +158,28 @@ def combine_regressors(runs: list[dict], dm, out_dir: Path) -> dict:
     items = dm.splits["test"]
     with open(out_dir / "predictions.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["line", "smiles", *names, *(f"{n}_std" for n in names), "measured",
+        stds = [] if undefined else [f"{n}_std" for n in names]  # no std column, as vecset predict of an MSE head
+        w.writerow(["line", "smiles", *names, *stds, "measured",
                     *(f"member{k}_{n}" for k in range(members) for n in names)])
         for i, it in enumerate(items):
-            w.writerow([it["line"], it["smiles"], *mean[i], *std[i], *true[i], *means[:, i].reshape(-1)])
+            w.writerow([it["line"], it["smiles"], *mean[i], *([] if undefined else std[i]), *true[i],
+                        *means[:, i].reshape(-1)])
     (out_dir / "test_regression.json").write_text(json.dumps(errors(mean, true, names), indent=2))
     fig = parity_figure(mean, true, names)
     fig.savefig(out_dir / "parity.png", dpi=110)
     plt.close(fig)
-    write_uncertainty(mean, std, true, names, out_dir)
     summary = {"val_rmse": val_rmse, "test_rmse": errors(mean, true, names)["rmse"],
-               "member_test_rmse": [float(np.sqrt(np.mean((m - true) ** 2))) for m in means],
-               "uncertainty": json.loads((out_dir / "test_uncertainty.json").read_text())}
+               "member_test_rmse": [float(np.sqrt(np.mean((m - true) ** 2))) for m in means]}
+    if undefined:
+        summary.update(uncertainty=None, uncertainty_undefined=undefined)
+        told = f"uncertainty undefined: {undefined}"
+    else:
+        write_uncertainty(mean, std, true, names, out_dir)
+        summary["uncertainty"] = json.loads((out_dir / "test_uncertainty.json").read_text())
+        told = (f"NLL {summary['uncertainty']['nll']:.3f}, miscalibration area "
+                f"{summary['uncertainty']['miscalibration_area']:.3f}")
     print(f"ensemble of {members}: validation RMSE {val_rmse:.4f}, test RMSE {summary['test_rmse']:.4f} (members "
-          f"{', '.join(f'{v:.4f}' for v in summary['member_test_rmse'])}), NLL {summary['uncertainty']['nll']:.3f}, "
-          f"miscalibration area {summary['uncertainty']['miscalibration_area']:.3f}: {out_dir}")
+          f"{', '.join(f'{v:.4f}' for v in summary['member_test_rmse'])}), {told}: {out_dir}")
     return summary
 
 

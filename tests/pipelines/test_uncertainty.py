@@ -218,6 +218,43 @@ def test_two_member_ensemble_of_mean_variance_heads(tmp_path, monkeypatch):
     assert np.all(std > m.std(1)) and summary["uncertainty"]["count"] == 8
 
 
+def test_one_mse_member_gives_no_uncertainty_and_says_why(tmp_path, monkeypatch, capsys):
+    """One member with an MSE head has no spread: its std would be 0 everywhere (NLL NaN, a
+    miscalibration area of nothing). The ensemble writes its predictions without a std, and
+    null uncertainty with the reason; ensemble.json is valid JSON."""
+    from vecset.pipelines.ensemble import main
+
+    monkeypatch.chdir(tmp_path)
+    with open(ROOT / "data" / "molecules" / "freesolv.csv") as f:
+        (tmp_path / "fs.csv").write_text("".join(f.readlines()[:81]))
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY.format(outputs=1, head="task: regression", csv=tmp_path / "fs.csv", data="target_columns: [expt]"))
+    out = main(["--members", "1", "--config", str(cfg), "--trainer.max_epochs=1"])
+    summary = json.loads((out / "ensemble.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    assert summary["uncertainty"] is None
+    assert summary["uncertainty_undefined"] == ("one member with an MSE head (regression_loss mse) gives no spread: "
+                                                "an uncertainty needs 2 or more members or a mean-variance head "
+                                                "(regression_loss gaussian_nll)")
+    assert not (out / "test_uncertainty.json").exists() and not (out / "calibration.png").exists()
+    with open(out / "predictions.csv") as f:
+        header = next(csv.reader(f))
+    assert "expt" in header and "expt_std" not in header and "member0_expt" in header
+    assert f"uncertainty undefined: {summary['uncertainty_undefined']}" in capsys.readouterr().out
+
+
+def test_a_zero_std_is_refused_and_a_constant_std_has_no_rank_correlation(tmp_path):
+    from vecset.pipelines.reports.uncertainty import write_uncertainty
+
+    mean, true = np.array([[1.0], [2.0], [3.0]]), np.array([[1.5], [2.0], [2.0]])
+    with pytest.raises(ValueError, match=r"std must be positive and finite: 3 of 3 predictions of 'expt' have std 0"):
+        write_uncertainty(mean, np.zeros((3, 1)), true, ["expt"], tmp_path)
+    scores = uncertainty_scores(mean[:, 0], np.full(3, 0.5), true[:, 0])
+    assert scores["spearman_abs_error_std"] is None
+    assert scores["spearman_undefined"] == "the std is the same for every prediction"
+    write_uncertainty(mean, np.full((3, 1), 0.5), true, ["expt"], tmp_path)
+    json.loads((tmp_path / "test_uncertainty.json").read_text(), parse_constant=lambda c: pytest.fail(c))
+
+
 def test_tiny_classification_run_reports_roc_auc(tmp_path, monkeypatch):
     from vecset.pipelines.cli import run_cli
 
