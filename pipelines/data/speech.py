@@ -252,10 +252,10 @@ class SpeechFramesDataModule(VecsetDataModule):
             its full lengths: a length-generalization study trains on short inputs and tests on
             long ones (``bench/ablations.py``).
         speed_factors: training only: speed perturbation, a factor drawn uniformly per utterance
-            and epoch from this list (e.g. [0.9, 1.0, 1.1]; ``16000 * f`` a whole number of Hz);
-            None: none. See ``encoders/speech/augment.py``.
+            and epoch from this list (e.g. [0.9, 1.0, 1.1]; each in [0.5, 2.0], ``16000 * f`` a
+            whole number of Hz); None: none. See ``encoders/speech/augment.py``.
         noise_snr_db: training only: white noise at an SNR drawn uniformly from [low, high] dB
-            on a ``noise_prob`` share of the draws; None: none.
+            (finite, in [-20, 100]) on a ``noise_prob`` share of the draws; None: none.
         augment_seed: with (epoch, index) seeds each draw (``speech_utterances.py``).
         With ``speed_factors`` or ``noise_snr_db`` set, the training waveforms are kept (int16)
         and each training item is perturbed, featurized and labelled when drawn; the global
