@@ -9,7 +9,10 @@ checkpoint by its own validation curve, its own results.json and reports), so no
 model classes changes and a member can be inspected or re-tested alone. Why not one module
 holding k models: re-initializing copies of an injected encoder would undo the encoders' own
 initializations (zeroed biases, small embeddings), and k runs in one process cost the same
-time on these CPUs. The combination goes to ``runs/<config>_ensemble/version_<n>/``:
+time on these CPUs. A member that fails stops the ensemble with an error naming it; the
+members finished before are kept, and the same command run again continues from them
+(``runs/<config>_ensemble/unfinished_members.json`` lists them until the ensemble is combined).
+The combination goes to ``runs/<config>_ensemble/version_<n>/``:
 
 - ``predictions.csv``: per test molecule the ensemble mean and std in the target's units (the
   ``<target>`` and ``<target>_std`` columns, as ``vecset predict`` writes them) and each member's mean;
@@ -31,8 +34,10 @@ classes the run also writes ``test_binary.json`` and ``roc_pr.png`` as a single 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -98,22 +103,82 @@ def score_text(value: float | None) -> str:
     return "undefined" if value is None else f"{value:.4f}"
 
 
+@contextlib.contextmanager
+def member_argv():
+    """``sys.argv`` without the ensemble's own options while a member's CLI parses its
+    arguments: the member gets them all as ``args``, and LightningCLI warns ("args parameter is
+    intended to run from within Python...") when it sees command-line arguments as well."""
+    saved = sys.argv
+    sys.argv = saved[:1]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+UNFINISHED = "unfinished_members.json"  # in runs/<config>_ensemble/, until the ensemble is combined
+
+
+def finished_members(root: Path, fit_args: list[str]) -> dict[int, str]:
+    """Seed -> run directory of the members an earlier, unfinished run of the same ensemble
+    (the same ``fit_args``) finished: their results.json and checkpoint are still there."""
+    path = root / UNFINISHED
+    if not path.exists():
+        return {}
+    out = {}
+    for r in json.loads(path.read_text()):
+        done = Path(r["run_dir"]) / "results.json"
+        if r["fit_args"] == fit_args and done.exists():
+            ckpt = json.loads(done.read_text()).get("checkpoint")
+            if ckpt and Path(ckpt).exists():
+                out[int(r["seed"])] = r["run_dir"]
+    return out
+
+
+def record_member(root: Path, fit_args: list[str], seed: int, run_dir: str) -> None:
+    path = root / UNFINISHED
+    rows = json.loads(path.read_text()) if path.exists() else []
+    rows = [r for r in rows if not (r["fit_args"] == fit_args and int(r["seed"]) == seed)]
+    root.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([*rows, {"fit_args": fit_args, "seed": seed, "run_dir": run_dir}], indent=2))
+
+
 def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
     """Fit ``members`` runs of ``fit_args`` (seeds seed..seed+members-1), combine them; the
-    ensemble's folder."""
+    ensemble's folder.
+
+    A member that fails ends the ensemble with an error naming it; the members finished
+    before are kept (``runs/<config>_ensemble/unfinished_members.json``), and running the same
+    command again continues from them instead of training them again."""
     if members < 1:
         raise ValueError(f"members must be at least 1, got {members}")
     from vecset.pipelines.data.molecules import shared_featurization
 
-    runs = []
-    with shared_featurization():  # the members featurize the molecules once
-        for m in range(members):
-            cli = run_cli(["fit", *fit_args, "--seed_everything", str(seed + m)])
-            run_dir = Path(cli.trainer.log_dir)
-            runs.append({"seed": seed + m, "run_dir": str(run_dir),
-                         **json.loads((run_dir / "results.json").read_text())})
-    dm = cli.datamodule  # the same split for every member: the split depends on the data config only
     root = Path(RUNS_DIR) / f"{config_name(fit_args)}_ensemble"
+    earlier = finished_members(root, fit_args)
+    runs, cli = [], None
+    with shared_featurization(), member_argv():  # the members featurize the molecules once
+        for m in range(members):
+            s = seed + m
+            if s in earlier:
+                run_dir = Path(earlier[s])
+                print(f"ensemble member {m} (seed {s}): finished by an earlier run, {run_dir}: not trained again")
+            else:
+                try:
+                    cli = run_cli(["fit", *fit_args, "--seed_everything", str(s)])
+                except Exception as e:
+                    done = ", ".join(f"{r['seed']}: {r['run_dir']}" for r in runs) or "none"
+                    raise RuntimeError(
+                        f"ensemble member {m} of {members} (seed {s}) failed: {type(e).__name__}: {e}. The finished "
+                        f"members (seed: run) are kept: {done}; run the same command again to continue from "
+                        f"them") from e
+                run_dir = Path(cli.trainer.log_dir)
+                record_member(root, fit_args, s, str(run_dir))
+            runs.append({"seed": s, "run_dir": str(run_dir), **json.loads((run_dir / "results.json").read_text())})
+        if cli is None:  # every member was finished before: the data module alone, set up
+            cli = run_cli([*fit_args, "--seed_everything", str(seed + members - 1)], run=False)
+            cli.datamodule.setup("fit")
+    dm = cli.datamodule  # the same split for every member: the split depends on the data config only
     out_dir = root / f"version_{next_version(root)}"
     out_dir.mkdir(parents=True)
     task = getattr(cli.model.head, "task", None)
@@ -125,6 +190,7 @@ def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
                "runs": [{k: r.get(k) for k in ("seed", "run_dir", "checkpoint", "best_val", "wall_seconds",
                                                "setup_seconds", "train_seconds", "epochs")} for r in runs]}
     (out_dir / "ensemble.json").write_text(json.dumps(summary, indent=2))
+    (root / UNFINISHED).unlink(missing_ok=True)  # combined: a new run of the command trains anew
     return out_dir
 
 

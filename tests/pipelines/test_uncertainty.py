@@ -218,6 +218,59 @@ def test_two_member_ensemble_of_mean_variance_heads(tmp_path, monkeypatch):
     assert np.all(std > m.std(1)) and summary["uncertainty"]["count"] == 8
 
 
+def test_a_failed_member_is_named_and_a_rerun_continues_from_the_finished_ones(tmp_path, monkeypatch, capsys):
+    """Member 1 of 2 crashes: the error names it and the finished member 0; the same command
+    again trains member 1 only and combines both. No member prints Lightning's warning about
+    ``args`` beside command-line arguments (the ensemble's own command line)."""
+    import sys
+    import warnings
+
+    from vecset.pipelines import ensemble
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["ensemble.py", "--members", "2", "--config", "tiny.yaml"])
+    with open(ROOT / "data" / "molecules" / "freesolv.csv") as f:
+        (tmp_path / "fs.csv").write_text("".join(f.readlines()[:81]))
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY.format(outputs=1, head="task: regression", csv=tmp_path / "fs.csv", data="target_columns: [expt]"))
+    args = ["--members", "2", "--config", str(cfg), "--trainer.max_epochs=1"]
+    real, fits, crash = ensemble.run_cli, [], [True]
+
+    def crashing(argv, run=True):
+        fits.append(argv[argv.index("--seed_everything") + 1] if run else "data")
+        if run and argv[-1] == "1" and crash and crash.pop():
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return real(argv, run=run)
+
+    monkeypatch.setattr(ensemble, "run_cli", crashing)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(RuntimeError, match=r"ensemble member 1 of 2 \(seed 1\) failed: RuntimeError: CUDA error: "
+                                               r"an illegal memory access was encountered\. The finished members "
+                                               r"\(seed: run\) are kept: 0: runs/tiny/version_0; run the same "
+                                               r"command again to continue from them") as e:
+            ensemble.main(args)
+    assert "illegal memory access" in str(e.value.__cause__)  # the member's own error and traceback
+    assert not [w for w in caught if "args parameter is intended" in str(w.message)]
+    assert "args parameter is intended" not in capsys.readouterr().err
+    out = ensemble.main(args)  # the same command again
+    assert fits == ["0", "1", "1"]  # member 0 was not trained again
+    assert "ensemble member 0 (seed 0): finished by an earlier run, runs/tiny/version_0: not trained again" \
+        in capsys.readouterr().out
+    summary = json.loads((out / "ensemble.json").read_text())
+    assert [(r["seed"], r["run_dir"]) for r in summary["runs"]] == [(0, "runs/tiny/version_0"),
+                                                                    (1, "runs/tiny/version_1")]
+    assert not (tmp_path / "runs" / "tiny_ensemble" / "unfinished_members.json").exists()
+    # combined: the command again trains a new ensemble; with every member finished before, the data
+    # module comes from the config alone
+    monkeypatch.setattr(ensemble, "run_cli", lambda argv, run=True: fits.append("x") or real(argv, run=run))
+    (tmp_path / "runs" / "tiny_ensemble").mkdir(exist_ok=True)
+    ensemble.record_member(tmp_path / "runs" / "tiny_ensemble", args[2:], 0, "runs/tiny/version_0")
+    ensemble.record_member(tmp_path / "runs" / "tiny_ensemble", args[2:], 1, "runs/tiny/version_1")
+    again = ensemble.main(args)
+    assert fits[3:] == ["x"] and json.loads((again / "ensemble.json").read_text())["test_rmse"] == summary["test_rmse"]
+
+
 def test_one_mse_member_gives_no_uncertainty_and_says_why(tmp_path, monkeypatch, capsys):
     """One member with an MSE head has no spread: its std would be 0 everywhere (NLL NaN, a
     miscalibration area of nothing). The ensemble writes its predictions without a std, and
