@@ -24,6 +24,7 @@ class DataSpec:
 
     Args:
         source: who describes the data (the data module's class name), for messages.
+        origin: the file or folder the data comes from, for messages (None: not said).
         task: the task's name in a multi-task run (None for a single task), for messages.
         fit: True at the start of training: the model takes what it learns from the training
             split (vocabulary, scaler, statistics). False (validate, test, predict): the
@@ -43,6 +44,7 @@ class DataSpec:
     """
 
     source: str = "the data"
+    origin: str | None = None
     task: str | None = None
     fit: bool = False
     class_names: list[str] | None = None

@@ -15,9 +15,15 @@ from vecset.backbone.vectorset import VectorSet
 class Encoder(nn.Module, ABC):
     """Turns one modality's batch into a VectorSet of width d_model.
 
+    ``out_width``: the width D of the vectors it returns, where its arguments fix it (its
+    ``d_model``); the task modules check it against the backbone and the head when they are
+    built, naming the task. None: not declared, not checked.
+
     Shapes:
         batch (a dict of the data module's collate) -> VectorSet x (B, N, D), mask (B, N)
     """
+
+    out_width: int | None = None
 
     @abstractmethod
     def forward(self, batch: dict) -> VectorSet:

@@ -16,6 +16,7 @@ class PointEncoder(Encoder):
     def __init__(self, field: str = "keys") -> None:
         super().__init__()
         self.field = field
+        self.out_width = 1  # the raw scalar keys
 
     def forward(self, batch: dict) -> VectorSet:
         k = batch[self.field]

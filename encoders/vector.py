@@ -36,7 +36,7 @@ class VectorEncoder(Encoder):
     def __init__(self, in_dim: int, d_model: int, positional: Positional1D = "none",
                  max_len: int | None = None) -> None:
         super().__init__()
-        self.in_dim = in_dim
+        self.in_dim, self.out_width = in_dim, d_model
         self.proj = nn.Linear(in_dim, d_model)
         self.positional = make_positional_1d(positional, d_model, max_len)
 

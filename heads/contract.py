@@ -21,7 +21,9 @@ class Head(nn.Module, ABC):
     - ``monitor``: (a logged validation metric, ``"min"`` or ``"max"``), e.g.
       ``("val_acc", "max")``: what the best checkpoint is chosen by in a single-task run;
     - ``needs_batch``: True when ``forward`` reads the batch (teacher forcing reads the
-      targets, kernel regression the queries); the step then passes it, else ``None``.
+      targets, kernel regression the queries); the step then passes it, else ``None``;
+    - ``in_width``: the width D of the vectors it reads (its ``d_model``), checked against the
+      backbone and the encoder when the task module is built; None: not declared.
 
     and defines ``forward``, ``loss``, ``metrics``, ``metric_inputs``, ``predict``; and
     ``receive`` when it checks or learns something from the data (the hand-over, once at setup).
@@ -33,6 +35,7 @@ class Head(nn.Module, ABC):
 
     monitor: tuple[str, str]
     needs_batch: bool = False
+    in_width: int | None = None
 
     @abstractmethod
     def forward(self, vs: VectorSet, features: Tensor | None = None, batch: dict | None = None) -> Any:

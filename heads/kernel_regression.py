@@ -50,6 +50,7 @@ class NadarayaWatsonHead(Head):
     def __init__(self, init_width: float = 1.0) -> None:
         super().__init__()
         self.width = nn.Parameter(torch.tensor(float(init_width)))
+        self.in_width = 1  # scalar keys
         self.last_weights: Tensor | None = None
 
     def forward(self, vs: VectorSet, features: Tensor | None = None, batch: dict | None = None) -> Tensor:

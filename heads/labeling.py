@@ -43,6 +43,7 @@ class LabelingHead(Head):
         self.num_classes, self.ignore_index = num_classes, ignore_index
         self.decoder = decoder
         self.drop = nn.Dropout(dropout)
+        self.in_width = d_model
         self.proj = nn.Linear(d_model, num_classes)
 
     def forward(self, vs: VectorSet, features: Tensor | None = None, batch: dict | None = None) -> Tensor:

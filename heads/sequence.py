@@ -83,6 +83,7 @@ class SequenceHead(Head):
         if task != "regression" and regression_loss != "mse":
             raise ValueError("regression_loss is for task='regression'")
         self.task, self.pooling, self.num_outputs = task, pooling, num_outputs
+        self.in_width = d_model
         self.class_weights, self.regression_loss = class_weights, regression_loss
         self.label_smoothing = label_smoothing
         self.extra_features = extra_features
@@ -147,17 +148,28 @@ class SequenceHead(Head):
         if self.task == "regression" and spec.fit:
             self.fit_scaler(torch.as_tensor(spec.targets("SequenceHead(task='regression')"), dtype=torch.float32))
         if self.class_weights == "balanced" and spec.fit:
-            self.fit_class_weights(torch.as_tensor(spec.targets("SequenceHead(class_weights='balanced')")))
+            self.fit_class_weights(torch.as_tensor(spec.targets("SequenceHead(class_weights='balanced')")), spec)
             return f"class weights {[round(w, 4) for w in self.class_weight.tolist()]} from the training labels"
         return None
 
-    def fit_class_weights(self, labels: Tensor) -> None:
+    def fit_class_weights(self, labels: Tensor, spec: DataSpec | None = None) -> None:
         """n / (classes x count) per class from the training labels (B,) long; a class absent
-        from them is an error (its weight would be infinite)."""
+        from them is an error (its weight would be infinite), naming the class as the data
+        declares it (``spec.class_names``) and the data's file (``spec.origin``)."""
         counts = torch.bincount(labels.long().flatten(), minlength=self.num_outputs).double()
         if (counts == 0).any():
+            names = spec.class_names if spec is not None and spec.class_names else None
             absent = [i for i, c in enumerate(counts.tolist()) if c == 0]
-            raise ValueError(f"class_weights='balanced': class(es) {absent} have no training labels")
+            what = ", ".join(f"{names[i]!r} (index {i})" if names else str(i) for i in absent)
+            msg = f"{spec.where if spec else ''}class_weights='balanced': class{'es' if len(absent) > 1 else ''} " \
+                  f"{what} {'have' if len(absent) > 1 else 'has'} no training labels"
+            if spec is not None:
+                present = [names[i] if names else str(i) for i, c in enumerate(counts.tolist()) if c]
+                held = f"all {present[0]!r}" if len(present) == 1 else "of " + ", ".join(map(repr, present))
+                msg += (f" in {spec.origin or spec.source} ({spec.source}'s training split: {len(labels)} labels, "
+                        f"{held})")
+            raise ValueError(msg + ": its weight would be infinite; use data with every class in its training "
+                             "split, or class_weights none")
         self.class_weight.copy_((counts.sum() / (self.num_outputs * counts)).float())
 
     def fit_scaler(self, y: Tensor) -> None:

@@ -9,14 +9,19 @@ checkpoint by its own validation curve, its own results.json and reports), so no
 model classes changes and a member can be inspected or re-tested alone. Why not one module
 holding k models: re-initializing copies of an injected encoder would undo the encoders' own
 initializations (zeroed biases, small embeddings), and k runs in one process cost the same
-time on these CPUs. The combination goes to ``runs/<config>_ensemble/version_<n>/``:
+time on these CPUs. A member that fails stops the ensemble with an error naming it; the
+members finished before are kept, and the same command run again continues from them
+(``runs/<config>_ensemble/unfinished_members.json`` lists them until the ensemble is combined).
+The combination goes to ``runs/<config>_ensemble/version_<n>/``:
 
 - ``predictions.csv``: per test molecule the ensemble mean and std in the target's units (the
   ``<target>`` and ``<target>_std`` columns, as ``vecset predict`` writes them) and each member's mean;
 - mean = the members' mean; variance = the members' spread (population variance of their
   means) plus, for mean-variance members, the mean of their variances (the mixture's variance);
 - ``test_regression.json`` and ``parity.png`` (as a single run), ``test_uncertainty.json``,
-  ``calibration.png`` and ``parity_errorbars.png`` (``reports/uncertainty.py``), ``ensemble.json``.
+  ``calibration.png`` and ``parity_errorbars.png`` (``reports/uncertainty.py``), ``ensemble.json``;
+  one member with an MSE head has no spread: no std column and no uncertainty files, and
+  ``ensemble.json``'s ``uncertainty`` is null with the reason (``uncertainty_undefined``).
 
 A classification head's members are combined by the mean of their softmax probabilities:
 ``predictions.csv`` has, per test molecule, the ensemble's ``prediction`` and ``probability``
@@ -29,8 +34,10 @@ classes the run also writes ``test_binary.json`` and ``roc_pr.png`` as a single 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -81,32 +88,97 @@ def load_member(checkpoint: str):
     return model
 
 
-def class_scores(prob: np.ndarray, label: np.ndarray) -> dict:
-    """Accuracy of the argmax; ROC-AUC, PR-AUC and accuracy at 0.5 of P(class 1) for two classes."""
+def class_scores(prob: np.ndarray, label: np.ndarray, names: list[str] | None = None) -> dict:
+    """Accuracy of the argmax; ROC-AUC, PR-AUC and accuracy at 0.5 of P(class 1) for two classes
+    (None with the reason where the labels leave them undefined: ``binary_scores``)."""
     from vecset.pipelines.reports.binary import binary_scores
 
     scores = {"accuracy": float(np.mean(prob.argmax(1) == label)), "count": int(len(label))}
     if prob.shape[1] == 2:
-        scores.update(binary_scores(torch.from_numpy(prob[:, 1]).float(), torch.from_numpy(label)))
+        scores.update(binary_scores(torch.from_numpy(prob[:, 1]).float(), torch.from_numpy(label), names))
     return scores
+
+
+def score_text(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.4f}"
+
+
+@contextlib.contextmanager
+def member_argv():
+    """``sys.argv`` without the ensemble's own options while a member's CLI parses its
+    arguments: the member gets them all as ``args``, and LightningCLI warns ("args parameter is
+    intended to run from within Python...") when it sees command-line arguments as well."""
+    saved = sys.argv
+    sys.argv = saved[:1]
+    try:
+        yield
+    finally:
+        sys.argv = saved
+
+
+UNFINISHED = "unfinished_members.json"  # in runs/<config>_ensemble/, until the ensemble is combined
+
+
+def finished_members(root: Path, fit_args: list[str]) -> dict[int, str]:
+    """Seed -> run directory of the members an earlier, unfinished run of the same ensemble
+    (the same ``fit_args``) finished: their results.json and checkpoint are still there."""
+    path = root / UNFINISHED
+    if not path.exists():
+        return {}
+    out = {}
+    for r in json.loads(path.read_text()):
+        done = Path(r["run_dir"]) / "results.json"
+        if r["fit_args"] == fit_args and done.exists():
+            ckpt = json.loads(done.read_text()).get("checkpoint")
+            if ckpt and Path(ckpt).exists():
+                out[int(r["seed"])] = r["run_dir"]
+    return out
+
+
+def record_member(root: Path, fit_args: list[str], seed: int, run_dir: str) -> None:
+    path = root / UNFINISHED
+    rows = json.loads(path.read_text()) if path.exists() else []
+    rows = [r for r in rows if not (r["fit_args"] == fit_args and int(r["seed"]) == seed)]
+    root.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([*rows, {"fit_args": fit_args, "seed": seed, "run_dir": run_dir}], indent=2))
 
 
 def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
     """Fit ``members`` runs of ``fit_args`` (seeds seed..seed+members-1), combine them; the
-    ensemble's folder."""
+    ensemble's folder.
+
+    A member that fails ends the ensemble with an error naming it; the members finished
+    before are kept (``runs/<config>_ensemble/unfinished_members.json``), and running the same
+    command again continues from them instead of training them again."""
     if members < 1:
         raise ValueError(f"members must be at least 1, got {members}")
     from vecset.pipelines.data.molecules import shared_featurization
 
-    runs = []
-    with shared_featurization():  # the members featurize the molecules once
-        for m in range(members):
-            cli = run_cli(["fit", *fit_args, "--seed_everything", str(seed + m)])
-            run_dir = Path(cli.trainer.log_dir)
-            runs.append({"seed": seed + m, "run_dir": str(run_dir),
-                         **json.loads((run_dir / "results.json").read_text())})
-    dm = cli.datamodule  # the same split for every member: the split depends on the data config only
     root = Path(RUNS_DIR) / f"{config_name(fit_args)}_ensemble"
+    earlier = finished_members(root, fit_args)
+    runs, cli = [], None
+    with shared_featurization(), member_argv():  # the members featurize the molecules once
+        for m in range(members):
+            s = seed + m
+            if s in earlier:
+                run_dir = Path(earlier[s])
+                print(f"ensemble member {m} (seed {s}): finished by an earlier run, {run_dir}: not trained again")
+            else:
+                try:
+                    cli = run_cli(["fit", *fit_args, "--seed_everything", str(s)])
+                except Exception as e:
+                    done = ", ".join(f"{r['seed']}: {r['run_dir']}" for r in runs) or "none"
+                    raise RuntimeError(
+                        f"ensemble member {m} of {members} (seed {s}) failed: {type(e).__name__}: {e}. The finished "
+                        f"members (seed: run) are kept: {done}; run the same command again to continue from "
+                        f"them") from e
+                run_dir = Path(cli.trainer.log_dir)
+                record_member(root, fit_args, s, str(run_dir))
+            runs.append({"seed": s, "run_dir": str(run_dir), **json.loads((run_dir / "results.json").read_text())})
+        if cli is None:  # every member was finished before: the data module alone, set up
+            cli = run_cli([*fit_args, "--seed_everything", str(seed + members - 1)], run=False)
+            cli.datamodule.setup("fit")
+    dm = cli.datamodule  # the same split for every member: the split depends on the data config only
     out_dir = root / f"version_{next_version(root)}"
     out_dir.mkdir(parents=True)
     task = getattr(cli.model.head, "task", None)
@@ -118,6 +190,7 @@ def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
                "runs": [{k: r.get(k) for k in ("seed", "run_dir", "checkpoint", "best_val", "wall_seconds",
                                                "setup_seconds", "train_seconds", "epochs")} for r in runs]}
     (out_dir / "ensemble.json").write_text(json.dumps(summary, indent=2))
+    (root / UNFINISHED).unlink(missing_ok=True)  # combined: a new run of the command trains anew
     return out_dir
 
 
@@ -139,6 +212,10 @@ def combine_regressors(runs: list[dict], dm, out_dir: Path) -> dict:
     means = np.stack([o[0] for o in outs])  # (K, n, T)
     variances = None if outs[0][1] is None else np.stack([o[1] ** 2 for o in outs])
     mean, std = combine(means, variances)
+    # one MSE member has no spread: its std is 0 everywhere, which is no uncertainty at all
+    undefined = ("one member with an MSE head (regression_loss mse) gives no spread: an uncertainty needs 2 or "
+                 "more members or a mean-variance head (regression_loss gaussian_nll)"
+                 if members == 1 and variances is None else None)
     # the ensemble's validation RMSE, for choosing settings without the test split
     val = [member_outputs(r["checkpoint"], dm, "val") for r in runs]
     val_rmse = float(np.sqrt(np.mean((np.mean([v[0] for v in val], 0) - val[0][2]) ** 2)))
@@ -147,21 +224,28 @@ def combine_regressors(runs: list[dict], dm, out_dir: Path) -> dict:
     items = dm.splits["test"]
     with open(out_dir / "predictions.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["line", "smiles", *names, *(f"{n}_std" for n in names), "measured",
+        stds = [] if undefined else [f"{n}_std" for n in names]  # no std column, as vecset predict of an MSE head
+        w.writerow(["line", "smiles", *names, *stds, "measured",
                     *(f"member{k}_{n}" for k in range(members) for n in names)])
         for i, it in enumerate(items):
-            w.writerow([it["line"], it["smiles"], *mean[i], *std[i], *true[i], *means[:, i].reshape(-1)])
+            w.writerow([it["line"], it["smiles"], *mean[i], *([] if undefined else std[i]), *true[i],
+                        *means[:, i].reshape(-1)])
     (out_dir / "test_regression.json").write_text(json.dumps(errors(mean, true, names), indent=2))
     fig = parity_figure(mean, true, names)
     fig.savefig(out_dir / "parity.png", dpi=110)
     plt.close(fig)
-    write_uncertainty(mean, std, true, names, out_dir)
     summary = {"val_rmse": val_rmse, "test_rmse": errors(mean, true, names)["rmse"],
-               "member_test_rmse": [float(np.sqrt(np.mean((m - true) ** 2))) for m in means],
-               "uncertainty": json.loads((out_dir / "test_uncertainty.json").read_text())}
+               "member_test_rmse": [float(np.sqrt(np.mean((m - true) ** 2))) for m in means]}
+    if undefined:
+        summary.update(uncertainty=None, uncertainty_undefined=undefined)
+        told = f"uncertainty undefined: {undefined}"
+    else:
+        write_uncertainty(mean, std, true, names, out_dir)
+        summary["uncertainty"] = json.loads((out_dir / "test_uncertainty.json").read_text())
+        told = (f"NLL {summary['uncertainty']['nll']:.3f}, miscalibration area "
+                f"{summary['uncertainty']['miscalibration_area']:.3f}")
     print(f"ensemble of {members}: validation RMSE {val_rmse:.4f}, test RMSE {summary['test_rmse']:.4f} (members "
-          f"{', '.join(f'{v:.4f}' for v in summary['member_test_rmse'])}), NLL {summary['uncertainty']['nll']:.3f}, "
-          f"miscalibration area {summary['uncertainty']['miscalibration_area']:.3f}: {out_dir}")
+          f"{', '.join(f'{v:.4f}' for v in summary['member_test_rmse'])}), {told}: {out_dir}")
     return summary
 
 
@@ -169,7 +253,7 @@ def combine_classifiers(runs: list[dict], dm, out_dir: Path) -> dict:
     """The classification members' mean probabilities on the test split, their reports in
     ``out_dir``; the summary (validation scores for choosing settings, test scores)."""
     from vecset.pipelines.reports.base import plt
-    from vecset.pipelines.reports.binary import roc_pr_figure
+    from vecset.pipelines.reports.binary import roc_pr_figure, undefined_scores
 
     members, names = len(runs), list(dm.class_names)
     scores, split_probs = {}, {}
@@ -181,8 +265,8 @@ def combine_classifiers(runs: list[dict], dm, out_dir: Path) -> dict:
                 raise ValueError(f"{r['run_dir']}: its {split} split differs from the first member's")
         probs = np.stack([o[0] for o in outs])  # (K, n, C)
         split_probs[split] = probs, label
-        scores[split] = {"ensemble": class_scores(probs.mean(0), label),
-                         "members": [class_scores(p, label) for p in probs]}
+        scores[split] = {"ensemble": class_scores(probs.mean(0), label, names),
+                         "members": [class_scores(p, label, names) for p in probs]}
     for r, s in zip(runs, scores["test"]["members"], strict=True):
         # the member's test accuracy recomputed here must be the one Lightning logged for it
         if abs(r["test"]["test_acc"] - s["accuracy"]) > 1e-6:
@@ -200,14 +284,17 @@ def combine_classifiers(runs: list[dict], dm, out_dir: Path) -> dict:
         binary = {"positive_class": names[1], **scores["test"]["ensemble"]}
         if hasattr(dm, "class_balance"):
             binary["class_balance"] = dm.class_balance()
-        (out_dir / "test_binary.json").write_text(json.dumps(binary, indent=2))
-        fig = roc_pr_figure(torch.from_numpy(prob[:, 1]).float(), torch.from_numpy(label), names[1])
+        (out_dir / "test_binary.json").write_text(json.dumps(binary, indent=2, allow_nan=False))
+        for split in ("val", "test"):
+            for line in undefined_scores(scores[split]["ensemble"], split):
+                print(line)
+        fig = roc_pr_figure(torch.from_numpy(prob[:, 1]).float(), torch.from_numpy(label), names[1], names)
         fig.savefig(out_dir / "roc_pr.png", dpi=110)
         plt.close(fig)
     key = "roc_auc" if len(names) == 2 else "accuracy"
-    print(f"ensemble of {members}: validation {key} {scores['val']['ensemble'][key]:.4f}, test {key} "
-          f"{scores['test']['ensemble'][key]:.4f} (members "
-          f"{', '.join(f'{s[key]:.4f}' for s in scores['test']['members'])}): {out_dir}")
+    print(f"ensemble of {members}: validation {key} {score_text(scores['val']['ensemble'][key])}, test {key} "
+          f"{score_text(scores['test']['ensemble'][key])} (members "
+          f"{', '.join(score_text(s[key]) for s in scores['test']['members'])}): {out_dir}")
     return {"val": scores["val"], "test": scores["test"]}
 
 

@@ -20,6 +20,18 @@ from pathlib import Path
 from vecset.pipelines.data import fashion_mnist as fm
 
 
+def apt_install(package: str) -> None:
+    """``apt-get install`` the package, after ``apt-get update`` when the package lists do not
+    hold it (``apt-cache show`` finds nothing: a fresh machine or container has empty lists)."""
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    known = subprocess.run(["apt-cache", "show", package], capture_output=True, text=True, env=env)
+    if known.returncode != 0 or not known.stdout.strip():
+        print(f"the package lists do not hold {package}: apt-get update first", file=sys.stderr)
+        subprocess.run(["apt-get", "update"], check=True, env=env)
+    print(f"installing the Debian package {package}", file=sys.stderr)
+    subprocess.run(["apt-get", "install", "-y", package], check=True, env=env)
+
+
 def ensure(root: Path, install: bool) -> dict[str, tuple[Path, Path]]:
     """The idx files under ``root``. When they are missing from the Debian package's folder
     and ``install`` is set, installs the package if this process is root and apt-get exists;
@@ -31,9 +43,7 @@ def ensure(root: Path, install: bool) -> dict[str, tuple[Path, Path]]:
     if Path(root) != Path(fm.DEFAULT_ROOT):
         raise SystemExit(missing)  # the package cannot fill another folder
     if install and os.geteuid() == 0 and shutil.which("apt-get"):
-        print(f"installing the Debian package {fm.DEBIAN_PACKAGE}", file=sys.stderr)
-        subprocess.run(["apt-get", "install", "-y", fm.DEBIAN_PACKAGE], check=True,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        apt_install(fm.DEBIAN_PACKAGE)
         return fm.find_files(root)
     raise SystemExit(f"{missing}\nInstall it with:\n  sudo apt-get install {fm.DEBIAN_PACKAGE}")
 

@@ -22,7 +22,8 @@ speakers are also resampled by a factor f in [0.9, 1.1]: reading the waveform as
 16000*f Hz and resampling to 16 kHz shifts pitch and formants by f and the tempo by 1/f, like
 a different vocal tract; every phone boundary is rescaled exactly (t -> t / f).
 Per base voice, the speakers go to train, train, dev, test, (train, ...): the splits share no
-speaker, and each split hears every base voice.
+speaker, and each split hears every base voice (so ``--speakers`` is a multiple of 3, at least 12;
+a count of speakers or utterances that leaves a split empty is refused).
 
 Labels: Festival's radio phone set (ARPAbet-like) plus ``pau``; the leading and trailing
 ``pau`` become ``h#`` (TIMIT's utterance-edge silence). A phone boundary at time t becomes
@@ -124,10 +125,14 @@ class Speaker:
 SPLIT_CYCLE = ["train", "train", "dev", "test"]
 
 
+SPLITS = ("train", "dev", "test")
+
+
 def make_speakers(n: int, seed: int) -> list[Speaker]:
-    if n < 9 or n % 3:
-        raise ValueError(f"--speakers must be a multiple of 3 and at least 9 (3 per base voice, so "
-                         f"train/dev/test each hear every voice), got {n}")
+    # 4 per base voice: the cycle reaches test at a voice's 4th speaker (9 speakers gave no test)
+    if n < 3 * len(SPLIT_CYCLE) or n % 3:
+        raise ValueError(f"--speakers must be a multiple of 3 and at least {3 * len(SPLIT_CYCLE)} (per base voice "
+                         f"the speakers go {', '.join(SPLIT_CYCLE)}, so train/dev/test each hear every voice), got {n}")
     speakers = []
     for i in range(n):
         voice = list(VOICES)[i % 3]
@@ -142,7 +147,34 @@ def make_speakers(n: int, seed: int) -> list[Speaker]:
             f0_mean=round(r.uniform(85.0, 145.0), 1) if diphone else None,
             resample=1.0 if j == 0 else round(r.uniform(0.9, 1.1), 3),
         ))
+    empty = [k for k in SPLITS if not any(s.split == k for s in speakers)]
+    if empty:  # cannot happen with the check above; kept so a new cycle cannot leave a split empty
+        raise ValueError(f"--speakers {n} leaves {', '.join(empty)} without a speaker")
     return speakers
+
+
+def check_splits(speakers: list[Speaker], utterances: int) -> dict[str, int]:
+    """Utterances per split (utterance i goes to speaker i mod S); refuses a count that leaves a
+    split empty, before any synthesis."""
+    counts = dict.fromkeys(SPLITS, 0)
+    for i in range(utterances):
+        counts[speakers[i % len(speakers)].split] += 1
+    empty = [k for k in SPLITS if not counts[k]]
+    if empty:
+        # the smallest count reaching every split: one past the first speaker of the latest split
+        need = 1 + max(min(i for i, s in enumerate(speakers) if s.split == k) for k in SPLITS)
+        raise SystemExit(f"--utterances {utterances} with {len(speakers)} speakers leaves the {', '.join(empty)} "
+                         f"split{'s' if len(empty) > 1 else ''} empty (utterance i goes to speaker i mod "
+                         f"{len(speakers)}): use at least {need}")
+    return counts
+
+
+def check_written(lists: dict[str, list[str]]) -> None:
+    """Refuses a corpus in which Festival's skips left a split without an utterance."""
+    empty = [k for k in SPLITS if not lists[k]]
+    if empty:
+        raise SystemExit(f"no utterance of the {', '.join(empty)} split was written (Festival skipped all of its "
+                         f"speakers' utterances; see the 'skipped' lines above): use more --utterances")
 
 
 # --- Festival --------------------------------------------------------------------------------
@@ -334,10 +366,14 @@ def postprocess(key: str, spk: Speaker, text: str, tmp: Path, out: Path, fmt: st
 
 def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fmt: str,
              install: bool = False, text_dir: Path = WORDNET_DIR) -> dict:
-    check_festival(install)
     if jobs < 1:
         raise SystemExit(f"--jobs must be >= 1, got {jobs}")
-    spk = make_speakers(speakers, seed)
+    try:
+        spk = make_speakers(speakers, seed)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+    check_splits(spk, utterances)  # before Festival: a bad count fails at once
+    check_festival(install)
     candidates = wordnet_examples(text_dir)
     pool, filtered = filter_sentences(candidates)
     texts = assign_sentences(pool, utterances, seed)
@@ -366,9 +402,10 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
               + (f" -> Festival said {r['festival_words']!r}" if "festival_words" in r else ""), file=sys.stderr)
     split_of = {s.name: s.split for s in spk}
     text_of = {k.replace("__", "/"): t for k, _, t in items}
-    by_split: dict[str, list[str]] = {"train": [], "dev": [], "test": []}
-    for split in by_split:
-        lst = sorted(r["utt"] for r in written if split_of[r["utt"].split("/")[0]] == split)
+    lists = {k: sorted(r["utt"] for r in written if split_of[r["utt"].split("/")[0]] == k) for k in SPLITS}
+    check_written(lists)
+    by_split: dict[str, list[str]] = {}
+    for split, lst in lists.items():
         (out / f"{split}.lst").write_text("".join(u + "\n" for u in lst))
         by_split[split] = [text_of[u] for u in lst]
     stats = split_stats(by_split)
@@ -416,7 +453,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="output root (TIMIT layout)")
     ap.add_argument("--utterances", type=int, default=1000)
-    ap.add_argument("--speakers", type=int, default=15, help="multiple of 3, >= 9")
+    ap.add_argument("--speakers", type=int, default=15, help="multiple of 3, >= 12 (4 per base voice: train, train, dev, test)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2, help="parallel Festival processes")
     ap.add_argument("--format", choices=["wav", "flac"], default="wav")

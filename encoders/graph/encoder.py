@@ -48,6 +48,7 @@ class GraphEncoder(Encoder):
             raise ValueError(f"heads must be >= 1 (the backbone's attention heads), got {heads}")
         self.node_dim, self.attention, self.heads = node_dim, attention, heads
         self.max_dist, self.max_degree, self.lap_pe_k = max_dist, max_degree, lap_pe_k
+        self.out_width = d_model
         self.proj = nn.Linear(node_dim, d_model)
         self.degree_emb = nn.Embedding(max_degree + 1, d_model) if max_degree > 0 else None
         if self.degree_emb is not None:

@@ -74,6 +74,7 @@ class PixelEncoder(Encoder):
                  max_h: int | None = None, max_w: int | None = None) -> None:
         super().__init__()
         self.in_channels, self.d_model = in_channels, d_model
+        self.out_width = d_model
         self.proj = nn.Linear(in_channels, d_model)
         self.positional = make_positional_2d(positional, d_model, max_h, max_w)
 
@@ -151,6 +152,7 @@ class PatchEncoder(Encoder):
         if patch_size < 1:
             raise ValueError(f"patch_size must be >= 1, got {patch_size}")
         self.in_channels, self.d_model, self.patch_size, self.pad = in_channels, d_model, patch_size, pad
+        self.out_width = d_model
         self.stem = conv_stem(in_channels, stem_channels, stem_strides)
         # pixels a patch vector covers a side: the patch times the stem's downsampling
         self.step = patch_size * math.prod(stem_strides)

@@ -7,16 +7,30 @@ segments need no rewriting: a .phn counting samples at rate r labels the perturb
 exactly when read at rate r*f (``frame_labels(..., sample_rate=label_rate)``), the same integer
 arithmetic as any other file rate. Noise: white Gaussian noise added at an SNR drawn uniformly
 in dB (``torchaudio.functional.add_noise``; the signal power is the whole utterance's).
+
+Ranges (checked at construction): speed factors in [0.5, 2.0], beyond the 0.8-1.2 of published
+recipes (Ko et al. 2015: 0.9-1.1) yet short of a waveform 1000x longer from a typo; SNR finite,
+in [-20, 100] dB: from noise 100x the speech's power to noise below 16-bit audio's ~96 dB range.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from vecset.encoders.speech.framing import SAMPLE_RATE
+
+SPEED_RANGE = (0.5, 2.0)
+SNR_RANGE_DB = (-20.0, 100.0)
+
+
+def snr_in_range(snr_db) -> bool:
+    """(low, high) with both finite, inside ``SNR_RANGE_DB``, low <= high."""
+    lo, hi = SNR_RANGE_DB
+    return all(math.isfinite(v) and lo <= v <= hi for v in snr_db)
 
 
 @dataclass
@@ -35,8 +49,10 @@ class WaveAugment:
 
     Args:
         speed_factors: the speed factors f to choose from uniformly (f > 1: faster, shorter);
-            ``16000 * f`` must be a whole number of Hz. ``[1.0]``: no speed perturbation.
-        snr_db: (low, high) range of the SNR in dB, drawn uniformly; None: no noise.
+            each in ``SPEED_RANGE`` and ``16000 * f`` a whole number of Hz. ``[1.0]``: no speed
+            perturbation.
+        snr_db: (low, high) range of the SNR in dB, drawn uniformly, finite and inside
+            ``SNR_RANGE_DB``; None: no noise.
         noise_prob: probability that an utterance gets noise (when ``snr_db`` is set).
 
     Shapes:
@@ -48,10 +64,14 @@ class WaveAugment:
         if not speed_factors:
             raise ValueError("speed_factors: give at least one factor ([1.0] for none)")
         for f in speed_factors:
-            if f <= 0 or abs(f * SAMPLE_RATE - round(f * SAMPLE_RATE)) > 1e-6:
+            if not SPEED_RANGE[0] <= f <= SPEED_RANGE[1]:  # NaN too
+                raise ValueError(f"speed factor {f}: must be > 0 and in [{SPEED_RANGE[0]}, {SPEED_RANGE[1]}]")
+            if abs(f * SAMPLE_RATE - round(f * SAMPLE_RATE)) > 1e-6:
                 raise ValueError(f"speed factor {f}: must be > 0 with 16000 * f a whole number of Hz")
         if snr_db is not None and (len(snr_db) != 2 or snr_db[0] > snr_db[1]):
             raise ValueError(f"snr_db must be (low, high) with low <= high, got {snr_db}")
+        if snr_db is not None and not snr_in_range(snr_db):
+            raise ValueError(f"snr_db must be finite, in [{SNR_RANGE_DB[0]}, {SNR_RANGE_DB[1]}] dB, got {snr_db}")
         if not 0.0 <= noise_prob <= 1.0:
             raise ValueError(f"noise_prob must be in [0, 1], got {noise_prob}")
         self.speed_factors, self.snr_db, self.noise_prob = list(speed_factors), snr_db, noise_prob

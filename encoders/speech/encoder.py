@@ -62,6 +62,7 @@ class SpeechEncoder(Encoder):
         import torchaudio.transforms as T
 
         self.in_dim, self.normalization = in_dim, normalization
+        self.out_width = d_model
         self.register_buffer("mean", torch.zeros(in_dim))
         self.register_buffer("std", torch.ones(in_dim))
         self.register_buffer("stats_fitted", torch.tensor(False))

@@ -27,9 +27,15 @@ def _lines(path: Path) -> list[str]:
         raise ValueError(f"{path}: cannot read it ({e})") from None
 
 
-def read_wrd(path: str | Path) -> list[Word]:
+def read_wrd(path: str | Path, zero_length: list[str] | None = None) -> list[Word]:
     """A TIMIT ``.wrd`` file: ``start end word`` per line in samples of its audio file, in order
-    and not overlapping (gaps are the pauses between words)."""
+    and not overlapping (gaps are the pauses between words).
+
+    Args:
+        zero_length: where given, a word whose end equals its start (a clitic an aligner gave
+            no time: Festival's ``0 0 's``) is left out and its ``file:line`` appended here;
+            otherwise it is an error, as is an end before the start.
+    """
     path = Path(path)
     words: list[Word] = []
     for ln, line in enumerate(_lines(path), 1):
@@ -39,6 +45,9 @@ def read_wrd(path: str | Path) -> list[Word]:
         if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
             raise ValueError(f"{path}:{ln}: expected 'start_sample end_sample word', got {line!r}")
         s, e = int(parts[0]), int(parts[1])
+        if e == s and zero_length is not None:
+            zero_length.append(f"{path}:{ln}")
+            continue
         if e <= s:
             raise ValueError(f"{path}:{ln}: word end {e} is not after its start {s}")
         if words and s < words[-1].end:

@@ -64,6 +64,7 @@ class TextEncoder(Encoder):
         if unknown not in ("unk", "error"):
             raise ValueError(f"unknown must be 'unk' or 'error', got {unknown!r}")
         self.d_model, self.level, self.embedding_kind = d_model, level, embedding
+        self.out_width = d_model
         self.unknown, self.min_count, self.lowercase = unknown, min_count, lowercase
         self.vocab_field = field
         self.positional = make_positional_1d(positional, d_model, max_len)

@@ -198,6 +198,7 @@ class Seq2SeqHead(Head):
         if max_len < 1 or beam_size < 1:
             raise ValueError(f"need max_len >= 1 and beam_size >= 1, got {max_len}, {beam_size}")
         self.d_model, self.decoder = d_model, decoder
+        self.in_width = d_model
         self.max_len, self.beam_size, self.length_penalty = max_len, beam_size, length_penalty
         self.label_smoothing, self.level = label_smoothing, level
         self.vocab_field, self.references_field = field, references_field

@@ -71,6 +71,19 @@ class CoNLLUDataModule(VecsetDataModule):
     def predict_split(self) -> str:
         return "predict"
 
+    def reports(self) -> list:
+        """The per-class report and the attention between the first test sentence's words
+        (``attention.png``)."""
+        from vecset.pipelines.reports.vector_attention import VectorAttentionReport
+
+        return [*super().reports(), VectorAttentionReport()]
+
+    def attention_example(self) -> tuple[dict, list[str], str, str]:
+        """The first test sentence as a batch, each word's form and tag (for ``VectorAttentionReport``)."""
+        s = self.splits["test"][0]
+        labels = [f"{f} {self.class_names[t]}" for f, t in zip(s["forms"], s["tags"], strict=True)]
+        return collate_tokens([s]), labels, "word", self.describe(s["id"])
+
     def describe(self, sample_id: int) -> str:
         """``file:line`` of the sentence's first line, then its words."""
         path, s = self.sources[sample_id]

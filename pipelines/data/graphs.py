@@ -111,6 +111,18 @@ class GraphNodeDataModule(VecsetDataModule):
     def predict_split(self) -> str:
         return "predict"
 
+    def reports(self) -> list:
+        """The per-class report and the attention between the nodes (``attention.png``)."""
+        from vecset.pipelines.reports.vector_attention import VectorAttentionReport
+
+        return [*super().reports(), VectorAttentionReport()]
+
+    def attention_example(self) -> tuple[dict, list[str], str, str]:
+        """The graph as a batch, each node's name and class (for ``VectorAttentionReport``)."""
+        y = self.items["predict"]["y"].tolist()
+        labels = [f"{n} {self.class_names[c]}" for n, c in zip(self.nodes, y, strict=True)]
+        return next(iter(self._loader("test"))), labels, "node", self.describe(0)
+
     def describe(self, sample_id: int) -> str:
         """The one graph every batch holds (sample id 0): its file."""
         where = self.graph_path or "networkx.karate_club_graph()"

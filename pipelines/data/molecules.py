@@ -18,6 +18,10 @@ is empty, or has more than ``max_atoms`` heavy atoms; an empty class label); a m
 duplicated column, a row with the wrong number of fields, invalid UTF-8 and a class label
 other than the declared ``classes`` are errors naming the file and line.
 
+The console gets the number of skipped rows and the first few; all of them (line, SMILES,
+reason) go to ``skipped_rows.csv`` in the run directory (the trainer's ``log_dir``) when the
+module is set up by a Trainer; set up without one, they are in ``MoleculeDataModule.skipped``.
+
 Classification (``label_column`` and ``classes``): ``y`` is the index of the row's label in
 ``classes``, and ``class_names`` are the classes, as for every other vecset classifier.
 """
@@ -54,6 +58,14 @@ from vecset.pipelines.data.base import VecsetDataModule
 log = logging.getLogger(__name__)
 
 Split = Literal["random", "scaffold", "scaffold_random", "column"]
+
+SHOWN_SKIPPED = 3  # skipped rows named on the console; all of them go to skipped_rows.csv
+
+
+def _short(text: str, width: int = 60) -> str:
+    """``text`` quoted, cut to ``width`` characters (a SMILES of 300 characters fills a line)."""
+    return repr(text) if len(text) <= width else repr(text[: width - 3] + "...")
+
 
 # (smiles, max_atoms, max_dist, lap_pe_k, descriptors) -> a featurized item, while a
 # shared_featurization() block runs (None outside: a single run keeps no second copy; B3DB's
@@ -307,12 +319,29 @@ class MoleculeDataModule(VecsetDataModule):
                 item["split_value"] = df[self.split_column].iat[row].strip().lower()
             items.append(item)
         if skipped:
-            log.warning("%s: skipped %d of %d rows: %s", self.csv_path, len(skipped), len(df),
-                        "; ".join(f"line {s['line']} {s['smiles']!r}: {s['reason']}" for s in skipped[:20])
-                        + (" ..." if len(skipped) > 20 else ""))
+            where = self._write_skipped(skipped)
+            log.warning("%s: skipped %d of %d rows (%s%s); all %d: %s", self.csv_path, len(skipped), len(df),
+                        "; ".join(f"line {s['line']} {_short(s['smiles'])}: {_short(s['reason'], 80)}"
+                                  for s in skipped[:SHOWN_SKIPPED]),
+                        "; ..." if len(skipped) > SHOWN_SKIPPED else "", len(skipped), where)
         if not items:
             raise ValueError(f"{self.csv_path}: no usable rows ({len(skipped)} skipped)")
         self.items, self.skipped = items, skipped
+
+    def _write_skipped(self, skipped: list[dict]) -> str:
+        """``skipped_rows.csv`` in the run directory of the Trainer this module is attached to
+        (its ``log_dir``; only the global-zero process writes); where the list is, for the log."""
+        trainer = getattr(self, "trainer", None)
+        if trainer is None:
+            return "MoleculeDataModule.skipped (set up without a Trainer: no run directory)"
+        path = Path(trainer.log_dir) / "skipped_rows.csv"  # a broadcast under DDP: every process asks
+        if trainer.is_global_zero:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=["line", "smiles", "reason"])
+                w.writeheader()
+                w.writerows(skipped)
+        return str(path)
 
     def _split(self) -> dict[str, np.ndarray]:
         n = len(self.items)
@@ -377,8 +406,10 @@ class MoleculeDataModule(VecsetDataModule):
         if self.descriptors:
             self._normalize_descriptors(items)
         if invalid:
-            log.warning("%s: %d of %d SMILES could not be predicted: %s", self.predict_csv, len(invalid), len(df),
-                        "; ".join(f"line {s['line']} {s['smiles']!r}: {s['reason']}" for s in invalid))
+            log.warning("%s: %d of %d SMILES could not be predicted (%s%s); all of them go to invalid_rows.csv "
+                        "beside the predictions", self.predict_csv, len(invalid), len(df),
+                        "; ".join(f"line {s['line']} {_short(s['smiles'])}: {_short(s['reason'], 80)}"
+                                  for s in invalid[:SHOWN_SKIPPED]), "; ..." if len(invalid) > SHOWN_SKIPPED else "")
         self.predict_items, self.invalid_predict = items, invalid
 
     # -- loaders ----------------------------------------------------------------------
@@ -414,7 +445,7 @@ class MoleculeDataModule(VecsetDataModule):
     def data_spec(self, stage: str) -> DataSpec:
         """The descriptors' width (checked against the head's ``extra_features`` at every
         stage); at fit, the training targets (the regression scaler; class weights)."""
-        spec = replace(super().data_spec(stage), feature_width=self.descriptor_dim)
+        spec = replace(super().data_spec(stage), feature_width=self.descriptor_dim, origin=str(self.csv_path))
         if spec.fit:
             spec = replace(spec, train_targets=torch.stack([it["y"] for it in self.splits["train"]]))
         return spec

@@ -252,10 +252,10 @@ class SpeechFramesDataModule(VecsetDataModule):
             its full lengths: a length-generalization study trains on short inputs and tests on
             long ones (``bench/ablations.py``).
         speed_factors: training only: speed perturbation, a factor drawn uniformly per utterance
-            and epoch from this list (e.g. [0.9, 1.0, 1.1]; ``16000 * f`` a whole number of Hz);
-            None: none. See ``encoders/speech/augment.py``.
+            and epoch from this list (e.g. [0.9, 1.0, 1.1]; each in [0.5, 2.0], ``16000 * f`` a
+            whole number of Hz); None: none. See ``encoders/speech/augment.py``.
         noise_snr_db: training only: white noise at an SNR drawn uniformly from [low, high] dB
-            on a ``noise_prob`` share of the draws; None: none.
+            (finite, in [-20, 100]) on a ``noise_prob`` share of the draws; None: none.
         augment_seed: with (epoch, index) seeds each draw (``speech_utterances.py``).
         With ``speed_factors`` or ``noise_snr_db`` set, the training waveforms are kept (int16)
         and each training item is perturbed, featurized and labelled when drawn; the global
@@ -311,6 +311,8 @@ class SpeechFramesDataModule(VecsetDataModule):
         self._next_id = 0
         # per split, its utterances whose sentence a training utterance says too (set up once)
         self.shared_sentences: dict[str, int] | None = None
+        # per split, the .wrd lines (file:line) of zero-length words, left out of the word scores
+        self.zero_length_words: dict[str, list[str]] = {}
 
     # -- reading ---------------------------------------------------------------------------
     def load_utterance(self, audio: Path, labelled: bool = True, keep_wave: bool = False) -> dict:
@@ -338,7 +340,9 @@ class SpeechFramesDataModule(VecsetDataModule):
             # kept for the segment and word scores of the test report (pipelines/reports/speech.py)
             item["segments"] = segs
             wrd = find_companion(audio, ".wrd")
-            item["words"] = read_wrd(wrd) if wrd is not None else None
+            # only the word scores read the words: a word without time is left out and counted
+            item["zero_length_words"] = []
+            item["words"] = read_wrd(wrd, item["zero_length_words"]) if wrd is not None else None
         return item
 
     def split_files(self, split: str) -> list[Path]:
@@ -362,25 +366,31 @@ class SpeechFramesDataModule(VecsetDataModule):
         log.info(msg)
         if ignored or self.fit_max_frames:
             print(msg)
+        zero = [z for it in items for z in it.get("zero_length_words", [])]
+        self.zero_length_words[split] = zero
+        if zero:
+            print(f"speech {split}: {len(zero)} zero-length word{'s' if len(zero) > 1 else ''} (end = start) left out "
+                  f"of the word scores: {', '.join(zero[:5])}{', ...' if len(zero) > 5 else ''}")
         if augment:
             log.info("speech train: augmented at every draw (speed factors %s, noise SNR %s dB on %.0f%% of draws)",
                      self.wave_augment.speed_factors, self.wave_augment.snr_db, 100 * self.wave_augment.noise_prob)
             return AugmentedUtterances(items, self.wave_augment, self.featurizer, self.class_names, self.augment_seed)
         return SpeechUtterances(items)
 
-    def split_vocabulary(self, split: str) -> tuple[set[str], int] | None:
-        """The case-folded words of a split's ``.wrd`` files and how many of its utterances have
-        none; None when the split cannot be listed or none of its utterances has a ``.wrd``."""
+    def split_vocabulary(self, split: str) -> tuple[set[str], int, list[str]] | None:
+        """The case-folded words of a split's ``.wrd`` files, how many of its utterances have
+        none, and the lines (file:line) of its zero-length words, which are left out; None when
+        the split cannot be listed or none of its utterances has a ``.wrd``."""
         if not (self.root / self.split_specs[split]).exists():
             return None
-        words, missing = set(), 0
+        words, missing, zero = set(), 0, []
         for audio in self.split_files(split):
             wrd = find_companion(audio, ".wrd")
             if wrd is None:
                 missing += 1
                 continue
-            words |= {w.word.casefold() for w in read_wrd(wrd)}
-        return (words, missing) if words else None
+            words |= {w.word.casefold() for w in read_wrd(wrd, zero)}
+        return (words, missing, zero) if words else None
 
     def split_sentences(self, split: str) -> dict[str, list[Path]]:
         """Normalised sentence (``normalise_sentence`` of the ``.txt``) -> the split's utterances

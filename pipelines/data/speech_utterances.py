@@ -15,7 +15,7 @@ import torch
 from torch.utils.data import Dataset, Sampler
 
 from vecset.encoders.speech import Featurizer, frame_labels, num_frames
-from vecset.encoders.speech.augment import WaveAugment
+from vecset.encoders.speech.augment import SNR_RANGE_DB, SPEED_RANGE, WaveAugment, snr_in_range
 
 # the waveforms are kept as 16-bit sample values (half the memory of float32; exact for 16-bit
 # files at 16 kHz: the reader gives value / 32768)
@@ -123,8 +123,14 @@ def wave_augment(speed_factors: list[float] | None, noise_snr_db: list[float] | 
         if not speed_factors or any(f <= 0 for f in speed_factors):
             raise ValueError(f"speed_factors must be a non-empty list of factors > 0 (e.g. [0.9, 1.0, 1.1]), "
                              f"got {speed_factors}")
+        if not all(SPEED_RANGE[0] <= f <= SPEED_RANGE[1] for f in speed_factors):  # NaN too
+            raise ValueError(f"speed_factors must be factors in [{SPEED_RANGE[0]}, {SPEED_RANGE[1]}] (published "
+                             f"recipes use 0.9-1.1; 0.1 makes every waveform 10x longer), got {speed_factors}")
     if noise_snr_db is not None and (len(noise_snr_db) != 2 or noise_snr_db[0] > noise_snr_db[1]):
         raise ValueError(f"noise_snr_db must be [low, high] in dB with low <= high, got {noise_snr_db}")
+    if noise_snr_db is not None and not snr_in_range(noise_snr_db):
+        raise ValueError(f"noise_snr_db must be finite, in [{SNR_RANGE_DB[0]}, {SNR_RANGE_DB[1]}] dB (e.g. "
+                         f"[10, 40]), got {noise_snr_db}")
     if not 0.0 <= noise_prob <= 1.0:
         raise ValueError(f"noise_prob must be in [0, 1], got {noise_prob}")
     if speed_factors is None and noise_snr_db is None:

@@ -77,9 +77,14 @@ def segment_and_word_scores(ctx: ReportContext, outputs: list[Utterance]) -> dic
         out["words"] = None
         log.info("speech: no .wrd files beside the training utterances: no seen / unseen word scores")
     else:
+        zero = dm.zero_length_words.get("test", [])
         out["words"] = words.compute() | {"train_vocabulary": len(vocab[0]),
                                           "train_utterances_without_wrd": vocab[1],
-                                          "test_utterances_without_wrd": no_wrd}
+                                          "test_utterances_without_wrd": no_wrd,
+                                          # .wrd lines whose end is their start: no frames, left out
+                                          "train_zero_length_words": len(vocab[2]),
+                                          "test_zero_length_words": len(zero),
+                                          "test_zero_length_word_lines": zero}
     out["test_utterances_sharing_a_training_sentence"] = (dm.shared_sentences or {}).get("test")
     return out
 
@@ -153,7 +158,9 @@ def per_phone_report(outputs: list[Utterance], class_names: list[str], out_dir: 
         acc = lambda k: "-" if wd[k] is None else f"{wd[k]:.4f}"  # noqa: E731  (None: no such frames)
         print(f"test words: {wd['unseen_word_tokens']} of {wd['test_word_tokens']} tokens unseen in training; "
               f"frame accuracy inside unseen words {acc('frame_accuracy_unseen_words')}, seen words "
-              f"{acc('frame_accuracy_seen_words')}, outside words {acc('frame_accuracy_outside_words')}")
+              f"{acc('frame_accuracy_seen_words')}, outside words {acc('frame_accuracy_outside_words')}"
+              + (f" ({wd['test_zero_length_words']} zero-length words left out: test_per_phone.json's "
+                 "test_zero_length_word_lines)" if wd.get("test_zero_length_words") else ""))
     print("per-phone test frame accuracy (" + str(total) + " frames): " +
           ", ".join(f"{r['phone']} {r['accuracy']:.2f}" for r in rows))
     return path

@@ -53,11 +53,18 @@ def miscalibration_area(mean: np.ndarray, std: np.ndarray, true: np.ndarray, poi
 
 
 def uncertainty_scores(mean: np.ndarray, std: np.ndarray, true: np.ndarray) -> dict:
+    """The scores above; the rank correlation is None (with ``spearman_undefined``) when the
+    std is the same for every prediction (it ranks nothing)."""
     err = np.abs(np.asarray(true, np.float64) - mean).flatten()
-    return {"rmse": float(np.sqrt(np.mean(err**2))), "nll": gaussian_nll(mean, std, true),
-            "spearman_abs_error_std": float(spearmanr(err, np.asarray(std).flatten()).statistic),
-            "miscalibration_area": miscalibration_area(mean, std, true),
-            "mean_std": float(np.mean(std)), "count": int(err.size)}
+    s = np.asarray(std, np.float64).flatten()
+    out = {"rmse": float(np.sqrt(np.mean(err**2))), "nll": gaussian_nll(mean, std, true),
+           "spearman_abs_error_std": None, "miscalibration_area": miscalibration_area(mean, std, true),
+           "mean_std": float(np.mean(std)), "count": int(err.size)}
+    if np.ptp(s) > 0:
+        out["spearman_abs_error_std"] = float(spearmanr(err, s).statistic)
+    else:
+        out["spearman_undefined"] = "the std is the same for every prediction"
+    return out
 
 
 def calibration_figure(mean: np.ndarray, std: np.ndarray, true: np.ndarray, title: str = ""):
@@ -90,10 +97,15 @@ def write_uncertainty(mean: np.ndarray, std: np.ndarray, true: np.ndarray, names
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     mean, std, true = (np.asarray(a, np.float64).reshape(len(a), -1) for a in (mean, std, true))
+    for t, n in enumerate(names):  # a zero std makes the NLL NaN and the coverage a step: no result
+        bad = ~(np.isfinite(std[:, t]) & (std[:, t] > 0))
+        if bad.any():
+            raise ValueError(f"std must be positive and finite: {int(bad.sum())} of {len(std)} predictions of "
+                             f"{n!r} have std {std[bad, t][0]:g}")
     scores = uncertainty_scores(mean, std, true)
     scores["per_target"] = {n: uncertainty_scores(mean[:, t], std[:, t], true[:, t]) for t, n in enumerate(names)}
     path = out_dir / "test_uncertainty.json"
-    path.write_text(json.dumps(scores, indent=2))
+    path.write_text(json.dumps(scores, indent=2, allow_nan=False))
 
     def save(fig, name):
         if save_figure is not None:

@@ -21,6 +21,7 @@ from vecset.pipelines.training.set_size import check_set_size
 from vecset.pipelines.training.step import (
     STAGES,
     check_parts,
+    check_widths,
     forward_task,
     stage_metrics,
     task_step,
@@ -98,6 +99,7 @@ class MultiTaskModule(pl.LightningModule):
             raise ValueError(f"loss_weights names unknown tasks: {sorted(set(weights) - set(encoders))}")
         for t in encoders:
             check_parts(encoders[t], heads[t], task=t)
+            check_widths(encoders[t], backbone, heads[t], task=t)
         if _given_hyperparameters.get() is not None:
             self.save_hyperparameters()
         else:
@@ -162,12 +164,13 @@ class MultiTaskModule(pl.LightningModule):
         self._task_step(self._task_names()[dataloader_idx], batch, "test")
 
     def _log_losses(self, stage: str) -> None:
+        # each task's own loss is logged in its steps (task_step): logged here, Lightning would
+        # show it under every task's dataloader
         total = 0.0
         for t in self.tasks:
             m = self.mean_losses[f"{stage}__{t}"]
             value = m.compute()
             m.reset()
-            self.log(f"{t}/{stage}_loss", value)
             total = total + self.loss_weights[t] * value
         self.log(f"{stage}_loss", total, prog_bar=stage == "val")
 

@@ -11,39 +11,44 @@ from vecset.backbone.attention import available_memory
 
 
 def check_set_size(encoder: nn.Module, backbone: nn.Module, dm, device: torch.device, task: str | None = None) -> None:
-    """Refuse, at setup, images whose set of vectors the backbone's attention cannot hold,
-    instead of a first step that runs for hours (a 4000x4000 image as 10^6 patch vectors).
+    """Refuse, at setup, images whose sets of vectors the backbone's attention cannot hold,
+    instead of a first step that runs for hours (a 4000x4000 image as 10^6 patch vectors) or
+    fails allocating its weights.
 
-    The DataModule tells the size of its images (``image_shape``, (C, H, W)), the encoder the
-    grid of vectors one image makes (``grid``). Full attention over a set of N vectors weighs
-    heads x N x N pairs: the plain formulation, the dense masked path and the attention plots
-    hold them (the fused kernel holds less but takes the same N^2 time); truncated attention
-    (window w) holds heads x N x 3w (the blocked path). One set's weights must fit in the free
-    memory of the device (``available_memory``, as the attention's own check before it
-    allocates them).
+    The DataModule tells the size of its images (``image_shape``, (C, H, W)) and how many a
+    batch holds (``batch_size``), the encoder the grid of vectors one image makes (``grid``).
+    Full attention over a batch of B sets of N vectors weighs B x heads x N x N pairs: the
+    plain formulation, the dense masked path and the attention plots hold them (the fused
+    kernel holds less but takes the same N^2 time); truncated attention (window w) holds
+    B x heads x N x 3w (the blocked path). A batch's weights must fit in the free memory of
+    the device (``available_memory``, as the attention's own check before it allocates them);
+    the size suggested in the error fits at the same batch size.
     """
     shape = getattr(dm, "image_shape", None)
     blocks = getattr(backbone, "blocks", None)
     if shape is None or not hasattr(encoder, "grid") or not blocks or not hasattr(blocks[0], "attn"):
         return  # not images, or a backbone without attention (the baselines)
     _, H, W = shape
+    B = max(1, int(getattr(dm, "batch_size", 1) or 1))  # the sets one step holds
     gh, gw = encoder.grid(H, W)
     cls = int(getattr(backbone, "cls", None) is not None)
     n = gh * gw + cls
     attn = blocks[0].attn
     param = next(backbone.parameters())
     keys = n if attn.window is None else min(n, 3 * max(attn.window, 1))
-    need = attn.heads * n * keys * param.element_size()
+    need = B * attn.heads * n * keys * param.element_size()
     free = available_memory(device)
     if free is None or need <= free:
         return
     dtype = str(param.dtype).removeprefix("torch.")
+    sets = f"a batch of {B} sets" if B > 1 else "one set"
     if attn.window is None:
-        holds = f"full attention over one set holds {attn.heads} x {n} x {n} weights (heads x N x N, {dtype})"
+        holds = (f"full attention over {sets} holds {B} x {attn.heads} x {n} x {n} weights (batch x heads x N x N, "
+                 f"{dtype})")
     else:
-        holds = (f"truncated attention (window {attn.window}) over one set holds {attn.heads} x {n} x {keys} "
-                 f"weights (heads x N x 3 window, {dtype})")
-    per_pair = attn.heads * param.element_size()
+        holds = (f"truncated attention (window {attn.window}) over {sets} holds {B} x {attn.heads} x {n} x {keys} "
+                 f"weights (batch x heads x N x 3 window, {dtype})")
+    per_pair = B * attn.heads * param.element_size()
     fit = math.isqrt(free // per_pair) if attn.window is None else free // (per_pair * keys)  # the largest N that fits
     side = math.isqrt(max(fit - cls, 0)) * getattr(encoder, "patch_size", 1)  # a square image of <= fit vectors
     example = f" (e.g. [{side}, {side}])" if side else ""
@@ -52,8 +57,9 @@ def check_set_size(encoder: nn.Module, backbone: nn.Module, dm, device: torch.de
     raise MemoryError(
         f"{where}{type(dm).__name__}'s images of {H}x{W} pixels make sets of {n} vectors ({type(encoder).__name__}: "
         f"a {gh}x{gw} grid{extra}); {holds}, about {_bytes(need)}, but {_bytes(free)} is free "
-        f"on {device}. At most {fit} vectors fit: set the data's image_size{example}, larger patches "
-        "(PatchEncoder's patch_size), or truncated attention (the backbone's window)"
+        f"on {device}. At most {fit} vectors a set fit at batch_size {B}: set the data's image_size{example}, "
+        "a smaller batch_size, larger patches (PatchEncoder's patch_size), or truncated attention (the backbone's "
+        "window)"
     )
 
 

@@ -27,6 +27,33 @@ def check_parts(encoder: nn.Module, head: nn.Module, task: str | None = None) ->
                         "(forward, loss, metrics, metric_inputs, predict, monitor)")
 
 
+def check_widths(encoder: Encoder, backbone: nn.Module, head: Head, task: str | None = None) -> None:
+    """The widths the encoder returns, the backbone takes and returns, and the head reads agree,
+    checked when the model is built (else a task stops at its first step, naming no task). The
+    encoder's ``out_width`` and the head's ``in_width`` are those they declare; the backbone's
+    is its ``d_model`` (Backbone and the baselines); ``nn.Identity`` passes widths through."""
+    where = f"task {task!r}: " if task else ""
+    enc, head_in = encoder.out_width, head.in_width
+    bb = type(backbone).__name__
+    if isinstance(backbone, nn.Identity):
+        if enc is not None and head_in is not None and enc != head_in:
+            raise ValueError(f"{where}the encoder {type(encoder).__name__} returns vectors of width {enc}, but the "
+                             f"head {type(head).__name__} reads width {head_in} (the backbone {bb} passes them "
+                             "through): give both the same d_model")
+        return
+    width = getattr(backbone, "d_model", None)
+    if width is None:
+        return
+    if enc is not None and enc != width:
+        raise ValueError(f"{where}the encoder {type(encoder).__name__} returns vectors of width {enc}, but the "
+                         f"backbone {bb} expects d_model={width}: every task's encoder projects to the shared "
+                         f"backbone's width (set the encoder's d_model to {width}, or give this task a model of "
+                         "its own)")
+    if head_in is not None and head_in != width:
+        raise ValueError(f"{where}the head {type(head).__name__} reads vectors of width {head_in}, but the backbone "
+                         f"{bb} returns width {width}: set the head's d_model to {width}")
+
+
 def metric_prefix(stage: Stage, task: str | None = None) -> str:
     """``val_`` alone (``val_acc``, ``val_loss``); ``speech/val_`` in a multi-task run."""
     return f"{task}/{stage}_" if task else f"{stage}_"
@@ -63,9 +90,11 @@ def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Modul
     """Forward one task's batch, update and log its metrics (epoch means), return its loss.
 
     Alone (``task`` None) the task's loss is the run's: it is logged here as ``train_loss``
-    (per step and epoch) / ``val_loss`` / ``test_loss``. In a multi-task run the training loss
-    is logged as ``task/train_loss``; the evaluation losses are the caller's (MultiTaskModule
-    weights the tasks' epoch means into ``val_loss``).
+    (per step and epoch) / ``val_loss`` / ``test_loss``. In a multi-task run the task's losses
+    are logged as ``task/train_loss`` / ``task/val_loss`` / ``task/test_loss``, here, in the
+    task's own steps: Lightning puts what is logged at epoch end under every dataloader's
+    column. The run's ``val_loss`` / ``test_loss`` are the caller's (MultiTaskModule weights
+    the tasks' epoch means into them).
     """
     out = forward_task(encoder, backbone, head, batch)
     loss = head.loss(out, batch)
@@ -75,6 +104,9 @@ def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Modul
                    batch_size=bs, sync_dist=stage != "train")
     elif stage == "train":
         module.log(f"{task}/train_loss", loss, on_step=True, on_epoch=True, batch_size=bs)
+    else:  # the epoch mean, weighted by batch size, under this task's dataloader only
+        module.log(f"{task}/{stage}_loss", loss, on_step=False, on_epoch=True, batch_size=bs,
+                   add_dataloader_idx=False, sync_dist=True)
     metrics.update(*head.metric_inputs(detached(out), batch))
     # one task's metrics in the progress bar; a multi-task run's would crowd it
     module.log_dict(metrics, on_step=False, on_epoch=True, prog_bar=task is None and stage == "val",

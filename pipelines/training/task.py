@@ -16,7 +16,13 @@ from vecset.pipelines.training.checkpoint import last_checkpoint, read_checkpoin
 from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.receptive_field import receptive_field
 from vecset.pipelines.training.set_size import check_set_size
-from vecset.pipelines.training.step import check_parts, forward_task, stage_metrics, task_step
+from vecset.pipelines.training.step import (
+    check_parts,
+    check_widths,
+    forward_task,
+    stage_metrics,
+    task_step,
+)
 
 
 def warmup_cosine(step: int, total: int, warmup: int) -> float:
@@ -88,6 +94,7 @@ class TaskModule(pl.LightningModule):
                  freeze_backbone: bool = False) -> None:
         super().__init__()
         check_parts(encoder, head)
+        check_widths(encoder, backbone, head)
         if _given_hyperparameters.get() is not None:
             # built by LightningCLI: it hands over the parsed config, so the checkpoint can
             # rebuild every injected module with load_from_checkpoint

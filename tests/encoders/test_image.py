@@ -416,12 +416,13 @@ def test_full_size_images_too_large_for_attention_are_refused_before_a_step(tmp_
     monkeypatch.setattr("vecset.pipelines.training.set_size.available_memory", lambda device: 8 * 2**30)
     dm = ImageFolderDataModule(str(_big_folder(tmp_path, 1024)), channels=1, image_size=None, batch_size=2, **SPLIT)
     model = TaskModule(PixelEncoder(1, 8), Backbone(8, depth=1, heads=2), SequenceHead(8, 2))
-    # one 1024x1024 image is 1048576 pixel vectors: its 2 x N x N float32 weights are 8192 GiB
+    # one 1024x1024 image is 1048576 pixel vectors: a batch of 2 holds 2 x 2 x N x N float32 weights, 16384 GiB
     want = (r"ImageFolderDataModule's images of 1024x1024 pixels make sets of 1048576 vectors \(PixelEncoder: a "
-            r"1024x1024 grid\); full attention over one set holds 2 x 1048576 x 1048576 weights \(heads x N x N, "
-            r"float32\), about 8192.0 GiB, but 8.0 GiB is free on cpu\. At most 32768 vectors fit: set the data's "
-            r"image_size \(e\.g\. \[181, 181\]\), larger patches "
-            r"\(PatchEncoder's patch_size\), or truncated attention \(the backbone's window\)")
+            r"1024x1024 grid\); full attention over a batch of 2 sets holds 2 x 2 x 1048576 x 1048576 weights "
+            r"\(batch x heads x N x N, float32\), about 16384.0 GiB, but 8.0 GiB is free on cpu\. At most 23170 "
+            r"vectors a set fit at batch_size 2: set the data's image_size \(e\.g\. \[152, 152\]\), a smaller "
+            r"batch_size, larger patches \(PatchEncoder's patch_size\), or truncated attention \(the backbone's "
+            r"window\)")
     for stage in ("fit", "predict"):
         with pytest.raises(MemoryError, match=want):
             _fit(model, dm, stage)
@@ -440,24 +441,47 @@ def test_full_size_images_too_large_for_attention_are_refused_before_a_step(tmp_
 def test_set_size_check_counts_patches_cls_and_window(tmp_path, monkeypatch):
     monkeypatch.setattr("vecset.pipelines.training.set_size.available_memory", lambda device: 2**30)
     dm = ImageFolderDataModule(str(_big_folder(tmp_path, 1024)), channels=1, batch_size=2, **SPLIT)
-    # 4x4 patches: 256x256 = 65536 vectors, + CLS; 4 x 65537^2 x 4 bytes = 64 GiB
+    # 4x4 patches: 256x256 = 65536 vectors, + CLS; 2 x 4 x 65537^2 x 4 bytes = 128 GiB
     cls = TaskModule(PatchEncoder(1, 8, 4), Backbone(8, depth=1, heads=4, cls_token=True),
                      SequenceHead(8, 2, pooling="cls"))
     with pytest.raises(MemoryError, match=r"sets of 65537 vectors \(PatchEncoder: a 256x256 "
-                                          r"grid, plus the CLS vector\); full attention over one set holds 4 x 65537 x 65537 weights "
-                                          r"\(heads x N x N, float32\), about 64.0 GiB, but 1.0 GiB is free on cpu\. "
-                                          r"At most 8192 vectors fit: set the data's image_size \(e\.g\. \[360, 360\]\)"):
+                                          r"grid, plus the CLS vector\); full attention over a batch of 2 sets holds "
+                                          r"2 x 4 x 65537 x 65537 weights \(batch x heads x N x N, float32\), about "
+                                          r"128.0 GiB, but 1.0 GiB is free on cpu\. At most 5792 vectors a set fit at "
+                                          r"batch_size 2: set the data's image_size \(e\.g\. \[304, 304\]\)"):
         _fit(cls, dm)
-    # truncated attention: each vector sees 3 x window keys at most (the blocked path): 4 x 65536 x 48 x 4 bytes
+    # truncated attention: each vector sees 3 x window keys at most (the blocked path): 2 x 4 x 65536 x 48 x 4 bytes
     windowed = TaskModule(PatchEncoder(1, 8, 4), Backbone(8, depth=1, heads=4, window=16), SequenceHead(8, 2))
     with pytest.raises(AssertionError, match="step started"):
         _fit(windowed, dm)
     monkeypatch.setattr("vecset.pipelines.training.set_size.available_memory", lambda device: 2**20)
-    with pytest.raises(MemoryError, match=r"truncated attention \(window 16\) over one set holds 4 x 65536 x 48 "
-                                          r"weights \(heads x N x 3 window, float32\), about 48.0 MiB, but 1.0 MiB "
-                                          r"is free on cpu\. At most 1365 vectors fit: set the data's image_size "
-                                          r"\(e\.g\. \[144, 144\]\)"):
+    with pytest.raises(MemoryError, match=r"truncated attention \(window 16\) over a batch of 2 sets holds 2 x 4 x "
+                                          r"65536 x 48 weights \(batch x heads x N x 3 window, float32\), about 96.0 "
+                                          r"MiB, but 1.0 MiB is free on cpu\. At most 682 vectors a set fit at "
+                                          r"batch_size 2: set the data's image_size \(e\.g\. \[104, 104\]\)"):
         _fit(windowed, dm)
+
+
+def test_set_size_check_counts_the_batch_and_its_suggestion_fits(monkeypatch):
+    """640x640 images in 8x8 patches (6400 vectors) in batches of 64: one set's weights (0.6 GiB)
+    fit in 8 GiB, the batch's (39 GiB) do not. The suggested image size passes the same check."""
+    import types
+
+    from vecset.pipelines.training.set_size import check_set_size
+
+    monkeypatch.setattr("vecset.pipelines.training.set_size.available_memory", lambda device: 8 * 2**30)
+    enc, bb = PatchEncoder(3, 8, 8), Backbone(8, depth=1, heads=4)
+    dm = types.SimpleNamespace(image_shape=(3, 640, 640), batch_size=64)
+    with pytest.raises(MemoryError, match=r"over a batch of 64 sets holds 64 x 4 x 6400 x 6400 weights .* about "
+                                          r"39.1 GiB, but 8.0 GiB is free on cpu\. At most 2896 vectors a set fit at "
+                                          r"batch_size 64: set the data's image_size \(e\.g\. \[424, 424\]\)") as e:
+        check_set_size(enc, bb, dm, torch.device("cpu"))
+    side = int(str(e.value).split("(e.g. [")[1].split(",")[0])
+    check_set_size(enc, bb, types.SimpleNamespace(image_shape=(3, side, side), batch_size=64), torch.device("cpu"))
+    with pytest.raises(MemoryError):  # 8 pixels more a side: one more row of patches does not fit
+        check_set_size(enc, bb, types.SimpleNamespace(image_shape=(3, side + 8, side + 8), batch_size=64),
+                       torch.device("cpu"))
+    check_set_size(enc, bb, types.SimpleNamespace(image_shape=(3, 640, 640), batch_size=12), torch.device("cpu"))
 
 
 def test_cifar_missing_folder_says_where_it_looked(tmp_path):

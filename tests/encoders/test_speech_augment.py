@@ -78,6 +78,10 @@ def test_label_rate_of_a_file_at_another_rate():
     ({"speed_factors": [1.00001]}, "whole number of Hz"),
     ({"snr_db": (20.0, 5.0)}, "low <= high"),
     ({"noise_prob": 1.5}, r"noise_prob must be in \[0, 1\]"),
+    ({"speed_factors": [0.001]}, r"speed factor 0.001: must be > 0 and in \[0.5, 2.0\]"),
+    ({"speed_factors": [float("nan")]}, r"speed factor nan: must be > 0 and in \[0.5, 2.0\]"),
+    ({"snr_db": (float("nan"), 10.0)}, r"snr_db must be finite, in \[-20.0, 100.0\] dB"),
+    ({"snr_db": (10.0, 200.0)}, r"snr_db must be finite, in \[-20.0, 100.0\] dB"),
 ])
 def test_bad_settings_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):

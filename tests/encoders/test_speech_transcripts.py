@@ -22,3 +22,16 @@ def test_bad_wrd_lines_are_named(tmp_path, text, err):
     (tmp_path / "a.wrd").write_text(text)
     with pytest.raises(ValueError, match=err):
         read_wrd(tmp_path / "a.wrd")
+
+
+def test_zero_length_words_are_left_out_and_named_when_asked(tmp_path):
+    # Festival gives a split-off clitic no time ("0 0 's"): it lies before the previous word's end too
+    (tmp_path / "a.wrd").write_text("100 900 John\n0 0 's\n900 1500 car\n")
+    with pytest.raises(ValueError, match=r"a\.wrd:2: word end 0 is not after its start 0"):
+        read_wrd(tmp_path / "a.wrd")
+    zero: list[str] = []
+    assert read_wrd(tmp_path / "a.wrd", zero_length=zero) == [Word(100, 900, "John"), Word(900, 1500, "car")]
+    assert zero == [f"{tmp_path / 'a.wrd'}:2"]
+    (tmp_path / "b.wrd").write_text("100 90 John\n")  # an end before the start stays an error
+    with pytest.raises(ValueError, match=r"b\.wrd:1: word end 90 is not after its start 100"):
+        read_wrd(tmp_path / "b.wrd", zero_length=zero)

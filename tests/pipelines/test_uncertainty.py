@@ -66,8 +66,18 @@ def test_balanced_class_weights_come_from_the_training_labels():
     assert not torch.allclose(head.loss(out, batch), F.cross_entropy(out, labels))
     # kept in the checkpoint; an unweighted head's keys stay as before
     assert "class_weight" in head.state_dict() and "class_weight" not in SequenceHead(8, 2).state_dict()
-    with pytest.raises(ValueError, match=r"class\(es\) \[1\] have no training labels"):
+    with pytest.raises(ValueError, match=r"class 1 has no training labels"):
         head.fit_class_weights(torch.zeros(5, dtype=torch.long))
+
+
+def test_a_class_without_training_labels_is_named_as_declared_with_its_file():
+    head = SequenceHead(8, 2, class_weights="balanced")
+    spec = DataSpec(source="MoleculeDataModule", origin="data/b.csv", fit=True, class_names=["BBB-", "BBB+"],
+                    train_targets=torch.ones(7, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"class_weights='balanced': class 'BBB-' \(index 0\) has no training labels "
+                                         r"in data/b\.csv \(MoleculeDataModule's training split: 7 labels, all "
+                                         r"'BBB\+'\)"):
+        head.receive(spec)
 
 
 def test_ensemble_std_is_the_spread_of_the_members():
@@ -116,6 +126,53 @@ def test_binary_scores_are_sklearns():
     assert s["positives"] == label.sum()
 
 
+def test_binary_scores_of_one_class_are_undefined_not_zero():
+    prob = torch.tensor([0.2, 0.7, 0.9])
+    s = binary_scores(prob, torch.ones(3, dtype=torch.long), ["BBB-", "BBB+"])
+    assert s["roc_auc"] is None and s["pr_auc"] == pytest.approx(1.0)
+    assert s["roc_auc_undefined"] == "the labels hold one class only ('BBB+', 3 of 3): ROC-AUC needs both"
+    s = binary_scores(prob, torch.zeros(3, dtype=torch.long), ["BBB-", "BBB+"])
+    assert s["roc_auc"] is None and s["pr_auc"] is None
+    assert s["pr_auc_undefined"] == "no positive ('BBB+') among the 3 labels: PR-AUC needs one"
+    assert "roc_auc_undefined" not in binary_scores(prob, torch.tensor([0, 1, 1]))
+
+
+def b3db_positives(tmp_path: Path, step: int = 50) -> Path:
+    """Every ``step``-th BBB+ row of data/molecules/b3db.csv: a file of one class."""
+    with open(ROOT / "data" / "molecules" / "b3db.csv") as f:
+        lines = f.readlines()
+    path = tmp_path / "pos.csv"
+    path.write_text("".join([lines[0], *[ln for ln in lines[1:] if ",BBB+," in ln][::step]]))
+    return path
+
+
+def test_one_class_test_labels_write_null_roc_auc_with_the_reason(tmp_path, monkeypatch, capsys):
+    from vecset.pipelines.cli import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "pos.yaml"
+    cfg.write_text(TINY.format(outputs=2, head="task: classification", csv=b3db_positives(tmp_path, 60),
+                               data="label_column: label, classes: [BBB-, BBB+]"))
+    run_cli(["fit", "--config", str(cfg), "--trainer.max_epochs=1"])
+    text = (tmp_path / "runs" / "pos" / "version_0" / "test_binary.json").read_text()
+    binary = json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in test_binary.json"))
+    assert binary["roc_auc"] is None and binary["class_balance"]["test"]["BBB-"] == 0
+    assert binary["roc_auc_undefined"].startswith("the labels hold one class only ('BBB+'")
+    assert "test ROC-AUC undefined: the labels hold one class only ('BBB+'" in capsys.readouterr().out
+
+
+def test_balanced_class_weights_on_a_one_class_file_name_the_class_and_the_file(tmp_path, monkeypatch):
+    from vecset.pipelines.cli import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "pos.yaml"
+    csv_path = b3db_positives(tmp_path, 100)
+    cfg.write_text(TINY.format(outputs=2, head="task: classification, class_weights: balanced", csv=csv_path,
+                               data="label_column: label, classes: [BBB-, BBB+]"))
+    with pytest.raises(ValueError, match=rf"class 'BBB-' \(index 0\) has no training labels in {csv_path}"):
+        run_cli(["fit", "--config", str(cfg), "--trainer.max_epochs=1"])
+
+
 TINY = """
 seed_everything: 0
 trainer: {{max_epochs: 2, accelerator: cpu, devices: 1, log_every_n_steps: 1, enable_model_summary: false,
@@ -159,6 +216,96 @@ def test_two_member_ensemble_of_mean_variance_heads(tmp_path, monkeypatch):
     # mean-variance members: the std is above the members' spread alone
     std = np.array([float(r["expt_std"]) for r in rows])
     assert np.all(std > m.std(1)) and summary["uncertainty"]["count"] == 8
+
+
+def test_a_failed_member_is_named_and_a_rerun_continues_from_the_finished_ones(tmp_path, monkeypatch, capsys):
+    """Member 1 of 2 crashes: the error names it and the finished member 0; the same command
+    again trains member 1 only and combines both. No member prints Lightning's warning about
+    ``args`` beside command-line arguments (the ensemble's own command line)."""
+    import sys
+    import warnings
+
+    from vecset.pipelines import ensemble
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["ensemble.py", "--members", "2", "--config", "tiny.yaml"])
+    with open(ROOT / "data" / "molecules" / "freesolv.csv") as f:
+        (tmp_path / "fs.csv").write_text("".join(f.readlines()[:81]))
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY.format(outputs=1, head="task: regression", csv=tmp_path / "fs.csv", data="target_columns: [expt]"))
+    args = ["--members", "2", "--config", str(cfg), "--trainer.max_epochs=1"]
+    real, fits, crash = ensemble.run_cli, [], [True]
+
+    def crashing(argv, run=True):
+        fits.append(argv[argv.index("--seed_everything") + 1] if run else "data")
+        if run and argv[-1] == "1" and crash and crash.pop():
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return real(argv, run=run)
+
+    monkeypatch.setattr(ensemble, "run_cli", crashing)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(RuntimeError, match=r"ensemble member 1 of 2 \(seed 1\) failed: RuntimeError: CUDA error: "
+                                               r"an illegal memory access was encountered\. The finished members "
+                                               r"\(seed: run\) are kept: 0: runs/tiny/version_0; run the same "
+                                               r"command again to continue from them") as e:
+            ensemble.main(args)
+    assert "illegal memory access" in str(e.value.__cause__)  # the member's own error and traceback
+    assert not [w for w in caught if "args parameter is intended" in str(w.message)]
+    assert "args parameter is intended" not in capsys.readouterr().err
+    out = ensemble.main(args)  # the same command again
+    assert fits == ["0", "1", "1"]  # member 0 was not trained again
+    assert "ensemble member 0 (seed 0): finished by an earlier run, runs/tiny/version_0: not trained again" \
+        in capsys.readouterr().out
+    summary = json.loads((out / "ensemble.json").read_text())
+    assert [(r["seed"], r["run_dir"]) for r in summary["runs"]] == [(0, "runs/tiny/version_0"),
+                                                                    (1, "runs/tiny/version_1")]
+    assert not (tmp_path / "runs" / "tiny_ensemble" / "unfinished_members.json").exists()
+    # combined: the command again trains a new ensemble; with every member finished before, the data
+    # module comes from the config alone
+    monkeypatch.setattr(ensemble, "run_cli", lambda argv, run=True: fits.append("x") or real(argv, run=run))
+    (tmp_path / "runs" / "tiny_ensemble").mkdir(exist_ok=True)
+    ensemble.record_member(tmp_path / "runs" / "tiny_ensemble", args[2:], 0, "runs/tiny/version_0")
+    ensemble.record_member(tmp_path / "runs" / "tiny_ensemble", args[2:], 1, "runs/tiny/version_1")
+    again = ensemble.main(args)
+    assert fits[3:] == ["x"] and json.loads((again / "ensemble.json").read_text())["test_rmse"] == summary["test_rmse"]
+
+
+def test_one_mse_member_gives_no_uncertainty_and_says_why(tmp_path, monkeypatch, capsys):
+    """One member with an MSE head has no spread: its std would be 0 everywhere (NLL NaN, a
+    miscalibration area of nothing). The ensemble writes its predictions without a std, and
+    null uncertainty with the reason; ensemble.json is valid JSON."""
+    from vecset.pipelines.ensemble import main
+
+    monkeypatch.chdir(tmp_path)
+    with open(ROOT / "data" / "molecules" / "freesolv.csv") as f:
+        (tmp_path / "fs.csv").write_text("".join(f.readlines()[:81]))
+    cfg = tmp_path / "tiny.yaml"
+    cfg.write_text(TINY.format(outputs=1, head="task: regression", csv=tmp_path / "fs.csv", data="target_columns: [expt]"))
+    out = main(["--members", "1", "--config", str(cfg), "--trainer.max_epochs=1"])
+    summary = json.loads((out / "ensemble.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    assert summary["uncertainty"] is None
+    assert summary["uncertainty_undefined"] == ("one member with an MSE head (regression_loss mse) gives no spread: "
+                                                "an uncertainty needs 2 or more members or a mean-variance head "
+                                                "(regression_loss gaussian_nll)")
+    assert not (out / "test_uncertainty.json").exists() and not (out / "calibration.png").exists()
+    with open(out / "predictions.csv") as f:
+        header = next(csv.reader(f))
+    assert "expt" in header and "expt_std" not in header and "member0_expt" in header
+    assert f"uncertainty undefined: {summary['uncertainty_undefined']}" in capsys.readouterr().out
+
+
+def test_a_zero_std_is_refused_and_a_constant_std_has_no_rank_correlation(tmp_path):
+    from vecset.pipelines.reports.uncertainty import write_uncertainty
+
+    mean, true = np.array([[1.0], [2.0], [3.0]]), np.array([[1.5], [2.0], [2.0]])
+    with pytest.raises(ValueError, match=r"std must be positive and finite: 3 of 3 predictions of 'expt' have std 0"):
+        write_uncertainty(mean, np.zeros((3, 1)), true, ["expt"], tmp_path)
+    scores = uncertainty_scores(mean[:, 0], np.full(3, 0.5), true[:, 0])
+    assert scores["spearman_abs_error_std"] is None
+    assert scores["spearman_undefined"] == "the std is the same for every prediction"
+    write_uncertainty(mean, np.full((3, 1), 0.5), true, ["expt"], tmp_path)
+    json.loads((tmp_path / "test_uncertainty.json").read_text(), parse_constant=lambda c: pytest.fail(c))
 
 
 def test_tiny_classification_run_reports_roc_auc(tmp_path, monkeypatch):

@@ -26,21 +26,53 @@ def package_root(tmp_path, monkeypatch):
     return root
 
 
+def fake_apt(package_root, calls: list, known: bool):
+    """subprocess.run as apt: ``apt-cache show`` finds the package only when ``known`` (or after
+    ``apt-get update``); ``apt-get install`` fails on a package the lists do not hold."""
+    import subprocess
+
+    lists = {"known": known}
+
+    def run(cmd, **kw):
+        calls.append(cmd)
+        if cmd[:2] == ["apt-cache", "show"]:
+            return subprocess.CompletedProcess(cmd, 0 if lists["known"] else 100,
+                                               stdout="Package: dataset-fashion-mnist\n" if lists["known"] else "",
+                                               stderr="" if lists["known"] else "E: No packages found")
+        if cmd == ["apt-get", "update"]:
+            lists["known"] = True
+        elif cmd[:2] == ["apt-get", "install"]:
+            if not lists["known"]:
+                raise subprocess.CalledProcessError(100, cmd)  # E: Unable to locate package
+            write_dataset(package_root, n_train=20, n_test=10)  # what the package puts there
+        return subprocess.CompletedProcess(cmd, 0, stdout="", stderr="")
+
+    return run
+
+
 def test_installs_as_root_when_missing(package_root, monkeypatch):
     calls = []
-
-    def fake_apt(cmd, **kw):
-        calls.append(cmd)
-        write_dataset(package_root, n_train=20, n_test=10)  # what the package puts there
-
     monkeypatch.setattr(get.os, "geteuid", lambda: 0)
     monkeypatch.setattr(get.shutil, "which", lambda name: "/usr/bin/apt-get")
-    monkeypatch.setattr(get.subprocess, "run", fake_apt)
+    monkeypatch.setattr(get.subprocess, "run", fake_apt(package_root, calls, known=True))
     files = get.ensure(package_root, install=True)
-    assert calls == [["apt-get", "install", "-y", "dataset-fashion-mnist"]]
+    assert calls == [["apt-cache", "show", "dataset-fashion-mnist"], ["apt-get", "install", "-y", "dataset-fashion-mnist"]]
     assert files["train"][0] == package_root / "train-images-idx3-ubyte.gz"
     assert get.summary(files) == ("train: 20 images of 28x28 (train-images-idx3-ubyte.gz), 10 classes; "
                                   "test: 10 images of 28x28 (t10k-images-idx3-ubyte.gz), 10 classes")
+
+
+def test_updates_the_package_lists_first_when_they_do_not_hold_the_package(package_root, monkeypatch, capsys):
+    # a fresh machine (a container) has empty package lists: install alone fails to locate it
+    calls = []
+    monkeypatch.setattr(get.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(get.shutil, "which", lambda name: "/usr/bin/apt-get")
+    monkeypatch.setattr(get.subprocess, "run", fake_apt(package_root, calls, known=False))
+    files = get.ensure(package_root, install=True)
+    assert calls == [["apt-cache", "show", "dataset-fashion-mnist"], ["apt-get", "update"],
+                     ["apt-get", "install", "-y", "dataset-fashion-mnist"]]
+    assert files["test"][1].name == "t10k-labels-idx1-ubyte.gz"
+    assert "the package lists do not hold dataset-fashion-mnist: apt-get update first" in capsys.readouterr().err
 
 
 def test_says_which_package_to_install_otherwise(package_root, monkeypatch):

@@ -134,8 +134,41 @@ def test_speakers_split_disjoint_and_cover_every_voice():
         assert {x.voice for x in s} == {"kal", "ked", "slt"}
     assert all(0.9 <= x.resample <= 1.1 for x in spk)
     assert all((x.f0_mean is None) == (x.voice == "slt") for x in spk)
-    with pytest.raises(ValueError, match="multiple of 3 and at least 9"):
+    with pytest.raises(ValueError, match="multiple of 3 and at least 12"):
         corpus.make_speakers(10, seed=0)
+
+
+def test_nine_speakers_are_refused_as_they_leave_test_without_a_speaker():
+    # per base voice the speakers go train, train, dev, test: 9 speakers (3 per voice) gave no
+    # test speaker at all
+    with pytest.raises(ValueError, match=r"at least 12 .*got 9"):
+        corpus.make_speakers(9, seed=0)
+    for n in (12, 15, 18):
+        assert {x.split for x in corpus.make_speakers(n, seed=0)} == {"train", "dev", "test"}
+
+
+def test_the_shipped_15_speaker_recipe_is_unchanged():
+    # data/speech (make speech-sample: 15 speakers, seed 0) must stay byte-identical
+    info = json.loads((SAMPLE / "corpus.json").read_text())
+    assert [corpus.asdict(s) for s in corpus.make_speakers(15, seed=info["seed"])] == info["speakers"]
+
+
+def test_utterances_that_leave_a_split_empty_are_refused_before_synthesis(tmp_path):
+    # utterance i goes to speaker i mod S: with 12 speakers the first test speaker (s09) gets
+    # utterance 9, so fewer than 10 utterances leave test empty; refused before Festival runs
+    spk = corpus.make_speakers(12, seed=0)
+    with pytest.raises(SystemExit, match=r"--utterances 9 with 12 speakers leaves the test split empty.*at least 10"):
+        corpus.check_splits(spk, 9)
+    with pytest.raises(SystemExit, match=r"leaves the dev, test splits empty"):
+        corpus.generate(tmp_path / "c", utterances=3, speakers=12, seed=0, jobs=1, fmt="wav")
+    assert not (tmp_path / "c").exists()
+    assert corpus.check_splits(spk, 10) == {"train": 6, "dev": 3, "test": 1}
+
+
+def test_a_split_festival_left_empty_is_refused():
+    written = {"train": ["s00kal/u00000"], "dev": ["s06kal/u00006"], "test": []}
+    with pytest.raises(SystemExit, match=r"no utterance of the test split was written.*skipped"):
+        corpus.check_written(written)
 
 
 @pytest.mark.skipif(shutil.which("festival") is None, reason="Festival is not installed")
@@ -145,8 +178,8 @@ def test_generation_deterministic_for_job_counts(tmp_path):
     except SystemExit:
         pytest.skip("Festival voices are not installed")
     one, two = tmp_path / "one", tmp_path / "two"
-    corpus.generate(one, utterances=3, speakers=9, seed=5, jobs=1, fmt="wav")
-    corpus.generate(two, utterances=3, speakers=9, seed=5, jobs=2, fmt="wav")
+    corpus.generate(one, utterances=10, speakers=12, seed=5, jobs=1, fmt="wav")
+    corpus.generate(two, utterances=10, speakers=12, seed=5, jobs=2, fmt="wav")
     assert corpus.digest(one) == corpus.digest(two)
     import soundfile as sf
 
@@ -163,7 +196,7 @@ def test_generation_deterministic_for_job_counts(tmp_path):
 
 @pytest.mark.skipif(shutil.which("festival") is None, reason="Festival is not installed")
 def test_a_sentence_festival_crashes_on_is_skipped_and_counted(tmp_path):
-    spk = corpus.make_speakers(9, seed=0)[0]
+    spk = corpus.make_speakers(12, seed=0)[0]
     batch = [("a__u0", spk, "The dog ran home."), ("a__u1", spk, "..."), ("a__u2", spk, "A cat sat down.")]
     failed = corpus.run_festival(batch, tmp_path)  # Festival segfaults on text without a word
     assert failed == {"a__u1": "festival_crashed"}

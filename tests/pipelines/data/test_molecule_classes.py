@@ -122,3 +122,61 @@ def test_modules_inside_shared_featurization_reuse_the_featurized_molecules(tmp_
     assert not torch.isnan(b[0]["x"]).any()
     # each module normalizes its descriptors with its own training split's statistics
     assert not all(torch.equal(x["features"], y["features"]) for x, y in zip(a, b, strict=True))
+
+
+ROOT = Path(__file__).resolve().parents[3]
+B3DB_SKIPPED = [49, 1460, 1525, 1941, 4484, 4499, 4742, 4744, 4865, 4882, 5036, 5045, 5281, 6099, 6101, 6434,
+                6469, 7324, 7331, 7363, 7739]  # the 21 rows RDKit rejects or that have > 100 heavy atoms
+
+
+def b3db_slice(tmp_path: Path) -> Path:
+    """data/molecules/b3db.csv's 21 unusable rows and every 130th other row (60 molecules)."""
+    lines = (ROOT / "data" / "molecules" / "b3db.csv").read_text().splitlines(keepends=True)
+    keep = [n for n in range(2, len(lines) + 1) if n in B3DB_SKIPPED or n % 130 == 0]
+    path = tmp_path / "b3db_slice.csv"
+    path.write_text(lines[0] + "".join(lines[n - 1] for n in keep))
+    return path
+
+
+def test_skipped_rows_are_counted_with_the_first_few_on_the_console(tmp_path, caplog):
+    """B3DB's 21 skipped SMILES (up to 383 characters each) made one 6.3 KB log line."""
+    import logging
+
+    dm = MoleculeDataModule(str(b3db_slice(tmp_path)), label_column="label", classes=["BBB-", "BBB+"])
+    with caplog.at_level(logging.WARNING):
+        dm.setup("fit")
+    assert len(dm.skipped) == 21
+    (msg,) = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert len(msg) < 600, len(msg)
+    assert f"b3db_slice.csv: skipped 21 of {21 + len(dm.items)} rows (line 2 " in msg
+    assert msg.count("line ") == 3 and "127 heavy atoms, more than max_atoms=100" in msg and "; ...)" in msg
+    assert msg.endswith("all 21: MoleculeDataModule.skipped (set up without a Trainer: no run directory)")
+
+
+def test_skipped_rows_go_to_the_run_directory(tmp_path, monkeypatch, caplog):
+    import logging
+
+    from vecset.pipelines.cli import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    cfg = tmp_path / "slice.yaml"
+    cfg.write_text(f"""
+trainer: {{max_epochs: 1, accelerator: cpu, devices: 1, enable_progress_bar: false, enable_model_summary: false}}
+model:
+  class_path: vecset.pipelines.TaskModule
+  init_args:
+    encoder: {{class_path: vecset.encoders.GraphEncoder, init_args: {{d_model: 8, node_dim: 42, heads: 2}}}}
+    backbone: {{class_path: vecset.backbone.Backbone, init_args: {{d_model: 8, depth: 1, heads: 2}}}}
+    head: {{class_path: vecset.heads.SequenceHead, init_args: {{d_model: 8, num_outputs: 2}}}}
+data:
+  class_path: vecset.pipelines.MoleculeDataModule
+  init_args: {{csv_path: {b3db_slice(tmp_path)}, label_column: label, classes: [BBB-, BBB+]}}
+""")
+    with caplog.at_level(logging.WARNING):
+        run_cli(["fit", "--config", str(cfg), "--plots=false"])
+    path = tmp_path / "runs" / "slice" / "version_0" / "skipped_rows.csv"
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == 21 and list(rows[0]) == ["line", "smiles", "reason"]
+    assert rows[0]["reason"] == "127 heavy atoms, more than max_atoms=100" and len(rows[0]["smiles"]) == 300
+    assert any(r.getMessage().endswith("all 21: runs/slice/version_0/skipped_rows.csv") for r in caplog.records)

@@ -164,6 +164,13 @@ def test_validation_and_test_are_never_augmented(corpus):
     ({"noise_snr_db": [10.0]}, r"noise_snr_db must be \[low, high\]"),
     ({"noise_snr_db": [10.0, 20.0], "noise_prob": 1.5}, r"noise_prob must be in \[0, 1\], got 1.5"),
     ({"noise_prob": -0.1}, r"noise_prob must be in \[0, 1\], got -0.1"),
+    # 0.001 made the waveforms 1000x longer (4.7 GB for two utterances); NaN was blamed on the audio
+    ({"speed_factors": [0.001]}, r"speed_factors must be factors in \[0.5, 2.0\] .*got \[0.001\]"),
+    ({"speed_factors": [1.0, 3.0]}, r"speed_factors must be factors in \[0.5, 2.0\] .*got \[1.0, 3.0\]"),
+    ({"speed_factors": [float("nan")]}, r"speed_factors must be factors in \[0.5, 2.0\] .*got \[nan\]"),
+    ({"noise_snr_db": [float("nan"), 10.0]}, r"noise_snr_db must be finite, in \[-20.0, 100.0\] dB.*got \[nan, 10.0\]"),
+    ({"noise_snr_db": [10.0, float("inf")]}, r"noise_snr_db must be finite, in \[-20.0, 100.0\] dB.*got \[10.0, inf\]"),
+    ({"noise_snr_db": [-40.0, 0.0]}, r"noise_snr_db must be finite, in \[-20.0, 100.0\] dB"),
 ])
 def test_bad_settings_name_the_argument(kw, message):
     with pytest.raises(ValueError, match=message):

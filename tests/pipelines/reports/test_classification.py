@@ -43,7 +43,9 @@ def test_karate_run_writes_its_report(tmp_path, monkeypatch):
     res = json.loads((run_dir / "results.json").read_text())
     # 15 test nodes of 34: the other nodes' -100 targets are left out, as the metric leaves them
     _assert_report(run_dir, res["test"]["test_acc"], 15, ["Mr. Hi", "Officer"])
-    assert {Path(p).name for p in res["plots"]} == {"curves.png", "test_per_class.json", "confusion_matrix.png"}
+    assert {Path(p).name for p in res["plots"]} == {"curves.png", "test_per_class.json", "confusion_matrix.png",
+                                                    "attention.png"}
+    assert (run_dir / "attention.png").stat().st_size > 10_000  # the nodes' attention (test_vector_attention.py)
 
 
 def test_pos_run_writes_its_report(tmp_path):
@@ -58,3 +60,4 @@ def test_pos_run_writes_its_report(tmp_path):
     res = json.loads((tmp_path / "results.json").read_text())  # no logger: the run directory is the root dir
     words = sum(len(s["forms"]) for s in read_conllu(ROOT / "data" / "conllu" / "sample.conllu")[0])
     _assert_report(tmp_path, res["test"]["test_acc"], words, UPOS)
+    assert (tmp_path / "attention.png").stat().st_size > 10_000  # the first test sentence's words

@@ -7,6 +7,7 @@ import json
 import types
 
 import numpy as np
+import pytest
 import torch
 from speech_corpus_helpers import write_lists, write_utterance
 
@@ -68,3 +69,41 @@ def test_seen_unseen_and_outside_frames_in_the_report(tmp_path):
     assert (seg["decoder"]["phones"], seg["decoder"]["boundaries"]) == (2, 4) and rep["segment_decoder"] == "SegmentDecoder(switch_penalty=3.0, min_duration=1)"
     assert rep["test_utterances_sharing_a_training_sentence"] == 0
     assert np.isclose(seg["decoder"]["frame_accuracy"], 40 / 48, atol=1e-4)
+
+
+def test_a_zero_length_word_is_left_out_of_the_word_scores_and_reported(tmp_path, capsys):
+    """A .wrd line whose end is its start (a clitic an aligner gave no time, Festival's 's) does
+    not stop the test: the frame scores do not read it; it is counted, named by file:line and
+    left out of the word scores (and of the training vocabulary). A .phn keeps the error."""
+    root = tmp_path / "corpus"
+    write_utterance(root, "s1/a", [(0, 4000, "One"), (4000, 4000, "'s"), (4000, 8000, "two")], "One's two.")
+    write_utterance(root, "s2/d", [(0, 8000, "four")], "Four.")
+    write_utterance(root, "s3/t", [(800, 2400, "ONE"), (0, 0, "'s"), (4000, 6400, "three")], "One's three.")
+    write_lists(root, train=["s1/a"], dev=["s2/d"], test=["s3/t"])
+    dm = SpeechFramesDataModule(root=str(root))
+    dm.setup("test")
+    assert f"speech test: 1 zero-length word (end = start) left out of the word scores: {root / 's3' / 't.wrd'}:2" \
+        in capsys.readouterr().out
+    assert dm.zero_length_words["test"] == [f"{root / 's3' / 't.wrd'}:2"]
+    batch = next(iter(dm.test_dataloader()))
+    y = batch["y"]
+    logits = torch.nn.functional.one_hot(y, len(dm.class_names)).float()  # (1, 48, C)
+    model = types.SimpleNamespace(head=types.SimpleNamespace(decoder=None))
+    ctx = ReportContext(model, dm, tmp_path)
+    ctx._outputs = [ScoredBatch(batch, y.flatten(), y.flatten(), logits)]
+    (path,) = PerPhoneReport().write(ctx)
+    words = json.loads(path.read_text())["words"]
+    assert (words["test_word_tokens"], words["unseen_word_tokens"]) == (2, 1)  # ONE seen, three unseen
+    assert (words["frames_seen_words"], words["frames_unseen_words"]) == (10, 15)
+    assert words["train_vocabulary"] == 2  # one, two: the zero-length 's is no word of training
+    assert words["test_zero_length_words"] == 1 and words["train_zero_length_words"] == 1
+    assert words["test_zero_length_word_lines"] == [f"{root / 's3' / 't.wrd'}:2"]
+    assert "test words: 1 of 2 tokens unseen in training" in capsys.readouterr().out
+    # an end before its start is still an error, and so is a zero-length phone
+    (root / "s3" / "t.wrd").write_text("800 2400 ONE\n100 50 three\n")
+    with pytest.raises(ValueError, match=r"t\.wrd:2: word end 50 is not after its start 100"):
+        SpeechFramesDataModule(root=str(root)).setup("test")
+    write_utterance(root, "s3/t", [(800, 2400, "ONE")], "One.", phones=[(0, 4000, "h#"), (4000, 4000, "aa"),
+                                                                         (4000, 8000, "h#")])
+    with pytest.raises(ValueError, match=r"t\.phn:2"):
+        SpeechFramesDataModule(root=str(root)).setup("test")

@@ -185,3 +185,80 @@ def test_kernel_regression_trains_beside_the_set_task(tmp_path):
     losses = train_losses(Path(trainer.logger.log_dir) / "metrics.csv", "kreg/train_loss_step")
     assert len(losses) == 20 and losses[-1] < 0.9 * losses[0], losses
     assert model.heads["kreg"].width.item() != 1.0
+
+
+def test_a_task_whose_widths_do_not_fit_the_shared_backbone_is_named_before_any_step():
+    """A kernel-regression task (raw scalar keys, width 1) beside a shared Backbone of width 32:
+    refused when the model is built, naming the task, not at that task's first step."""
+    from vecset.encoders import PointEncoder
+    from vecset.heads import NadarayaWatsonHead
+
+    with pytest.raises(ValueError, match=r"task 'kreg': the encoder PointEncoder returns vectors of width 1, "
+                                         r"but the backbone Backbone expects d_model=32"):
+        MultiTaskModule(Backbone(32, 1, 2), {"sets": VectorEncoder(2, 32), "kreg": PointEncoder()},
+                        {"sets": LabelingHead(32, 2), "kreg": NadarayaWatsonHead()})
+    with pytest.raises(ValueError, match=r"task 'sets': the head LabelingHead reads vectors of width 16, "
+                                         r"but the backbone Backbone returns width 32"):
+        MultiTaskModule(Backbone(32, 1, 2), {"sets": VectorEncoder(2, 32)}, {"sets": LabelingHead(16, 2)})
+    with pytest.raises(ValueError, match=r"^the encoder VectorEncoder returns vectors of width 8, but the head "
+                                         r"LabelingHead reads width 16 \(the backbone Identity"):
+        TaskModule(VectorEncoder(2, 8), torch.nn.Identity(), LabelingHead(16, 2))
+
+
+def test_kernel_regression_config_beside_debug_multitask_fails_at_setup_naming_the_task(tmp_path, monkeypatch):
+    """configs/kernel_regression.yaml's task added to configs/debug_multitask.yaml: the run stops
+    before training with the task's name (it used to stop mid-run with 'Backbone expects
+    vectors of width d_model=32, got 1')."""
+    cfg = yaml.safe_load((ROOT / "configs" / "debug_multitask.yaml").read_text())
+    kreg = yaml.safe_load((ROOT / "configs" / "kernel_regression.yaml").read_text())
+    cfg["model"]["init_args"]["encoders"]["kreg"] = kreg["model"]["init_args"]["encoder"]
+    cfg["model"]["init_args"]["heads"]["kreg"] = kreg["model"]["init_args"]["head"]
+    cfg["data"]["init_args"]["tasks"]["kreg"] = kreg["data"]
+    path = tmp_path / "mt_kreg.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"task 'kreg': the encoder PointEncoder returns vectors of width 1"):
+        run_cli(["fit", "--config", str(path), "--plots=false", "--trainer.enable_progress_bar=false"])
+    assert not (tmp_path / "runs" / "mt_kreg" / "version_0" / "metrics.csv").exists()
+
+
+def test_the_test_table_shows_each_task_loss_under_its_own_dataloader_only(capsys):
+    """Lightning attributes what is logged in ``on_test_epoch_end`` to every dataloader: each
+    task's loss is logged from its own test steps instead, so the printed table (and
+    ``trainer.test``'s per-dataloader results) has it under that task's column only, with the
+    same value as the epoch mean the weighted ``test_loss`` sums."""
+    import pytorch_lightning as pl
+
+    from vecset.pipelines.data.synthetic import SyntheticSetDataModule
+    from vecset.pipelines.training.multitask import MultiTaskDataModule
+
+    model = make_model()
+    dm = MultiTaskDataModule({  # 20 and 12 test sets in batches of 8: uneven last batches
+        "above": SyntheticSetDataModule(n_train=8, n_val=8, n_test=20, batch_size=8),
+        "mean": SyntheticSetDataModule(n_train=8, n_val=8, n_test=12, batch_size=8, target="mean", seed=10)})
+    trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False)
+    capsys.readouterr()
+    res = trainer.test(model, dm)
+    table = {}
+    for line in capsys.readouterr().out.splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) == 3 and "/" in cells[0] or cells[:1] == ["test_loss"]:
+            table[cells[0]] = cells[1:]
+    assert table["above/test_loss"][1] == "" and table["above/test_loss"][0] != ""
+    assert table["mean/test_loss"][0] == "" and table["mean/test_loss"][1] != ""
+    assert table["above/test_acc"][1] == "" and table["mean/test_rmse"][0] == ""
+    assert set(res[0]) == {"above/test_acc", "above/test_loss", "test_loss"}
+    assert set(res[1]) == {"mean/test_rmse", "mean/test_mae", "mean/test_loss", "test_loss"}
+    # the per-task epoch means (batch-size weighted) are what the total adds up
+    assert res[0]["test_loss"] == pytest.approx(res[0]["above/test_loss"] + res[1]["mean/test_loss"], rel=1e-6)
+    with torch.no_grad():  # and they are the means over the test sets, not over batches
+        ref = {}
+        for t, loader in (("above", dm.tasks["above"].test_dataloader()), ("mean", dm.tasks["mean"].test_dataloader())):
+            tot = n = 0
+            for b in loader:
+                tot += float(model.heads[t].loss(model(t, b), b)) * len(b["ids"])
+                n += len(b["ids"])
+            ref[t] = tot / n
+    assert res[0]["above/test_loss"] == pytest.approx(ref["above"], rel=1e-5)
+    assert res[1]["mean/test_loss"] == pytest.approx(ref["mean"], rel=1e-5)
