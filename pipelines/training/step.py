@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import pytorch_lightning as pl
 from torch import Tensor, nn
-from torchmetrics import MetricCollection
+from torchmetrics import MeanMetric, MetricCollection
 
 from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
@@ -58,23 +58,40 @@ def detached(out: Any) -> Any:
     return out
 
 
+def train_loss_mean() -> MeanMetric:
+    """The epoch mean of a training loss, as ``task_step`` logs it: a torchmetrics MeanMetric
+    (weighted by batch size), which syncs across DDP processes once, at the epoch's end.
+    Its default ``nan_strategy`` ("warn"): torchmetrics 1.9's "disable" drops the weights (an
+    unweighted mean; tests/pipelines/training/test_step.py holds the weighting)."""
+    return MeanMetric()
+
+
 def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Module, head: Head,
-              metrics: MetricCollection, batch: dict, stage: Stage, task: str | None = None) -> Tensor:
+              metrics: MetricCollection, batch: dict, stage: Stage, task: str | None = None,
+              train_loss: MeanMetric | None = None) -> Tensor:
     """Forward one task's batch, update and log its metrics (epoch means), return its loss.
 
     Alone (``task`` None) the task's loss is the run's: it is logged here as ``train_loss``
     (per step and epoch) / ``val_loss`` / ``test_loss``. In a multi-task run the training loss
     is logged as ``task/train_loss``; the evaluation losses are the caller's (MultiTaskModule
-    weights the tasks' epoch means into ``val_loss``).
+    weights the tasks' epoch means into ``val_loss``). The training loss goes through
+    ``train_loss`` (the module's ``train_loss_mean()``, required in training): a step's value
+    is this process's batch loss, the epoch's the mean over every process (``sync_dist`` would
+    all-reduce at every step; without either Lightning warns under DDP that the epoch value is
+    one process's).
     """
     out = forward_task(encoder, backbone, head, batch)
     loss = head.loss(out, batch)
     bs = len(batch["ids"])
-    if task is None:
-        module.log(f"{stage}_loss", loss, on_step=stage == "train", on_epoch=True, prog_bar=stage != "test",
-                   batch_size=bs, sync_dist=stage != "train")
-    elif stage == "train":
-        module.log(f"{task}/train_loss", loss, on_step=True, on_epoch=True, batch_size=bs)
+    if stage == "train":
+        if train_loss is None:
+            raise ValueError("task_step needs train_loss (a train_loss_mean() of the module) in training")
+        train_loss(loss.detach(), bs)
+        module.log(f"{task}/train_loss" if task else "train_loss", train_loss, on_step=True, on_epoch=True,
+                   prog_bar=task is None)
+    elif task is None:
+        module.log(f"{stage}_loss", loss, on_step=False, on_epoch=True, prog_bar=stage != "test", batch_size=bs,
+                   sync_dist=True)
     metrics.update(*head.metric_inputs(detached(out), batch))
     # one task's metrics in the progress bar; a multi-task run's would crowd it
     module.log_dict(metrics, on_step=False, on_epoch=True, prog_bar=task is None and stage == "val",

@@ -16,7 +16,13 @@ from vecset.pipelines.training.checkpoint import last_checkpoint, read_checkpoin
 from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.receptive_field import receptive_field
 from vecset.pipelines.training.set_size import check_set_size
-from vecset.pipelines.training.step import check_parts, forward_task, stage_metrics, task_step
+from vecset.pipelines.training.step import (
+    check_parts,
+    forward_task,
+    stage_metrics,
+    task_step,
+    train_loss_mean,
+)
 
 
 def warmup_cosine(step: int, total: int, warmup: int) -> float:
@@ -102,6 +108,7 @@ class TaskModule(pl.LightningModule):
         self.train_metrics = stage_metrics(head, "train")
         self.val_metrics = stage_metrics(head, "val")
         self.test_metrics = stage_metrics(head, "test")
+        self.train_loss_mean = train_loss_mean()
 
     def forward(self, batch: dict) -> Tensor:
         return forward_task(self.encoder, self.backbone, self.head, batch)
@@ -125,7 +132,7 @@ class TaskModule(pl.LightningModule):
     # -- steps --------------------------------------------------------------------------
     def _step(self, batch: dict, stage: str) -> Tensor:
         return task_step(self, self.encoder, self.backbone, self.head, getattr(self, f"{stage}_metrics"),
-                         batch, stage)
+                         batch, stage, train_loss=self.train_loss_mean if stage == "train" else None)
 
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:
         return self._step(batch, "train")
