@@ -314,8 +314,8 @@ def with_current_class_paths(config: Any) -> Any:
 def same_class(a: str, b: str) -> bool:
     """Two class paths name the same class: equal, or importing to one object
     (``vecset.pipelines.TaskModule`` is ``vecset.pipelines.training.task.TaskModule``)."""
-    if a == b:
-        return True
+    if a == b or not (isinstance(a, str) and isinstance(b, str)):
+        return a == b
     ca = _import_class(a)
     return ca is not None and ca is _import_class(b)
 
