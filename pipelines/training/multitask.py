@@ -156,7 +156,7 @@ class MultiTaskModule(pl.LightningModule):
             if b is None:
                 continue
             total = total + self.loss_weights[task] * self._task_step(task, b, "train")
-        self.train_loss_mean(total.detach())  # synced across DDP processes at the epoch's end (see task_step)
+        self.train_loss_mean(total.detach().clone())  # synced across DDP processes at the epoch's end (task_step)
         self.log("train_loss", self.train_loss_mean, on_step=True, on_epoch=True, prog_bar=True)
         return total
 

@@ -61,9 +61,13 @@ def detached(out: Any) -> Any:
 def train_loss_mean() -> MeanMetric:
     """The epoch mean of a training loss, as ``task_step`` logs it: a torchmetrics MeanMetric
     (weighted by batch size), which syncs across DDP processes once, at the epoch's end.
-    Its default ``nan_strategy`` ("warn"): torchmetrics 1.9's "disable" drops the weights (an
-    unweighted mean; tests/pipelines/training/test_step.py holds the weighting)."""
-    return MeanMetric()
+
+    A NaN loss makes the mean NaN, without a warning (NonFiniteGuard reports it): the NaN is
+    "replaced" by NaN (``nan_strategy=nan``). Not "warn" (it drops the NaN and warns, before the
+    guard's error) nor "disable" (torchmetrics 1.9 then drops the weights: an unweighted mean;
+    tests/pipelines/training/test_step.py holds both). The strategy writes into the value it is
+    given: pass a copy, not a view of the loss that backward needs."""
+    return MeanMetric(nan_strategy=float("nan"))
 
 
 def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Module, head: Head,
@@ -86,7 +90,7 @@ def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Modul
     if stage == "train":
         if train_loss is None:
             raise ValueError("task_step needs train_loss (a train_loss_mean() of the module) in training")
-        train_loss(loss.detach(), bs)
+        train_loss(loss.detach().clone(), bs)  # a copy: see train_loss_mean
         module.log(f"{task}/train_loss" if task else "train_loss", train_loss, on_step=True, on_epoch=True,
                    prog_bar=task is None)
     elif task is None:

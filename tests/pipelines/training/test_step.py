@@ -3,6 +3,7 @@ reads it, both modules compute the same loss and metrics for the same task (name
 the task prefix), and parts outside the contracts are refused with a clear error."""
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -76,6 +77,10 @@ def test_training_loss_epoch_mean_is_weighted_and_not_in_checkpoints():
     m = train_loss_mean()
     assert m(torch.tensor(1.0), 64).item() == 1.0 and m(torch.tensor(3.0), 16).item() == 3.0
     assert m.compute().item() == pytest.approx((64 * 1.0 + 16 * 3.0) / 80)
+    # a NaN loss (NonFiniteGuard's to report) makes the mean NaN, without a warning of its own
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert m(torch.tensor(float("nan")), 8).isnan() and m.compute().isnan()
     single = TaskModule(VectorEncoder(2, 8), Backbone(8, 1, 2), LabelingHead(8, 2))
     multi = MultiTaskModule(Backbone(8, 1, 2), {"a": VectorEncoder(2, 8)}, {"a": LabelingHead(8, 2)})
     for model in (single, multi):
