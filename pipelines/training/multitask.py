@@ -170,10 +170,12 @@ class MultiTaskModule(pl.LightningModule):
         total = 0.0
         for t in self.tasks:
             m = self.mean_losses[f"{stage}__{t}"]
-            total = total + self.loss_weights[t] * m.compute()  # over every DDP process (torchmetrics syncs)
-            self.log(f"{t}/{stage}_loss", m)  # the metric: Lightning takes its (cached) value, then resets it
-        # the same on every process already: "max" over them is the value itself, and tells
-        # Lightning that it is synced (it warns otherwise under DDP)
+            value = m.compute()
+            m.reset()
+            self.log(f"{t}/{stage}_loss", value)
+            total = total + self.loss_weights[t] * value
+        # the tasks' means are synced (torchmetrics), so the sum is the same on every process:
+        # "max" over them is the value itself, and tells Lightning that it is synced (else it warns under DDP)
         self.log(f"{stage}_loss", total, prog_bar=stage == "val", sync_dist=True, reduce_fx="max")
 
     def on_validation_epoch_end(self) -> None:
