@@ -78,16 +78,16 @@ def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Modul
     Alone (``task`` None) the task's loss is the run's: it is logged here as ``train_loss``
     (per step and epoch) / ``val_loss`` / ``test_loss``. In a multi-task run the training loss
     is logged as ``task/train_loss``; the evaluation losses are the caller's (MultiTaskModule
-    weights the tasks' epoch means into ``val_loss``). The training loss goes through
-    ``train_loss`` (the module's ``train_loss_mean()``, required in training): a step's value
-    is this process's batch loss, the epoch's the mean over every process (``sync_dist`` would
-    all-reduce at every step; without either Lightning warns under DDP that the epoch value is
-    one process's).
+    weights the tasks' epoch means into ``val_loss``).
     """
     out = forward_task(encoder, backbone, head, batch)
     loss = head.loss(out, batch)
     bs = len(batch["ids"])
     if stage == "train":
+        # through ``train_loss`` (the module's train_loss_mean()): a step's value is this
+        # process's batch loss, the epoch's the mean over every process (sync_dist would
+        # all-reduce at every step; with neither, Lightning warns under DDP that the epoch
+        # value is one process's)
         if train_loss is None:
             raise ValueError("task_step needs train_loss (a train_loss_mean() of the module) in training")
         train_loss(loss.detach().clone(), bs)  # a copy: see train_loss_mean
