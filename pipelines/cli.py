@@ -20,34 +20,44 @@ from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import BasePredictionWriter, RichProgressBar
+from pytorch_lightning.callbacks import BasePredictionWriter
+from pytorch_lightning.callbacks import ModelSummary as LightningModelSummary
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.utilities.warnings import PossibleUserWarning
 
+from vecset.pipelines.console import ModelSummary, ProgressBar
 from vecset.pipelines.reports.callback import ReportWriter
 from vecset.pipelines.signals import stop_on_signals
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
 from vecset.pipelines.training.checkpoint import (
     CheckpointConfigCheck,
+    claim_version,
     last_checkpoint_path,
-    run_version,
+    resumed_version,
     wants_last_checkpoint,
     with_atomic_checkpoint_io,
 )
 from vecset.pipelines.training.elapsed import TrainingClock
+from vecset.pipelines.training.metrics_history import HistoryCSVLogger, TrimMetricsHistory
 
 RUNS_DIR = "runs"
 
 
 def config_name(argv: list[str]) -> str:
-    """Stem of the last ``--config``/``-c`` file on the command line ('default' if none)."""
-    name = "default"
+    """The run's name: the stem of the last ``--config``/``-c`` file on the command line
+    ('default' if none), or, for a run directory's own ``runs/<job>/version_<n>/config.yaml``,
+    the job's name (``<job>``: a predict with a saved run's config is that job's, not "config")."""
+    path = None
     for i, a in enumerate(argv):
         if a in ("--config", "-c") and i + 1 < len(argv):
-            name = Path(argv[i + 1]).stem
+            path = Path(argv[i + 1])
         elif a.startswith("--config="):
-            name = Path(a.split("=", 1)[1]).stem
-    return name
+            path = Path(a.split("=", 1)[1])
+    if path is None:
+        return "default"
+    if re.fullmatch(r"version_\d+", path.parent.name) and path.parent.parent.name:
+        return path.parent.parent.name
+    return path.stem
 
 
 def next_version(root: Path) -> int:
@@ -102,7 +112,7 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         # vecset's defaults: a rich progress bar unless turned off, and the prediction writer
         if config.get("logger") in (None, True):
             config["logger"] = default_loggers()
-        callbacks = list(callbacks) + [PredictionWriter(), ResumeState(), TrainingClock()]
+        callbacks = list(callbacks) + [PredictionWriter(), ResumeState(), TrainingClock(), TrimMetricsHistory()]
         # a NonFiniteGuard in trainer.callbacks (e.g. init_args {check_inputs: false}, or both
         # checks off) replaces the default one
         configured = [*(config.get("callbacks") or []), *callbacks]
@@ -112,7 +122,12 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
             callbacks.append(ReportWriter())
         config["plugins"] = with_atomic_checkpoint_io(config.get("plugins"))
         if config.get("enable_progress_bar", True) is not False:
-            callbacks.append(RichProgressBar())
+            callbacks.append(ProgressBar())
+        if config.get("enable_model_summary", True) is not False and not any(
+                isinstance(c, LightningModelSummary) for c in configured):
+            callbacks.append(ModelSummary())
+            # the trainer's own default is off: it would say on every run that it skips it for this one
+            config["enable_model_summary"] = False
         return super()._instantiate_trainer(config, callbacks)
 
     def _subcommand_config(self):
@@ -121,6 +136,16 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
 
     def before_fit(self) -> None:
         self._t0 = time.time()
+
+    def before_validate(self) -> None:
+        # a checkpoint's ModelCheckpoint state (best scores, top-k files) matters only to a fit
+        # that keeps saving into its directory; Lightning warns at every evaluation of a
+        # checkpoint from elsewhere that it is not reloaded
+        warnings.filterwarnings("ignore", category=UserWarning,
+                                message=r"The dirpath has changed from .* won't be reloaded\. Only "
+                                        r"`best_model_path` will be reloaded\.$")
+
+    before_test = before_predict = before_validate
 
     def after_fit(self) -> None:
         trainer, model, dm = self.trainer, self.model, self.datamodule
@@ -164,15 +189,19 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
 
 
 def default_loggers() -> list:
-    """CSV and TensorBoard logs in runs/<config name>/version_<n>/ (one n for both)."""
-    from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
+    """CSV and TensorBoard logs in runs/<config name>/version_<n>/ (one n for both). A new run
+    claims its version directory here: after its config parsed (a rejected config leaves no
+    directory behind), before DDP starts the other processes (they inherit the number)."""
+    from pytorch_lightning.loggers import TensorBoardLogger
 
     name = os.environ.get("VECSET_RUN_NAME", "default")
+    if "VECSET_RUN_VERSION" not in os.environ:
+        os.environ["VECSET_RUN_VERSION"] = str(claim_version(Path(RUNS_DIR) / name))
     version = int(os.environ["VECSET_RUN_VERSION"])
-    # CSV first: the trainer creates the loggers' folders in this order at setup, and the CSV
-    # logger warns that a folder it finds non-empty "will be deleted"; second, it found the
-    # TensorBoard events file just written into the same new folder
-    return [CSVLogger(RUNS_DIR, name=name, version=version),
+    # CSV first: the trainer creates the loggers' folders in this order at setup, and
+    # Lightning's CSV logger deleted what it found (HistoryCSVLogger keeps a resumed run's
+    # metrics.csv; see pipelines/training/metrics_history.py)
+    return [HistoryCSVLogger(RUNS_DIR, name=name, version=version),
             TensorBoardLogger(RUNS_DIR, name=name, version=version, default_hp_metric=False)]
 
 
@@ -231,8 +260,11 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
     # one run directory for every process of a run (DDP children inherit the environment)
     if "VECSET_RUN_VERSION" not in os.environ:
         os.environ["VECSET_RUN_NAME"] = name
-        # --ckpt_path last continues the newest run directory (its checkpoints are there)
-        os.environ["VECSET_RUN_VERSION"] = str(run_version(argv, Path(RUNS_DIR) / name))
+        # --ckpt_path last continues the newest run directory (its checkpoints are there); a
+        # new run claims one when its loggers are made (default_loggers)
+        resumed = resumed_version(argv, Path(RUNS_DIR) / name)
+        if resumed is not None:
+            os.environ["VECSET_RUN_VERSION"] = str(resumed)
     try:
         with warnings.catch_warnings():
             silence_inapplicable_advice(resuming=wants_last_checkpoint(argv))

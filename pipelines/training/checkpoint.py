@@ -18,6 +18,7 @@ import importlib
 import io
 import logging
 import os
+import pickle
 import re
 import sys
 import zipfile
@@ -44,18 +45,33 @@ class AtomicCheckpointIO(TorchCheckpointIO):
             return super().save_checkpoint(checkpoint, path, storage_options)
         atomic_torch_save(checkpoint, Path(path))
 
+    def load_checkpoint(self, path, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        try:
+            return super().load_checkpoint(path, *args, **kwargs)
+        except pickle.UnpicklingError as e:
+            raise unsafe_checkpoint_error(path, e) from None  # torch's text advises running the code
+
 
 def atomic_torch_save(obj: Any, path: Path) -> None:
     """``torch.save`` to ``path`` so that a crash at any moment leaves either the previous
     file or the complete new one. The temp name is fixed per target (``.<name>.tmp``), so an
-    interrupted write leaves at most one stale temp file, replaced by the next save."""
+    interrupted write leaves at most one stale temp file, replaced by the next save. A write
+    that fails (a full disk: ``OSError`` errno 28) removes its temp file and raises an
+    ``OSError`` of the same errno naming the checkpoint."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        torch.save(obj, f)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)  # a partial file, of no use (KeyboardInterrupt too)
+        if isinstance(e, OSError):
+            raise OSError(e.errno, f"{e.strerror or e} while writing the checkpoint (the previous {path.name}, "
+                          "if any, is unchanged)", str(path)) from e
+        raise
     os.replace(tmp, path)
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
@@ -103,7 +119,7 @@ class StepCheckpoint(Callback):
 
     Add it in a config under ``trainer.callbacks`` (see configs/debug.yaml)::
 
-        - class_path: pipelines.StepCheckpoint
+        - class_path: vecset.pipelines.StepCheckpoint
           init_args: {every_n_train_steps: 100}
     """
 
@@ -139,19 +155,56 @@ def wants_last_checkpoint(argv: list[str]) -> bool:
     return False
 
 
-def run_version(argv: list[str], root: Path) -> int:
-    """The ``version_<n>`` directory a run writes into: a new one, except that
-    ``--ckpt_path last`` continues the newest existing one (its checkpoints are there)."""
-    taken = [int(m.group(1)) for p in Path(root).glob("version_*") if (m := re.fullmatch(r"version_(\d+)", p.name))]
+def taken_versions(root: Path) -> list[int]:
+    """The n of every ``version_<n>`` directory under ``root``."""
+    return [int(m.group(1)) for p in Path(root).glob("version_*") if (m := re.fullmatch(r"version_(\d+)", p.name))]
+
+
+def resumed_version(argv: list[str], root: Path) -> int | None:
+    """With ``--ckpt_path last``, the newest ``version_<n>`` under ``root`` (its checkpoints
+    are there), which the run continues; None otherwise or when there is none."""
+    taken = taken_versions(root)
     if wants_last_checkpoint(argv) and taken:
         log.info("--ckpt_path last: continuing %s/version_%d", root, max(taken))
         return max(taken)
-    return max(taken, default=-1) + 1
+    return None
+
+
+def claim_version(root: Path) -> int:
+    """Create a new ``version_<n>`` directory under ``root`` and return n: the number after the
+    highest one there, or the next free one when another run created that directory first.
+    The directory is created exclusively (``mkdir`` fails if it exists), so two runs started
+    together never share one (they did, and overwrote each other's checkpoints and logs)."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    n = max(taken_versions(root), default=-1) + 1
+    while True:
+        try:
+            (root / f"version_{n}").mkdir()
+            return n
+        except FileExistsError:
+            n += 1
 
 
 # -- reading a checkpoint ---------------------------------------------------------------
 class NotACheckpointError(ValueError):
     """A file given as a checkpoint that is not one."""
+
+
+class UnsafeCheckpointError(ValueError):
+    """A checkpoint that ``torch.load(weights_only=True)`` refused: unpickling it would run code."""
+
+
+def unsafe_checkpoint_error(path, e: pickle.UnpicklingError) -> UnsafeCheckpointError:
+    """The refusal, naming the file and the global torch would not import. torch's own text
+    also advises re-running with ``weights_only=False``, i.e. running the file's code: that
+    advice is left out."""
+    found = re.search(r"GLOBAL (\S+)", str(e))  # "Unsupported global: GLOBAL io.open was not ..."
+    what = f" (it refers to {found.group(1)}, which a checkpoint has no need of)" if found else ""
+    return UnsafeCheckpointError(
+        f"{path} was refused on purpose: loading it would run code stored in the file{what}. vecset "
+        "loads checkpoints with torch.load(weights_only=True), which admits tensors and plain data only; "
+        "the checkpoints vecset writes hold nothing else, so this file was written by other code or altered.")
 
 
 def _not_a_torch_file(f: str | io.BytesIO, size: int) -> str | None:
@@ -177,7 +230,8 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
     """A Lightning checkpoint's contents, loaded with ``torch.load(weights_only=True)`` (no
     code from the file runs). A local path or ``file://`` URL is memory-mapped (tensors are
     mapped, not read); another fsspec URL (``s3://``...) is read through fsspec, as Lightning
-    reads it. Raises ``NotACheckpointError`` naming the file and what it is instead."""
+    reads it. Raises ``NotACheckpointError`` naming the file and what it is instead, and
+    ``UnsafeCheckpointError`` for a file whose unpickling would run code."""
     url = str(path)
     if _is_local_file_protocol(url):
         local = url_to_fs(url)[1]  # file:///x -> /x
@@ -190,7 +244,10 @@ def read_checkpoint(path: str | os.PathLike) -> dict:
         source.seek(0)
     if problem:
         raise NotACheckpointError(f"{url} is not a PyTorch checkpoint: {problem}")
-    ckpt = torch.load(source, map_location="cpu", weights_only=True, mmap=isinstance(source, str))
+    try:
+        ckpt = torch.load(source, map_location="cpu", weights_only=True, mmap=isinstance(source, str))
+    except pickle.UnpicklingError as e:
+        raise unsafe_checkpoint_error(url, e) from None  # torch's text advises running the code
     if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
         what = f"a dict with keys {sorted(ckpt)[:6]}" if isinstance(ckpt, dict) else f"a {type(ckpt).__name__}"
         raise NotACheckpointError(f"{url} is a PyTorch file but not a Lightning checkpoint: it holds {what}, "
@@ -218,6 +275,50 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
 # may differ on purpose (another learning rate to fine-tune); taken from the checkpoint
 TRAINING_ONLY = {"lr", "weight_decay", "warmup"}
 
+# the top-level packages of the source layout, which were class paths' first names before the
+# install put them under vecset. (a checkpoint of then says encoders.VectorEncoder)
+OLD_TOP_LEVEL = ("backbone", "encoders", "heads", "pipelines")
+
+
+def _import_class(path: str) -> Any:
+    """The object a dotted class path names, or None when it does not import."""
+    module, _, name = path.rpartition(".")
+    if not module:
+        return None
+    try:
+        return getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
+
+
+def current_class_path(path: str) -> str:
+    """``path`` as it is spelled today: a class path from before the ``vecset.`` namespace
+    (``encoders.VectorEncoder``, ``pipelines.TaskModule``) becomes ``vecset.<path>`` where that
+    names a class; any other path is returned as it is."""
+    if path.split(".", 1)[0] in OLD_TOP_LEVEL and _import_class(f"vecset.{path}") is not None:
+        return f"vecset.{path}"
+    return path
+
+
+def with_current_class_paths(config: Any) -> Any:
+    """A model config (a checkpoint's hyperparameters) with every ``class_path`` and
+    ``_class_path`` in today's spelling (``current_class_path``)."""
+    if isinstance(config, dict):
+        return {k: current_class_path(v) if k in ("class_path", "_class_path") and isinstance(v, str)
+                else with_current_class_paths(v) for k, v in config.items()}
+    if isinstance(config, list):
+        return [with_current_class_paths(v) for v in config]
+    return config
+
+
+def same_class(a: str, b: str) -> bool:
+    """Two class paths name the same class: equal, or importing to one object
+    (``vecset.pipelines.TaskModule`` is ``vecset.pipelines.training.task.TaskModule``)."""
+    if a == b or not (isinstance(a, str) and isinstance(b, str)):
+        return a == b
+    ca = _import_class(a)
+    return ca is not None and ca is _import_class(b)
+
 
 def decode_settings(class_path: str) -> tuple[str, ...]:
     """The constructor arguments that class declares as decode-only (its ``decode_settings``,
@@ -228,11 +329,17 @@ def decode_settings(class_path: str) -> tuple[str, ...]:
 
 
 def hparams_mismatch(saved: dict, current: dict) -> list[str]:
-    """Differences between the model config stored in a checkpoint and the current one: a
-    component whose class differs is reported once (its arguments are not compared), then
-    arguments present in both with different values. Arguments present on one side only
-    (an argument added to a class later, with a default), ``TRAINING_ONLY`` and a class's
-    ``decode_settings`` are not differences."""
+    """Differences between the model config stored in a checkpoint and the current one: the
+    module's own class (``_class_path``: a MultiTaskModule's checkpoint is not a TaskModule's;
+    nothing else is compared then), a component whose class differs, reported once (its
+    arguments are not compared), then arguments present in both with different values.
+    Arguments present on one side only (an argument added to a class later, with a default),
+    ``TRAINING_ONLY`` and a class's ``decode_settings`` are not differences. Class paths from
+    before the ``vecset.`` namespace name today's classes (``current_class_path``)."""
+    saved = with_current_class_paths(saved)
+    saved_module, current_module = saved.get("_class_path"), current.get("_class_path")
+    if saved_module and current_module and not same_class(saved_module, current_module):
+        return [f"model.class_path: checkpoint has {saved_module!r}, the config has {current_module!r}"]
     a, b = _flatten(saved), _flatten(current)
     diffs, other_class, decode_only = [], [], set()
     # a decode setting may be a component itself (LabelingHead's decoder): everything under it
@@ -241,7 +348,7 @@ def hparams_mismatch(saved: dict, current: dict) -> list[str]:
         prefix = key[: -len("class_path")]
         if under_decode(key):
             continue
-        if a[key] != b[key]:
+        if not same_class(a[key], b[key]):
             diffs.append(f"model.{key}: checkpoint has {a[key]!r}, the config has {b[key]!r}")
             other_class.append(prefix)
         else:
@@ -287,7 +394,9 @@ def check_checkpoint(path: str | os.PathLike, model: torch.nn.Module) -> None:
     ``path`` and ``model`` (config, then parameters). Loads with ``weights_only=True`` (no
     code from the file runs) and ``mmap=True`` (tensors are mapped, not read)."""
     ckpt = read_checkpoint(path)
-    diffs = hparams_mismatch(ckpt.get("hyper_parameters") or {}, dict(getattr(model, "hparams", {}) or {}))
+    current = dict(getattr(model, "hparams", {}) or {})
+    current.setdefault("_class_path", f"{type(model).__module__}.{type(model).__qualname__}")
+    diffs = hparams_mismatch(ckpt.get("hyper_parameters") or {}, current)
     diffs += state_mismatch(ckpt.get("state_dict") or {}, model)
     if diffs:
         raise mismatch_error(path, diffs)
@@ -317,7 +426,9 @@ class CheckpointConfigCheck:
     path with ``Path.is_file``, so a ``file://`` or ``s3://`` checkpoint was neither checked nor
     used for the config (the config's model got the weights, whatever it was); and the
     replacement also overwrote decode settings given for this run (``beam_size`` at predict
-    time), which are now kept from the config."""
+    time), which are now kept from the config; and it skipped the module's own class, so a
+    MultiTaskModule's checkpoint silently replaced a TaskModule config (NaN losses), which is
+    now refused naming both classes."""
 
     def _parse_ckpt_path(self) -> None:
         sub = self.config.get("subcommand")
@@ -330,10 +441,13 @@ class CheckpointConfigCheck:
             path = self._newest_last_checkpoint(self.config[sub])
         if not path or not is_checkpoint_file(path):
             return  # Lightning's other names (best, hpc) and missing files: Lightning says
-        saved = dict(read_checkpoint(path).get("hyper_parameters") or {})
+        # a checkpoint from before the vecset. namespace: its classes by today's names
+        saved = with_current_class_paths(dict(read_checkpoint(path).get("hyper_parameters") or {}))
         model = self.config[sub].get("model")
-        current = model.as_dict() if hasattr(model, "as_dict") else dict(model or {})
-        current = current.get("init_args", current)
+        config = model.as_dict() if hasattr(model, "as_dict") else dict(model or {})
+        current = dict(config.get("init_args") or {})
+        if "class_path" in config:  # the module's class: compared too
+            current["_class_path"] = config["class_path"]
         diffs = hparams_mismatch(saved, current)
         if diffs:
             raise mismatch_error(path, diffs)
@@ -349,6 +463,27 @@ class CheckpointConfigCheck:
         except SystemExit:
             sys.stderr.write("Parsing of ckpt_path hyperparameters failed!\n")
             raise
+
+    def _run_subcommand(self, subcommand: str) -> None:
+        """LightningCLI's, with torch's "Error(s) in loading state_dict" (the missing and
+        unexpected parameter names, without the file) told as a ``CheckpointMismatchError``
+        naming the checkpoint: its config matched (checked above), its parameters did not (a
+        checkpoint of code whose parameters had other names). Compared after the failed load,
+        when modules that build parameters from a checkpoint's vocabulary have built them."""
+        try:
+            super()._run_subcommand(subcommand)
+        except RuntimeError as e:
+            path = self.trainer.ckpt_path
+            if "Error(s) in loading state_dict" not in str(e) or not path or not is_checkpoint_file(path):
+                raise
+            diffs = state_mismatch(read_checkpoint(path)["state_dict"], self.trainer.lightning_module)
+            if not diffs:
+                raise
+            raise CheckpointMismatchError(
+                f"the weights in checkpoint {path} do not fit the model of this config, although its "
+                "config does:\n  - " + "\n  - ".join(diffs) + "\nThe checkpoint was written by code whose "
+                "parameters had other names or shapes (another vecset version?): use that version, or "
+                "rename the keys of its state_dict.") from None
 
     @staticmethod
     def _newest_last_checkpoint(cfg) -> str | None:

@@ -25,6 +25,7 @@ from vecset.pipelines.training.step import (
     forward_task,
     stage_metrics,
     task_step,
+    train_loss_mean,
 )
 from vecset.pipelines.training.task import adamw_warmup_cosine, best_and_last_checkpoint
 from vecset.pipelines.training.task_view import TaskView
@@ -112,7 +113,9 @@ class MultiTaskModule(pl.LightningModule):
         self.metrics = nn.ModuleDict({
             f"{stage}__{t}": stage_metrics(heads[t], stage, task=t) for stage in STAGES for t in self.tasks
         })
-        self.mean_losses = nn.ModuleDict({f"{stage}__{t}": MeanMetric() for stage in ("val", "test") for t in self.tasks})
+        self.mean_losses = nn.ModuleDict({f"{stage}__{t}": MeanMetric() for stage in ("val", "test") for t in self.tasks}
+                                         | {f"train__{t}": train_loss_mean() for t in self.tasks})
+        self.train_loss_mean = train_loss_mean()  # of the weighted sum, one value per step
 
     def forward(self, task: str, batch: dict) -> Tensor:
         return forward_task(self.encoders[task], self.backbone, self.heads[task], batch)
@@ -143,7 +146,8 @@ class MultiTaskModule(pl.LightningModule):
 
     def _task_step(self, task: str, batch: dict, stage: str) -> Tensor:
         loss = task_step(self, self.encoders[task], self.backbone, self.heads[task],
-                         self.metrics[f"{stage}__{task}"], batch, stage, task=task)
+                         self.metrics[f"{stage}__{task}"], batch, stage, task=task,
+                         train_loss=self.mean_losses[f"train__{task}"] if stage == "train" else None)
         if stage != "train":  # val_loss / test_loss: the tasks' epoch means, weighted
             self.mean_losses[f"{stage}__{task}"].update(loss.detach(), weight=len(batch["ids"]))
         return loss
@@ -154,7 +158,8 @@ class MultiTaskModule(pl.LightningModule):
             if b is None:
                 continue
             total = total + self.loss_weights[task] * self._task_step(task, b, "train")
-        self.log("train_loss", total, on_step=True, on_epoch=True, prog_bar=True, batch_size=1)
+        self.train_loss_mean(total.detach().clone())  # synced across DDP processes at the epoch's end (task_step)
+        self.log("train_loss", self.train_loss_mean, on_step=True, on_epoch=True, prog_bar=True)
         return total
 
     def validation_step(self, batch: dict, batch_idx: int, dataloader_idx: int = 0) -> None:
@@ -172,7 +177,9 @@ class MultiTaskModule(pl.LightningModule):
             value = m.compute()
             m.reset()
             total = total + self.loss_weights[t] * value
-        self.log(f"{stage}_loss", total, prog_bar=stage == "val")
+        # the tasks' means are synced (torchmetrics), so the sum is the same on every process:
+        # "max" over them is the value itself, and tells Lightning that it is synced (else it warns under DDP)
+        self.log(f"{stage}_loss", total, prog_bar=stage == "val", sync_dist=True, reduce_fx="max")
 
     def on_validation_epoch_end(self) -> None:
         self._log_losses("val")

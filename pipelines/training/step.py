@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import pytorch_lightning as pl
 from torch import Tensor, nn
-from torchmetrics import MetricCollection
+from torchmetrics import MeanMetric, MetricCollection
 
 from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
@@ -85,8 +85,21 @@ def detached(out: Any) -> Any:
     return out
 
 
+def train_loss_mean() -> MeanMetric:
+    """The epoch mean of a training loss, as ``task_step`` logs it: a torchmetrics MeanMetric
+    (weighted by batch size), which syncs across DDP processes once, at the epoch's end.
+
+    A NaN loss makes the mean NaN, without a warning (NonFiniteGuard reports it): the NaN is
+    "replaced" by NaN (``nan_strategy=nan``). Not "warn" (it drops the NaN and warns, before the
+    guard's error) nor "disable" (torchmetrics 1.9 then drops the weights: an unweighted mean;
+    tests/pipelines/training/test_step.py holds both). The strategy writes into the value it is
+    given: pass a copy, not a view of the loss that backward needs."""
+    return MeanMetric(nan_strategy=float("nan"))
+
+
 def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Module, head: Head,
-              metrics: MetricCollection, batch: dict, stage: Stage, task: str | None = None) -> Tensor:
+              metrics: MetricCollection, batch: dict, stage: Stage, task: str | None = None,
+              train_loss: MeanMetric | None = None) -> Tensor:
     """Forward one task's batch, update and log its metrics (epoch means), return its loss.
 
     Alone (``task`` None) the task's loss is the run's: it is logged here as ``train_loss``
@@ -99,11 +112,19 @@ def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Modul
     out = forward_task(encoder, backbone, head, batch)
     loss = head.loss(out, batch)
     bs = len(batch["ids"])
-    if task is None:
-        module.log(f"{stage}_loss", loss, on_step=stage == "train", on_epoch=True, prog_bar=stage != "test",
-                   batch_size=bs, sync_dist=stage != "train")
-    elif stage == "train":
-        module.log(f"{task}/train_loss", loss, on_step=True, on_epoch=True, batch_size=bs)
+    if stage == "train":
+        # through ``train_loss`` (the module's train_loss_mean()): a step's value is this
+        # process's batch loss, the epoch's the mean over every process (sync_dist would
+        # all-reduce at every step; with neither, Lightning warns under DDP that the epoch
+        # value is one process's)
+        if train_loss is None:
+            raise ValueError("task_step needs train_loss (a train_loss_mean() of the module) in training")
+        train_loss(loss.detach().clone(), bs)  # a copy: see train_loss_mean
+        module.log(f"{task}/train_loss" if task else "train_loss", train_loss, on_step=True, on_epoch=True,
+                   prog_bar=task is None)
+    elif task is None:
+        module.log(f"{stage}_loss", loss, on_step=False, on_epoch=True, prog_bar=stage != "test", batch_size=bs,
+                   sync_dist=True)
     else:  # the epoch mean, weighted by batch size, under this task's dataloader only
         module.log(f"{task}/{stage}_loss", loss, on_step=False, on_epoch=True, batch_size=bs,
                    add_dataloader_idx=False, sync_dist=True)

@@ -22,6 +22,7 @@ from vecset.pipelines.training.step import (
     forward_task,
     stage_metrics,
     task_step,
+    train_loss_mean,
 )
 
 
@@ -109,6 +110,7 @@ class TaskModule(pl.LightningModule):
         self.train_metrics = stage_metrics(head, "train")
         self.val_metrics = stage_metrics(head, "val")
         self.test_metrics = stage_metrics(head, "test")
+        self.train_loss_mean = train_loss_mean()
 
     def forward(self, batch: dict) -> Tensor:
         return forward_task(self.encoder, self.backbone, self.head, batch)
@@ -132,7 +134,7 @@ class TaskModule(pl.LightningModule):
     # -- steps --------------------------------------------------------------------------
     def _step(self, batch: dict, stage: str) -> Tensor:
         return task_step(self, self.encoder, self.backbone, self.head, getattr(self, f"{stage}_metrics"),
-                         batch, stage)
+                         batch, stage, train_loss=self.train_loss_mean if stage == "train" else None)
 
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:
         return self._step(batch, "train")

@@ -79,10 +79,22 @@ def test_predict_writes_predictions(fitted, tmp_path, monkeypatch, capsys):
     assert set(labels) <= {"below", "above"} and len(labels) == len(rows[0]["probability"].split())
 
 
+def test_predict_with_a_runs_own_config_is_named_after_the_job(fitted, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    run_cli(["predict", "--config", str(fitted / "config.yaml"), "--ckpt_path", str(fitted / "checkpoints" / "last.ckpt"),
+             "--trainer.enable_progress_bar=false"])
+    assert "predictions: runs/debug/version_0/predictions.csv" in capsys.readouterr().out
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["debug"]  # not runs/config
+
+
 def test_config_name_and_versions(tmp_path):
     assert config_name(["fit", "--config", "configs/digits.yaml"]) == "digits"
     assert config_name(["fit", "--config=a/b.yaml", "-c", "x/last.yaml"]) == "last"
     assert config_name(["fit"]) == "default"
+    # a saved run's config is that job's, not "config"
+    assert config_name(["predict", "--config", "runs/digits/version_3/config.yaml"]) == "digits"
+    assert config_name(["predict", "--config=/abs/runs/g2p/version_0/config.yaml"]) == "g2p"
+    assert config_name(["fit", "--config", "exp/version_2.yaml"]) == "version_2"
     (tmp_path / "version_0").mkdir()
     (tmp_path / "version_3").mkdir()
     assert next_version(tmp_path) == 4

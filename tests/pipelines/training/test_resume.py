@@ -9,6 +9,7 @@ the checkpoint, so any difference is a resume bug, not float noise.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -22,11 +23,14 @@ import pytest
 import torch
 import yaml
 
+import vecset.pipelines.training.checkpoint as checkpoint
 from vecset.pipelines.training.checkpoint import (
     AtomicCheckpointIO,
-    run_version,
+    claim_version,
+    resumed_version,
     wants_last_checkpoint,
 )
+from vecset.pipelines.training.metrics_history import HistoryWriter
 
 ROOT = Path(__file__).resolve().parents[3]
 STEPS_PER_EPOCH = 8  # n_train 256 / batch 32
@@ -68,6 +72,11 @@ def weights(path: Path) -> dict:
     return torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
 
 
+def metric_rows(path: Path) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
 def test_sigkill_mid_epoch_then_resume_matches_uninterrupted(tmp_path):
     ref_dir, crash_dir = tmp_path / "ref", tmp_path / "crash"
     ref_dir.mkdir(), crash_dir.mkdir()
@@ -103,6 +112,12 @@ def test_sigkill_mid_epoch_then_resume_matches_uninterrupted(tmp_path):
     out = r.stdout + r.stderr
     assert "not resumable" not in out and "Checkpoint directory" not in out, out[-3000:]
     assert not (crash_dir / "runs/job/version_1").exists()
+    # metrics.csv keeps the rows logged before the kill: Lightning's CSV logger deleted them
+    # ("Previous log files in this directory will be deleted"); the rows logged after the
+    # checkpoint (steps 9 and 10, run again) are dropped, and the counts said: kept are the
+    # steps 0-8 (9 rows) and epoch 0's validation and epoch means (2 rows)
+    assert "will be deleted" not in out, out[-3000:]
+    assert "kept the 11 rows before step 9, dropped the 2 logged after the checkpoint" in out, out[-3000:]
 
     ref = json.loads((ref_dir / "runs/job/version_0/results.json").read_text())
     res = json.loads((crash_dir / "runs/job/version_0/results.json").read_text())
@@ -115,15 +130,95 @@ def test_sigkill_mid_epoch_then_resume_matches_uninterrupted(tmp_path):
     for k in w_ref:
         assert torch.equal(w_ref[k], w_res[k]), k
 
+    # the resumed run's metrics.csv is the uninterrupted one's, row for row and bitwise, except
+    # the epoch means of the epoch the kill cut (epoch 1's train_loss_epoch and train_acc):
+    # Lightning and torchmetrics keep no running means in a checkpoint, so they average the
+    # batches after the resume only
+    rows_ref = metric_rows(ref_dir / "runs/job/version_0/metrics.csv")
+    rows_res = metric_rows(crash_dir / "runs/job/version_0/metrics.csv")
+    cut = [i for i, row in enumerate(rows_ref) if row["epoch"] == "1" and row["train_loss_epoch"]]
+    # 16 training steps, 2 validations, 2 epoch means, 1 test
+    assert len(cut) == 1 and len(rows_res) == len(rows_ref) == 21
+    assert [r for i, r in enumerate(rows_res) if i not in cut] == [r for i, r in enumerate(rows_ref) if i not in cut]
+    assert [r["step"] for r in rows_res if r["train_loss_step"]] == [str(s) for s in range(2 * STEPS_PER_EPOCH)]
+
 
 def test_resume_version_selection(tmp_path):
     assert wants_last_checkpoint(["fit", "--ckpt_path", "last"])
     assert wants_last_checkpoint(["fit", "--ckpt_path=last"])
     assert not wants_last_checkpoint(["fit", "--ckpt_path", "runs/x/last.ckpt"])
-    assert run_version(["fit", "--ckpt_path", "last"], tmp_path) == 0  # nothing to resume: a new run
+    assert resumed_version(["fit", "--ckpt_path", "last"], tmp_path) is None  # nothing to resume: a new run
     (tmp_path / "version_0").mkdir(), (tmp_path / "version_3").mkdir()
-    assert run_version(["fit"], tmp_path) == 4
-    assert run_version(["fit", "--ckpt_path", "last"], tmp_path) == 3
+    assert resumed_version(["fit"], tmp_path) is None
+    assert resumed_version(["fit", "--ckpt_path", "last"], tmp_path) == 3
+    assert claim_version(tmp_path) == 4 and (tmp_path / "version_4").is_dir()
+
+
+def test_two_runs_never_claim_one_version(tmp_path, monkeypatch):
+    """Two fits started together listed the same versions and both wrote into the next one.
+    A claim creates its directory exclusively: the second run, having listed before the first
+    created version_0, takes version_1."""
+    assert claim_version(tmp_path) == 0
+    monkeypatch.setattr(checkpoint, "taken_versions", lambda root: [])  # listed before version_0 existed
+    assert claim_version(tmp_path) == 1
+    assert claim_version(tmp_path) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["version_0", "version_1", "version_2"]
+
+
+def test_a_fit_started_with_another_writes_into_its_own_version(tmp_path, monkeypatch):
+    """The CLI's run directory is claimed: a fit that listed runs/job/ before another run
+    created version_0 there (simulated: the listing is stale, version_0 exists) writes into
+    version_1 and leaves version_0 alone."""
+    from vecset.pipelines.cli import run_cli
+
+    cfg = write_config(tmp_path, "job")
+    other = tmp_path / "runs/job/version_0"
+    other.mkdir(parents=True)
+    (other / "metrics.csv").write_text("epoch,step,val_acc\n0,3,0.5\n")  # the other run's
+    monkeypatch.setattr(checkpoint, "taken_versions", lambda root: [])
+    monkeypatch.chdir(tmp_path)
+    cli = run_cli(["fit", "--config", str(cfg), "--plots=false", "--trainer.max_epochs=1",
+                   "--trainer.enable_progress_bar=false"])
+    assert Path(cli.trainer.log_dir) == Path("runs/job/version_1")
+    assert (tmp_path / "runs/job/version_1/results.json").exists()
+    assert sorted(p.name for p in other.iterdir()) == ["metrics.csv"]
+    assert (other / "metrics.csv").read_text() == "epoch,step,val_acc\n0,3,0.5\n"
+
+
+def test_concurrent_claims_are_distinct(tmp_path):
+    """Eight threads claiming at once, three times each: 24 distinct versions."""
+    import threading
+
+    start, got = threading.Barrier(8), []
+
+    def claim():
+        start.wait()
+        got.extend(claim_version(tmp_path) for _ in range(3))
+
+    threads = [threading.Thread(target=claim) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(got) == list(range(24))
+
+
+def test_history_writer_keeps_and_trims_the_file(tmp_path):
+    """Lightning's writer deletes an existing metrics.csv; HistoryWriter appends to it in its
+    columns (sorted, as Lightning writes them), widens the header for a new column, and drops
+    rows from a step on."""
+    (tmp_path / "metrics.csv").write_text("step,val_acc,epoch\n3,0.5,0\n7,0.75,0\n11,0.8,1\n")
+    w = HistoryWriter(str(tmp_path))
+    assert w.drop_rows_from(8) == (2, 1)
+    w.log_metrics({"val_acc": 0.9, "epoch": 1}, step=8)
+    w.save()
+    assert (tmp_path / "metrics.csv").read_text().splitlines() == ["epoch,step,val_acc", "0,3,0.5", "0,7,0.75",
+                                                                   "1,8,0.9"]
+    w.log_metrics({"lr": 0.1, "epoch": 1}, step=9)
+    w.save()
+    rows = metric_rows(tmp_path / "metrics.csv")
+    assert [(r["step"], r["val_acc"], r["lr"]) for r in rows] == [("3", "0.5", ""), ("7", "0.75", ""),
+                                                                   ("8", "0.9", ""), ("9", "", "0.1")]
 
 
 WRITER = """
@@ -169,4 +264,28 @@ def test_atomic_save_keeps_the_old_file_when_the_write_fails(tmp_path):
 
     with pytest.raises(RuntimeError, match="disk full"):
         io.save_checkpoint({"v": torch.tensor([2.0]), "x": Boom()}, target)
+    assert torch.load(target, weights_only=True)["v"].item() == 1.0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]  # the partial temp file is gone
+
+
+def test_disk_full_names_the_checkpoint_and_leaves_no_temp_file(tmp_path, monkeypatch):
+    import errno
+
+    target = tmp_path / "last.ckpt"
+    io = AtomicCheckpointIO()
+    io.save_checkpoint({"v": torch.tensor([1.0])}, target)
+    real_save = torch.save
+
+    def save_until_full(obj, f, *args, **kwargs):
+        f.write(b"PK\x03\x04 part of a checkpoint")  # a partial file, then the disk is full
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(torch, "save", save_until_full)
+    with pytest.raises(OSError) as e:
+        io.save_checkpoint({"v": torch.tensor([2.0])}, target)
+    monkeypatch.setattr(torch, "save", real_save)
+    assert e.value.errno == errno.ENOSPC and e.value.filename == str(target)
+    assert str(e.value) == (f"[Errno 28] No space left on device while writing the checkpoint (the previous "
+                            f"last.ckpt, if any, is unchanged): '{target}'")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["last.ckpt"]  # no .last.ckpt.tmp
     assert torch.load(target, weights_only=True)["v"].item() == 1.0

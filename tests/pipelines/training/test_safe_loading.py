@@ -234,3 +234,129 @@ def test_read_checkpoint_through_fsspec(trained):
     assert ckpt["global_step"] == ref["global_step"] and ckpt["state_dict"].keys() == ref["state_dict"].keys()
     with pytest.raises(NotACheckpointError, match="memory://vecset/empty.ckpt is not a PyTorch checkpoint: the file is empty"):
         read_checkpoint("memory://vecset/empty.ckpt")
+
+
+# -- a checkpoint of another module class, of old code, or one that would run code --------
+@pytest.fixture(scope="module")
+def multitask(tmp_path_factory):
+    """configs/debug_multitask.yaml, tiny, trained one epoch: (config, last.ckpt)."""
+    import yaml
+
+    cwd = tmp_path_factory.mktemp("multitask")
+    cfg = yaml.safe_load((ROOT / "configs/debug_multitask.yaml").read_text())
+    cfg["trainer"].update(max_epochs=1, enable_model_summary=False, enable_progress_bar=False, log_every_n_steps=1)
+    for task in cfg["data"]["init_args"]["tasks"].values():
+        task["init_args"].update(n_train=64, n_val=32, n_test=32, batch_size=32)
+    path = cwd / "debug_multitask.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    with contextlib.chdir(cwd):
+        run_cli(["fit", "--config", str(path), "--plots=false"])
+    return path, cwd / "runs/debug_multitask/version_0/checkpoints/last.ckpt"
+
+
+def test_a_checkpoint_of_another_module_class_is_refused(trained, multitask, tmp_path, monkeypatch):
+    """A MultiTaskModule's checkpoint given to a TaskModule config replaced the config's model
+    without a word (NaN losses, exit 0); the reverse failed on a dataloader_idx. Both name the
+    two classes."""
+    config, mt_ckpt = multitask
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CheckpointMismatchError) as e:
+        run_cli(["test", *TINY, "--ckpt_path", str(mt_ckpt)])
+    assert f"checkpoint {mt_ckpt} does not match this config" in str(e.value)
+    assert "model.class_path: checkpoint has 'vecset.pipelines.MultiTaskModule', the config has " \
+           "'vecset.pipelines.TaskModule'" in str(e.value)
+    with pytest.raises(CheckpointMismatchError) as e:
+        run_cli(["test", "--config", str(config), "--plots=false", "--ckpt_path", _last(trained)])
+    assert "model.class_path: checkpoint has 'vecset.pipelines.TaskModule', the config has " \
+           "'vecset.pipelines.MultiTaskModule'" in str(e.value)
+    assert "init_args" not in str(e.value)  # the arguments of another class are not compared
+
+
+def test_check_checkpoint_compares_the_module_class(multitask):
+    from vecset.backbone import Backbone
+    from vecset.encoders import VectorEncoder
+    from vecset.heads import LabelingHead
+    from vecset.pipelines import TaskModule
+
+    model = TaskModule(VectorEncoder(2, 32), Backbone(32, 2, 4, mlp_ratio=2.0), LabelingHead(32, 2))
+    with pytest.raises(CheckpointMismatchError, match=r"model.class_path: checkpoint has 'vecset.pipelines.MultiTaskModule', "
+                                                      r"the config has 'vecset.pipelines.training.task.TaskModule'"):
+        check_checkpoint(multitask[1], model)
+
+
+def _edited_checkpoint(src: str, dst: Path, edit) -> Path:
+    ckpt = torch.load(src, map_location="cpu", weights_only=True)
+    edit(ckpt)
+    torch.save(ckpt, dst)
+    return dst
+
+
+def test_a_checkpoint_from_before_the_vecset_namespace_is_read(trained, tmp_path, monkeypatch):
+    """Class paths were `encoders.VectorEncoder`, `pipelines.TaskModule` before the install put the
+    packages under vecset.: such a checkpoint names today's classes, tests as the same model."""
+
+    def old_names(d):
+        if isinstance(d, dict):
+            return {k: v.removeprefix("vecset.") if k in ("class_path", "_class_path") else old_names(v)
+                    for k, v in d.items()}
+        return d
+
+    old = _edited_checkpoint(_last(trained), tmp_path / "old.ckpt",
+                             lambda c: c.update(hyper_parameters=old_names(c["hyper_parameters"])))
+    hp = torch.load(old, weights_only=True)["hyper_parameters"]
+    assert hp["_class_path"] == "pipelines.TaskModule" and hp["encoder"]["class_path"] == "encoders.VectorEncoder"
+    monkeypatch.chdir(tmp_path)
+    metrics = [run_cli(["test", *TINY, "--ckpt_path", p]).trainer.callback_metrics["test_acc"].item()
+               for p in (str(old), _last(trained))]
+    assert metrics[0] == metrics[1]
+
+
+def test_renamed_parameters_are_named_with_the_file(trained, tmp_path, monkeypatch):
+    """A checkpoint whose config matches but whose parameter names differ (code that named a
+    module otherwise) ended in torch's raw missing/unexpected keys without the file."""
+    from vecset.pipelines.training.checkpoint import CheckpointMismatchError
+
+    renamed = _edited_checkpoint(_last(trained), tmp_path / "renamed.ckpt", lambda c: c.update(
+        state_dict={k.replace("backbone.blocks.", "backbone.layers."): v for k, v in c["state_dict"].items()}))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CheckpointMismatchError) as e:
+        run_cli(["test", *TINY, "--ckpt_path", str(renamed)])
+    msg = str(e.value)
+    assert msg.startswith(f"the weights in checkpoint {renamed} do not fit the model of this config"), msg
+    assert "model parameters are not in the checkpoint: backbone.blocks.0." in msg
+    assert "checkpoint parameters are not in the model: backbone.layers.0." in msg
+
+
+class _RunsCode:
+    """Pickles as a call of open(marker, "w"): loading it without weights_only creates the file."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return open, (str(self.marker), "w")
+
+
+def test_a_checkpoint_that_would_run_code_is_refused_naming_the_file(tmp_path, monkeypatch):
+    from vecset.backbone import Backbone
+    from vecset.encoders import VectorEncoder
+    from vecset.heads import LabelingHead
+    from vecset.pipelines import AtomicCheckpointIO, TaskModule
+    from vecset.pipelines.training.checkpoint import UnsafeCheckpointError
+
+    marker = tmp_path / "code-ran"
+    evil = tmp_path / "evil.ckpt"
+    torch.save({"state_dict": {}, "hyper_parameters": {}, "payload": _RunsCode(marker)}, evil)
+    monkeypatch.chdir(tmp_path)
+    model = TaskModule(VectorEncoder(2, 32), Backbone(32, 2, 4), LabelingHead(32, 2))
+    for load in (lambda: run_cli(["test", *TINY, "--ckpt_path", str(evil)]),
+                 lambda: check_checkpoint(evil, model),
+                 lambda: AtomicCheckpointIO().load_checkpoint(evil)):
+        with pytest.raises(UnsafeCheckpointError) as e:
+            load()
+        msg = str(e.value)
+        assert msg.startswith(f"{evil} was refused on purpose: loading it would run code stored in the file"), msg
+        assert "(it refers to io.open, which a checkpoint has no need of)" in msg  # what torch would not load
+        assert "weights_only` set to `False" not in msg and "weights_only=False" not in msg  # no advice to run it
+        assert e.value.__cause__ is None and e.value.__suppress_context__  # nor in the traceback
+    assert not marker.exists()

@@ -3,6 +3,7 @@ reads it, both modules compute the same loss and metrics for the same task (name
 the task prefix), and parts outside the contracts are refused with a clear error."""
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -64,3 +65,23 @@ def test_parts_outside_the_contracts_are_refused():
         TaskModule(VectorEncoder(2, 8), Backbone(8, 1, 2), nn.Linear(8, 2))
     with pytest.raises(TypeError, match=r"task 'a': the encoder Linear is not a vecset.encoders.Encoder"):
         MultiTaskModule(Backbone(8, 1, 2), {"a": nn.Linear(2, 8)}, {"a": LabelingHead(8, 2)})
+
+
+def test_training_loss_epoch_mean_is_weighted_and_not_in_checkpoints():
+    """The training loss is logged through a MeanMetric (synced across DDP processes at the
+    epoch's end): a step's value is its batch's, the epoch's weighted by batch size (torchmetrics
+    1.9 dropped the weights with nan_strategy="disable"); its state is not in the state_dict, so
+    checkpoints keep their keys."""
+    from vecset.pipelines.training.step import train_loss_mean
+
+    m = train_loss_mean()
+    assert m(torch.tensor(1.0), 64).item() == 1.0 and m(torch.tensor(3.0), 16).item() == 3.0
+    assert m.compute().item() == pytest.approx((64 * 1.0 + 16 * 3.0) / 80)
+    # a NaN loss (NonFiniteGuard's to report) makes the mean NaN, without a warning of its own
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert m(torch.tensor(float("nan")), 8).isnan() and m.compute().isnan()
+    single = TaskModule(VectorEncoder(2, 8), Backbone(8, 1, 2), LabelingHead(8, 2))
+    multi = MultiTaskModule(Backbone(8, 1, 2), {"a": VectorEncoder(2, 8)}, {"a": LabelingHead(8, 2)})
+    for model in (single, multi):
+        assert not [k for k in model.state_dict() if "loss" in k]
