@@ -21,7 +21,7 @@ from vecset.pipelines.signals import GRACE_ENV, grace_from_env
 
 ROOT = Path(__file__).resolve().parents[2]
 # the child: Python's own Ctrl-C handler even where the test runner was started with SIGINT
-# ignored (a background job), as in a terminal; then the ``vecset`` entry point
+# ignored (a background job), as in a terminal; then the CLI (what the ``vecset`` command runs)
 CHILD = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
          "from vecset.pipelines.cli import main; main()")
 
