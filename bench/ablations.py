@@ -27,6 +27,7 @@ an interrupted study continues where it stopped. Per job: ``bench/results/ablati
     python bench/ablations.py                         # the whole study (about 2.2 hours, 2 cores)
     python bench/ablations.py --jobs freesolv         # one job
     python bench/ablations.py --report                # rows, figures, BENCHMARKS.md from the records
+    python bench/ablations.py --recover-records       # records missing: rebuild them from the job JSONs
     python bench/ablations.py --quick                 # a smoke run in minutes: tiny data, 15 s budgets;
                                                       # its files go to bench/results/tmp/ablations/
 """
@@ -605,22 +606,97 @@ def plan_table(jobs: dict[str, Job], runs_dir: Path) -> tuple[str, float, float]
 
 def write_job(job: Job, runs_dir: Path, out_dir: Path, quick: bool) -> Path:
     """Rows from the job's records, its JSON and its figure; the JSON's command is the study's
-    (``--report`` only rebuilds from the records)."""
+    (``--report`` only rebuilds from the records). A length job's rows that its records cannot
+    give (records recovered from an earlier JSON: ``keep_length_rows``) come from the job's
+    JSON as it was, and the JSON says which."""
     records = [json.loads(p.read_text()) for p in sorted((runs_dir / job.name).glob("*.json"))
                if p.name != "epochs.json"]  # the job's measured max_epochs, not a run
     rows = aggregate(job, records)
+    path = out_dir / f"{job.name}.json"
+    kept: list[str] = []
+    if job.lengths is not None and path.exists():
+        rows, kept = keep_length_rows(job, rows, records, json.loads(path.read_text())["rows"])
     fig = figure(job, rows, out_dir / f"{job.name}.png")
     payload = {"machine": machine(), "command": "python " + " ".join(a for a in sys.argv if a != "--report"), "job": job.name,
                "config": job.config, "metric": job.metric, "higher_is_better": job.higher_is_better,
                "budget_s": job.budget_s, "max_epochs": job.max_epochs, "seeds": len(job.seeds), "quick": quick,
                "data": job.note or "the config's own data", "fixed_overrides": job.fixed,
                "figure": str(fig.relative_to(ROOT)), "rows": rows,
-               "runs": [{k: r.get(k) for k in ("key", "seed", "status", "test", "steps", "train_seconds",
-                                               "process_seconds", "run_dir", "detail")} for r in records]}
-    path = out_dir / f"{job.name}.json"
+               **({"rows_kept_from_the_previous_json": kept} if kept else {}),
+               "runs": [{k: r.get(k) for k in RUN_FIELDS} for r in records]}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2, default=str))
     return path
+
+
+# -- records recovered from the job JSONs (issue #27) ---------------------------------------------
+# The study's per-run records were never committed (``runs/`` in .gitignore matched their folder
+# too); each job's JSON keeps these fields of every record (``runs``) and its rows.
+RUN_FIELDS = ("key", "seed", "status", "test", "steps", "train_seconds", "process_seconds", "run_dir", "detail")
+REJECTED_FIELDS = ("key", "seed", "status", "detail")  # a rejected run's record holds no more (run_one)
+
+
+def recover_records(job: Job, job_json: Path, runs_dir: Path) -> list[Path]:
+    """Write the job's missing run records and its ``epochs.json`` from its JSON (``runs``,
+    ``max_epochs``): each record has what the JSON kept, its variant's ``labels`` from the plan,
+    ``recovered_from`` (the JSON) and ``not_recovered`` (the record's fields the JSON did not
+    keep: ``config``, ``cpu_seconds``, ``best_val``, ``epochs``, and a length job's ``lengths``,
+    its per-length buckets). A record that exists is left alone. Returns the files written."""
+    payload = json.loads(job_json.read_text())
+    source = str(job_json.relative_to(ROOT)) if job_json.is_relative_to(ROOT) else str(job_json)
+    if payload["job"] != job.name or payload["budget_s"] != job.budget_s:
+        raise ValueError(f"{source}: job {payload['job']!r} with a {payload['budget_s']} s budget, but the plan's "
+                         f"job {job.name!r} has {job.budget_s} s")
+    if job.max_epochs is not None and payload["max_epochs"] != job.max_epochs:
+        raise ValueError(f"{source}: max_epochs {payload['max_epochs']}, the plan's job {job.max_epochs}")
+    labels = {v.key: [list(lv) for lv in v.labels] for v in variants(replace(job, max_epochs=payload["max_epochs"]))}
+    written = []
+    epochs = runs_dir / job.name / "epochs.json"
+    if job.max_epochs is None and not epochs.exists():
+        epochs.parent.mkdir(parents=True, exist_ok=True)
+        epochs.write_text(json.dumps({"max_epochs": payload["max_epochs"], "budget_s": payload["budget_s"],
+                                      "recovered_from": source,
+                                      "not_recovered": ["steps", "train_seconds", "run_dir", "load_average"]}, indent=2))
+        written.append(epochs)
+    lost = ["config", "cpu_seconds", "best_val", "epochs"] + (["lengths"] if job.lengths is not None else [])
+    for run in payload["runs"]:
+        if run["key"] not in labels:
+            raise ValueError(f"{source}: run {run['key']!r} is not a variant of the plan's job {job.name!r} "
+                             f"(its variants: {sorted(labels)})")
+        path = record_path(runs_dir, job, Variant(run["key"], (), {}), run["seed"])
+        if path.exists():
+            continue
+        rejected = run["status"] == "rejected"
+        rec = {"job": job.name, "key": run["key"], "seed": run["seed"], "labels": labels[run["key"]],
+               **{k: run[k] for k in (REJECTED_FIELDS if rejected else RUN_FIELDS) if k not in ("key", "seed")},
+               "recovered_from": source, "not_recovered": [] if rejected else lost}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(rec, indent=2, default=str))
+        written.append(path)
+    return written
+
+
+def keep_length_rows(job: Job, rows: list[dict], records: list[dict], previous: list[dict]) -> tuple[list[dict], list[str]]:
+    """A length job's rows with what its recovered records cannot give taken from ``previous``
+    (the rows of the job's JSON as it was): for a value whose ran records carry no ``lengths``,
+    the item count of its ``all`` row and its per-bucket rows. Returns the rows and a note per
+    value so kept; a value that ``previous`` has no rows for stays as it is."""
+    if job.lengths is None:
+        return rows, []
+    lacking = {(s, v) for r in records if r.get("test") is not None and "lengths" not in r for s, v in r["labels"]}
+    out, kept = [], []
+    for row in rows:
+        key = (row["switch"], row["value"])
+        old = [p for p in previous if (p["switch"], p["value"]) == key]
+        if row["bucket"] != "all" or key not in lacking or not old:
+            out.append(row)
+            continue
+        old_all = next((p for p in old if p["bucket"] == "all"), {})
+        out.append({**row, "items": old_all.get("items")})
+        out += [p for p in old if p["bucket"] != "all"]
+        kept.append(f"{row['switch']}={row['value']}: the item count and the per-length rows (the records, "
+                    f"recovered from the job's JSON, hold no per-length buckets)")
+    return out, kept
 
 
 def run_job(job: Job, runs_dir: Path, out_dir: Path, retry_errors: bool = False, t_start: float | None = None) -> int:
@@ -653,10 +729,17 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="a smoke run on tiny data (bench/results/tmp/ablations/)")
     ap.add_argument("--report", action="store_true", help="no training: rows, figures and BENCHMARKS.md from the records")
     ap.add_argument("--retry-errors", action="store_true", help="rerun runs whose record says error")
+    ap.add_argument("--recover-records", action="store_true",
+                    help="write the missing run records from the job JSONs (recover_records), run nothing")
     args = ap.parse_args()
     jobs = {n: j for n, j in (quick_plan() if args.quick else PLAN).items() if n in args.jobs}
     out_dir = RESULTS / "tmp" / "ablations" if args.quick else RESULTS / "ablations"
     runs_dir = out_dir / "runs"
+    if args.recover_records:
+        for job in jobs.values():
+            written = recover_records(job, out_dir / f"{job.name}.json", runs_dir)
+            print(f"{job.name}: {len(written)} files written under {runs_dir.relative_to(ROOT) / job.name}")
+        return
 
     text, total, left = plan_table(jobs, runs_dir)
     print(text)

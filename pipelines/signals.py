@@ -14,7 +14,8 @@ torch op over a huge set) delays even Ctrl-C's KeyboardInterrupt until that call
 - A watchdog thread sees either signal the moment it arrives (``signal.set_wakeup_fd``:
   the C-level handler writes the signal number to a pipe while the main thread is still in
   C) and ends the process with ``os._exit(128 + signum)`` if it is still running
-  ``grace_s`` seconds later, or at once at a second signal.
+  ``grace_s`` seconds later, or at once at a second signal. The grace is 5 s unless the
+  environment sets ``VECSET_STOP_GRACE_S`` (seconds, > 0; the tests shorten it).
 """
 
 from __future__ import annotations
@@ -28,6 +29,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+GRACE_ENV = "VECSET_STOP_GRACE_S"
+DEFAULT_GRACE_S = 5.0
+
+
+def grace_from_env() -> float:
+    """``VECSET_STOP_GRACE_S`` in seconds (> 0), or 5 s when it is unset."""
+    raw = os.environ.get(GRACE_ENV)
+    if raw is None:
+        return DEFAULT_GRACE_S
+    try:
+        grace = float(raw)
+    except ValueError:
+        grace = float("nan")
+    if not grace > 0:  # also NaN
+        raise ValueError(f"{GRACE_ENV} must be a number of seconds > 0 (how long a stopped run may take "
+                         f"to return to Python before it is ended), got {raw!r}")
+    return grace
 
 
 def _exit_on_sigterm(signum: int, frame) -> None:
@@ -67,13 +85,14 @@ def _watch(read_fd: int, grace_s: float, done: threading.Event) -> None:
 
 
 @contextmanager
-def stop_on_signals(grace_s: float = 5.0) -> Iterator[None]:
+def stop_on_signals(grace_s: float | None = None) -> Iterator[None]:
     """Inside: SIGTERM exits (143) at the main thread's next bytecode, and a process still
-    running ``grace_s`` after SIGTERM/SIGINT (stuck in one C call) is ended. Outside the main
-    thread (where Python cannot install handlers) it does nothing."""
+    running ``grace_s`` (None: ``grace_from_env()``) after SIGTERM/SIGINT (stuck in one C call)
+    is ended. Outside the main thread (where Python cannot install handlers) it does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    grace_s = grace_from_env() if grace_s is None else grace_s
     read_fd, write_fd = os.pipe()
     os.set_blocking(write_fd, False)  # set_wakeup_fd needs it: a signal handler must never block
     done = threading.Event()

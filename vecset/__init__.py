@@ -19,21 +19,55 @@ In a source checkout those four folders sit at the top level (the project's layo
 install maps them under ``vecset`` (``[tool.setuptools] package-dir`` in pyproject.toml).
 """
 
-from vecset.backbone import Backbone, DataSpec, VectorSet
-from vecset.encoders import (
-    Encoder,
-    GraphEncoder,
-    PatchEncoder,
-    PixelEncoder,
-    SpeechEncoder,
-    TextEncoder,
-    VectorEncoder,
-)
-from vecset.heads import Head, LabelingHead, NadarayaWatsonHead, Seq2SeqHead, SequenceHead
-from vecset.pipelines import MultiTaskModule, TaskModule
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` below
+    from vecset.backbone import Backbone, DataSpec, VectorSet
+    from vecset.encoders import (
+        Encoder,
+        GraphEncoder,
+        PatchEncoder,
+        PixelEncoder,
+        SpeechEncoder,
+        TextEncoder,
+        VectorEncoder,
+    )
+    from vecset.heads import Head, LabelingHead, NadarayaWatsonHead, Seq2SeqHead, SequenceHead
+    from vecset.pipelines import MultiTaskModule, TaskModule
+
+# name -> the sub-package that defines it; imported on first use (PEP 562), so that ``import
+# vecset`` imports no torch: the ``vecset`` command (vecset/command.py) sets OpenMP's settings
+# before torch loads
+_SOURCES = {
+    "Backbone": "backbone", "DataSpec": "backbone", "VectorSet": "backbone",
+    "Encoder": "encoders", "GraphEncoder": "encoders", "PatchEncoder": "encoders", "PixelEncoder": "encoders",
+    "SpeechEncoder": "encoders", "TextEncoder": "encoders", "VectorEncoder": "encoders",
+    "Head": "heads", "LabelingHead": "heads", "NadarayaWatsonHead": "heads", "Seq2SeqHead": "heads",
+    "SequenceHead": "heads",
+    "MultiTaskModule": "pipelines", "TaskModule": "pipelines",
+}
+_SUBPACKAGES = ("backbone", "encoders", "heads", "pipelines")
 
 __all__ = [
     "Backbone", "DataSpec", "Encoder", "GraphEncoder", "Head", "LabelingHead", "MultiTaskModule", "NadarayaWatsonHead", "PatchEncoder",
     "PixelEncoder", "Seq2SeqHead", "SequenceHead", "SpeechEncoder", "TaskModule", "TextEncoder", "VectorEncoder",
     "VectorSet",
 ]
+
+
+def __getattr__(name: str):
+    if name in _SOURCES:
+        value = getattr(importlib.import_module(f"vecset.{_SOURCES[name]}"), name)
+    elif name in _SUBPACKAGES:
+        value = importlib.import_module(f"vecset.{name}")
+    else:
+        raise AttributeError(f"module 'vecset' has no attribute {name!r}")
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SOURCES, *_SUBPACKAGES})

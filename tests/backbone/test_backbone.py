@@ -313,7 +313,15 @@ def test_backbone_looks_up_the_padding_once_and_its_blocks_trust_it(monkeypatch)
 
 def test_compiled_backbone_equals_eager_with_gradients():
     """``compile=True`` (inductor) gives the eager values: outputs, and every parameter's and
-    the input's gradient, on a padded batch in train mode; eager is the default."""
+    the input's gradient, on a padded batch in train mode; eager is the default.
+
+    Inductor's kernels are generated without SIMD here (``cpp.vec_isa_ok=False``): choosing the
+    SIMD instruction set starts a Python process per candidate in every new process (about
+    10 s on 2 cores, even with inductor's cache warm), and the vectorized code generation is
+    inductor's own, tested by PyTorch; the path this tests (the blocks and the norm through
+    ``torch.compile``, forward and backward) is the same."""
+    import torch._inductor.config
+
     assert make_backbone().compile_blocks is False
     x = torch.randn(2, 7, D)
     mask = torch.tensor([[True] * 7, [True] * 4 + [False] * 3])
@@ -322,8 +330,9 @@ def test_compiled_backbone_equals_eager_with_gradients():
         torch.manual_seed(0)
         bb = Backbone(d_model=D, depth=1, heads=4, mlp_ratio=2.0, compile=compiled).train()  # 1 block: compiles faster
         xi = x.clone().requires_grad_()
-        out = bb(VectorSet(x=xi, mask=mask)).x
-        (out * torch.linspace(-1, 1, D)).pow(2).sum().backward()
+        with torch._inductor.config.patch({"cpp.vec_isa_ok": False}):
+            out = bb(VectorSet(x=xi, mask=mask)).x
+            (out * torch.linspace(-1, 1, D)).pow(2).sum().backward()
         runs.append((out, xi.grad, {n: p.grad for n, p in bb.named_parameters()}))
     (out, gx, grads), (cout, cgx, cgrads) = runs
     torch.testing.assert_close(cout, out, atol=1e-5, rtol=1e-4)

@@ -6,7 +6,9 @@ length-bucket metric (bench/length_buckets.py) on a hand case."""
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
+import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -286,3 +288,73 @@ def test_the_measured_epochs_file_is_not_read_as_a_run(tmp_path, monkeypatch):
     assert payload["job"] == "tiny" and payload["command"] == "python bench/ablations.py"
     assert [r["key"] for r in payload["runs"]] == ["base"]
     assert next(r for r in payload["rows"] if r["base"])["test_acc_mean"] == pytest.approx(0.9)
+
+
+# -- the committed records (issue #27) --------------------------------------------------------
+def git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_the_run_records_are_not_ignored_by_git():
+    """The top-level ``runs/`` (every ``vecset fit``'s run directories) is ignored; the study's
+    records under ``bench/results/ablations/runs/`` are committed (a pattern ``runs/`` matched
+    both, and ``--plan`` on a fresh clone showed every run still to do)."""
+    if shutil.which("git") is None or git("rev-parse", "--git-dir").returncode:
+        pytest.skip("not a git checkout")
+    record = "bench/results/ablations/runs/freesolv/base_s0.json"
+    assert git("check-ignore", "-q", "--no-index", record).returncode == 1, git("check-ignore", "-v", "--no-index", record).stdout
+    assert git("check-ignore", "-q", "--no-index", "runs/freesolv/version_0/results.json").returncode == 0
+    assert git("check-ignore", "-q", "--no-index", "bench/results/ablations/logs/x.log").returncode == 0
+
+
+STUDY = ab.RESULTS / "ablations"
+
+
+@pytest.mark.parametrize("name", list(ab.PLAN))
+def test_the_committed_records_give_the_committed_rows(name):
+    """``--report`` from the committed records rebuilds the committed rows, and ``--plan`` sees
+    every run done. The records were recovered from the job JSONs (``--recover-records``); a
+    length job's per-length rows were never kept there, so its recovered records give only the
+    ``all`` rows (without their item count), and ``--report`` keeps the rest from the JSON."""
+    committed = json.loads((STUDY / f"{name}.json").read_text())
+    runs_dir = STUDY / "runs"
+    assert (runs_dir / name / "epochs.json").exists()  # else size_epochs below would train
+    job = ab.size_epochs(ab.PLAN[name], runs_dir)
+    assert job.max_epochs == committed["max_epochs"]
+    records = [json.loads(p.read_text()) for p in sorted((runs_dir / name).glob("*.json")) if p.name != "epochs.json"]
+    assert [{k: r.get(k) for k in ab.RUN_FIELDS} for r in records] == committed["runs"]
+    rows = ab.aggregate(job, records)
+    if job.lengths is None:
+        assert rows == committed["rows"]
+    else:
+        assert rows == [{**r, "items": None} for r in committed["rows"] if r["bucket"] == "all"]
+        kept, notes = ab.keep_length_rows(job, rows, records, committed["rows"])
+        assert kept == committed["rows"]
+        assert len(notes) == sum(r["bucket"] == "all" and r["seeds"] > 0 for r in committed["rows"])
+    _, total, left = ab.plan_table({name: job}, runs_dir)
+    assert left == 0 and total > 0
+
+
+def test_recovering_gives_the_committed_records_and_keeps_existing_ones(tmp_path):
+    job = ab.PLAN["freesolv"]
+    written = ab.recover_records(job, STUDY / "freesolv.json", tmp_path)
+    committed = sorted((STUDY / "runs" / "freesolv").glob("*.json"))
+    assert sorted(p.name for p in written) == [p.name for p in committed]
+    for p in committed:
+        assert (tmp_path / "freesolv" / p.name).read_text() == p.read_text(), p.name
+    rec = json.loads((tmp_path / "freesolv" / "base_s0.json").read_text())
+    assert rec["recovered_from"] == "bench/results/ablations/freesolv.json"
+    assert rec["not_recovered"] == ["config", "cpu_seconds", "best_val", "epochs"] and "best_val" not in rec
+    assert rec["labels"] == [list(x) for x in ab.variants(job)[0].labels]
+    assert ab.recover_records(job, STUDY / "freesolv.json", tmp_path) == []  # nothing left to write
+    # a length job's records say that their buckets are lost
+    ab.recover_records(ab.PLAN["g2p_lengths"], STUDY / "g2p_lengths.json", tmp_path)
+    assert "lengths" in json.loads((tmp_path / "g2p_lengths" / "base_s0.json").read_text())["not_recovered"]
+
+
+def test_a_record_the_plan_does_not_know_is_a_clear_error(tmp_path):
+    payload = json.loads((STUDY / "freesolv.json").read_text())
+    payload["runs"][0]["key"] = "score=cosine"
+    (tmp_path / "freesolv.json").write_text(json.dumps(payload))
+    with pytest.raises(ValueError, match=r"freesolv.json: run 'score=cosine' is not a variant of the plan's job 'freesolv'"):
+        ab.recover_records(ab.PLAN["freesolv"], tmp_path / "freesolv.json", tmp_path / "runs")

@@ -1,10 +1,10 @@
 """SegmentDecoder: exact against a brute-force search over every label sequence, the argmax at
-penalty 0 / minimum duration 1, a one-frame flicker removed, a long input in seconds."""
+penalty 0 / minimum duration 1, a one-frame flicker removed, a long input. Its speed on ten
+minutes of frames is a benchmark: bench/segment_decoder_speed.py."""
 
 from __future__ import annotations
 
 import itertools
-import time
 
 import numpy as np
 import pytest
@@ -75,16 +75,13 @@ def test_bad_settings_are_errors():
         SegmentDecoder()(torch.zeros(2, 3, 4))
 
 
-def test_ten_minutes_of_frames_decode_in_seconds():
+def test_a_long_input_keeps_the_minimum_duration():
     torch.manual_seed(0)
-    logits = torch.randn(60_000, 50) * 3  # 10 minutes of 10 ms frames, 50 phones
-    t0 = time.perf_counter()
+    logits = torch.randn(6_000, 50) * 3  # 1 minute of 10 ms frames, 50 phones: noise, flips every frame
     out = SegmentDecoder(2.0, 3)(logits)
-    took = time.perf_counter() - t0
-    assert out.shape == (60_000,)
+    assert out.shape == (6_000,)
     runs = np.diff(np.flatnonzero(np.diff(np.r_[-1, out, -1]) != 0))
-    assert runs.min() >= 3
-    assert took < 30, f"{took:.1f} s"  # a few seconds on an idle core; generous on a shared machine
+    assert runs.min() >= 3 and len(runs) > 100  # many runs, none shorter than the minimum
 
 
 @pytest.mark.parametrize("on_disk", [False, True], ids=["memory", "files"])
