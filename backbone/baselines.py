@@ -8,7 +8,7 @@
   on the padded batch (padding comes after the real vectors, so it cannot reach them), the
   backward one on each sequence reversed within its own length. This gives the outputs of a
   packed bidirectional ``nn.LSTM`` (a test holds them equal) and ran about 11x faster on
-  the 2-core CPU these were measured on (DESIGN.md).
+  a 2-core CPU.
 - ``GridResNet``: a small ResNet (He et al. 2016, "Deep Residual Learning for Image
   Recognition") over the grid of pixel or patch vectors an image encoder makes. A
   convolution is self-attention restricted to a 3x3 neighbourhood with fixed, position-only

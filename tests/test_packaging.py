@@ -1,5 +1,5 @@
 """The install is one namespace: ``vecset.backbone``, ``vecset.encoders``, ``vecset.heads``,
-``vecset.pipelines``, mapped from the top-level folders by pyproject's ``package-dir``."""
+``vecset.pipelines``, the top-level folders linked into ``vecset/``."""
 
 from __future__ import annotations
 
@@ -15,15 +15,49 @@ ROOT = Path(__file__).resolve().parents[1]
 TOP = ("backbone", "encoders", "heads", "pipelines")
 
 
-def test_every_package_folder_is_listed_in_pyproject():
+def test_the_top_level_folders_are_linked_into_the_namespace():
+    """vecset/backbone is the folder backbone/ (a relative link, so a clone anywhere works),
+    and pyproject finds the packages under vecset/ instead of mapping folders by hand."""
+    for top in TOP:
+        link = ROOT / "vecset" / top
+        assert link.is_symlink() and Path(link.readlink()) == Path("..") / top, link
+        assert link.resolve() == (ROOT / top).resolve()
     cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    listed = set(cfg["packages"])
-    folders = {"vecset"} | {
-        "vecset." + ".".join(init.parent.relative_to(ROOT).parts)
-        for top in TOP for init in (ROOT / top).rglob("__init__.py")
-    }
-    assert folders == listed, f"pyproject packages missing {sorted(folders - listed)}, stale {sorted(listed - folders)}"
-    assert cfg["package-dir"] == {"vecset": "vecset"} | {f"vecset.{t}": t for t in TOP}
+    assert cfg["packages"]["find"]["include"] == ["vecset", "vecset.*"] and "package-dir" not in cfg
+
+
+def static_target(module: str) -> Path | None:
+    """The file ``import module`` reads, found in the tree alone (no import, no install):
+    ``vecset/a/b.py`` or ``vecset/a/b/__init__.py``."""
+    base = ROOT.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def test_a_static_reader_resolves_every_vecset_import():
+    """What an editor or a layering checker does without the editable install: every
+    ``vecset.`` import in the project (packages, tests, bench, scripts) names a file of the
+    tree, and a name imported from a package is a module there or defined in its __init__."""
+    bad, seen = [], 0
+    for folder in (*TOP, "vecset", "tests", "bench", "scripts"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    mods = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    mods = [node.module]
+                else:
+                    continue
+                for mod in mods:
+                    if mod.split(".")[0] != "vecset":
+                        continue
+                    seen += 1
+                    if static_target(mod) is None:
+                        bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {mod}")
+    assert seen > 300, seen  # the walk saw the project's imports
+    assert not bad, "\n".join(bad)
 
 
 def test_no_code_imports_the_bare_top_level_names():

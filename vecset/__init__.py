@@ -15,8 +15,9 @@ The four layers sit in their own sub-packages, imported in one direction
   kernel regression;
 - ``vecset.pipelines``: Lightning: data modules, training, reports, the ``vecset`` CLI.
 
-In a source checkout those four folders sit at the top level (the project's layout); the
-install maps them under ``vecset`` (``[tool.setuptools] package-dir`` in pyproject.toml).
+In a source checkout those four folders sit at the top level (the project's layout) and are
+linked into this folder (``vecset/backbone -> ../backbone``, ...), so every ``vecset.`` name is
+a path of the tree.
 """
 
 from __future__ import annotations

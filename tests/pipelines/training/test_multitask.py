@@ -106,7 +106,7 @@ def test_task_table_shows_this_run_only():
 
 
 def test_pipelines_never_read_benchmark_output():
-    """bench/ writes results that nothing in the packages reads (DESIGN.md): no import of bench,
+    """bench/ writes results that nothing in the packages reads (the layout in docs/architecture.md): no import of bench,
     no path into it."""
     import ast
 
