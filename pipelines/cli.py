@@ -71,10 +71,12 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
                             help="write the curves and each task's reports and plots into the run directory after test")
 
     def _instantiate_trainer(self, config: dict, callbacks: list):
-        # vecset's defaults: a rich progress bar unless turned off, and the prediction writer
+        # vecset's defaults: a rich progress bar unless turned off, and for predict (or a CLI built
+        # with run=False, whatever it runs) the prediction writer
         if config.get("logger") in (None, True):
             config["logger"] = default_loggers()
-        callbacks = list(callbacks) + [PredictionWriter(), ResumeState(), TrainingClock(), TrimMetricsHistory()]
+        writer = [PredictionWriter()] if self.subcommand in (None, "predict") else []
+        callbacks = list(callbacks) + [*writer, ResumeState(), TrainingClock(), TrimMetricsHistory()]
         # a NonFiniteGuard in trainer.callbacks (e.g. init_args {check_inputs: false}, or both
         # checks off) replaces the default one
         configured = [*(config.get("callbacks") or []), *callbacks]

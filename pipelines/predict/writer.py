@@ -1,4 +1,4 @@
-"""PredictionWriter: the callback that writes ``vecset predict``'s output (the CLI adds it).
+"""PredictionWriter: the callback that writes ``vecset predict``'s output (the CLI adds it to predict).
 
 Before predict it finds the task being predicted (a multi-task model's: the data's
 ``predict_task``), asks that task's model what the predict side needs (its receptive field,
@@ -74,6 +74,7 @@ class PredictionWriter(BasePredictionWriter):
 
     def setup(self, trainer, pl_module, stage: str) -> None:
         # after the data's setup (its inputs are known), before the loaders are asked for
+        super().setup(trainer, pl_module, stage)
         if stage != "predict" or trainer.datamodule is None:
             return
         data, model = predicted_task(trainer.datamodule, pl_module)
