@@ -259,9 +259,8 @@ class SpeechFramesDataModule(VecsetDataModule):
             log.info("speech: a split list is missing (%s): no check for sentences shared with training",
                      ", ".join(str(p) for p in specs.values() if not p.exists()))
             return {}
-        same = self.split_specs["val"] == self.split_specs["test"]
-        return shared_sentences(self.root, {sp: [] if sp == "val" and same else self.split_files(sp) for sp in specs},
-                                same_val_test=same)
+        return shared_sentences(self.root, self.split_files,
+                                same_val_test=self.split_specs["val"] == self.split_specs["test"])
 
     def setup(self, stage: str | None = None) -> None:
         if stage == "predict" and self.predict_paths:

@@ -8,6 +8,7 @@ The sentences are the utterances' ``.txt`` transcripts compared after ``normalis
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from vecset.encoders.speech import Utterance, read_sentences
@@ -15,18 +16,19 @@ from vecset.encoders.speech import Utterance, read_sentences
 log = logging.getLogger(__name__)
 
 
-def shared_sentences(root: Path, files: dict[str, list[Path]], same_val_test: bool) -> dict[str, int]:
+def shared_sentences(root: Path, files_of: Callable[[str], list[Path]], same_val_test: bool) -> dict[str, int]:
     """Warn when a validation or test utterance says a sentence that a training utterance says
-    too: such a score is not one on new sentences. ``files``: each split's audio files
-    (``train``, ``val``, ``test``); ``same_val_test``: val is the test split (said once, for
-    test). Returns, per split, the number of its utterances that share a training sentence."""
-    train = read_sentences(files["train"])
+    too: such a score is not one on new sentences. ``files_of(split)``: a split's audio files
+    (``train``, ``val``, ``test``; listed only when the training split has transcripts);
+    ``same_val_test``: val is the test split (said once, for test). Returns, per split, the
+    number of its utterances that share a training sentence."""
+    train = read_sentences(files_of("train"))
     if not train:
         log.info("speech: no .txt transcripts beside the training utterances: no check for shared sentences")
         return {}
     shared = {}
     for split in ("val", "test"):
-        sentences = {} if split == "val" and same_val_test else read_sentences(files[split])
+        sentences = {} if split == "val" and same_val_test else read_sentences(files_of(split))
         common = sorted(set(sentences) & set(train))
         shared[split] = sum(len(sentences[t]) for t in common)
         if common:
