@@ -40,7 +40,7 @@ def main() -> None:
     model = TaskModule.load_from_checkpoint(a.ckpt, map_location="cpu")
     dm = SpeechFramesDataModule(root=a.root, max_utterances=a.max_utterances)
     dm.setup("validate")
-    items = {it["id"]: it for it in dm.sets["val"].items}
+    items = {u.id: u for u in dm.sets["val"].items}
     utts = []  # (sample id, logits (T, C), true labels (T,))
     for o in collect_test_outputs(model, dm.val_dataloader(), keep_output=True):
         for i, sid in enumerate(o.batch["ids"].tolist()):
@@ -55,7 +55,7 @@ def main() -> None:
                 preds = {"decoder": dec(logits)}
                 if not rows:
                     preds["argmax"] = logits.argmax(-1).numpy()
-                sc.update(items[sid]["segments"], dm.sample_rates[sid], preds, y)
+                sc.update(items[sid].segments, items[sid].sample_rate, preds, y)
             res = sc.compute()
             if not rows:
                 rows.append({"segments": "argmax", **res["argmax"]})

@@ -19,11 +19,16 @@ class Encoder(nn.Module, ABC):
     ``d_model``); the task modules check it against the backbone and the head when they are
     built, naming the task. None: not declared, not checked.
 
+    ``normalizes_per_set``: True when ``forward`` normalizes each set by statistics over all
+    its vectors (speech's ``utterance`` normalization). A long input read in chunks then needs
+    the whole input's statistics in the batch, which ``vecset predict`` asks for by this flag.
+
     Shapes:
         batch (a dict of the data module's collate) -> VectorSet x (B, N, D), mask (B, N)
     """
 
     out_width: int | None = None
+    normalizes_per_set: bool = False
 
     @abstractmethod
     def forward(self, batch: dict) -> VectorSet:

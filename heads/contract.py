@@ -4,13 +4,16 @@ through one step (``vecset.pipelines.training.step``) without asking what it is.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
 from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.vectorset import VectorSet
+
+if TYPE_CHECKING:
+    from vecset.heads.segment_decoder import SegmentDecoder
 
 
 class Head(nn.Module, ABC):
@@ -26,7 +29,8 @@ class Head(nn.Module, ABC):
       backbone and the encoder when the task module is built; None: not declared.
 
     and defines ``forward``, ``loss``, ``metrics``, ``metric_inputs``, ``predict``; and
-    ``receive`` when it checks or learns something from the data (the hand-over, once at setup).
+    ``receive`` when it checks or learns something from the data (the hand-over, once at setup);
+    and ``segment_decoder`` when its outputs are decoded into runs of labels.
 
     Shapes:
         forward: VectorSet x (B, N, D), mask (B, N); features None or (B, F) -> out (a
@@ -56,6 +60,13 @@ class Head(nn.Module, ABC):
     @abstractmethod
     def predict(self, out: Any, batch: dict) -> dict:
         """Per-sample predictions for ``vecset predict`` (lists, one entry per sample)."""
+
+    def segment_decoder(self) -> SegmentDecoder | None:
+        """The decoder that turns one set's per-vector outputs into labels in runs (a
+        ``SegmentDecoder``: speech frames into phone segments), or None. ``vecset predict`` feeds
+        it each input's ``log_prob`` (from ``predict``) in order, also across the chunks of a
+        long input. Default: none."""
+        return None
 
     def receive(self, spec: DataSpec) -> str | None:
         """The hand-over: check the data and take what the head learns from it (a scaler, a

@@ -23,8 +23,9 @@ class LabelingHead(Head):
             (padding uses it too).
         dropout: dropout before the classifier.
         decoder: turns a set's logits into labels in runs (``SegmentDecoder``: speech frames into
-            phone segments without one-frame flicker); ``predict`` then gives its labels as
-            ``segment_label`` beside the per-vector argmax. None: the argmax only.
+            phone segments without one-frame flicker; ``segment_decoder``); ``predict`` then gives
+            each set's log-posteriors (``log_prob``) for ``vecset predict`` to decode. None: the
+            argmax only.
 
     Shapes:
         VectorSet (B, N, D) -> logits (B, N, C); targets ``batch["y"]`` (B, N) long.
@@ -73,21 +74,19 @@ class LabelingHead(Head):
     def metric_inputs(self, out: Tensor, batch: dict) -> tuple[Tensor, Tensor]:
         return out.argmax(-1).flatten(), batch["y"].flatten()
 
+    def segment_decoder(self) -> SegmentDecoder | None:
+        return self.decoder
+
     def predict(self, out: Tensor, batch: dict) -> dict:
         """Per set: predicted labels and their probabilities, for the real vectors only; with a
-        decoder also its labels (``segment_label``), or for chunks of longer inputs (a batch with
-        ``keep``) their log-posteriors (``log_prob``, (n, C) tensors) to decode in order."""
+        decoder also their log-posteriors (``log_prob``, (n, C) tensors), which the predict side
+        feeds to the decoder in order (a long input's chunks too: one decode of the whole)."""
         prob, label = out.softmax(-1).max(-1)  # (B, N)
         mask = batch["mask"]
         pred = {
             "label": [label[i][mask[i]].tolist() for i in range(len(label))],
             "prob": [prob[i][mask[i]].tolist() for i in range(len(prob))],
         }
-        if self.decoder is not None and "keep" in batch:
-            # chunks of long recordings (speech predict): a decode needs the whole recording, so
-            # the chunks' log-posteriors go on to the data module, which feeds them in order to
-            # one SegmentDecoder.stream per recording (exactly the whole recording's decode)
+        if self.decoder is not None:
             pred["log_prob"] = [out[i][mask[i]].float().log_softmax(-1) for i in range(len(out))]
-        elif self.decoder is not None:
-            pred["segment_label"] = [self.decoder(out[i][mask[i]]).tolist() for i in range(len(out))]
         return pred

@@ -1,4 +1,4 @@
-"""Lightning pipelines: TaskModule, DataModules, the CLI, plots."""
+"""Lightning pipelines: TaskModule, DataModules, the prediction writer, the CLI, plots."""
 
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.data.cmudict import CMUDictDataModule
@@ -11,6 +11,7 @@ from vecset.pipelines.data.molecules import MoleculeDataModule  # noqa: E402
 from vecset.pipelines.data.samplers import ResumableSampler
 from vecset.pipelines.data.speech import SpeechFramesDataModule
 from vecset.pipelines.data.synthetic import SyntheticSetDataModule
+from vecset.pipelines.predict.writer import PredictionWriter
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
 from vecset.pipelines.training.checkpoint import AtomicCheckpointIO, StepCheckpoint
 from vecset.pipelines.training.elapsed import ElapsedTime
@@ -21,6 +22,6 @@ __all__ = [
     "AtomicCheckpointIO", "CMUDictDataModule", "Cifar10DataModule", "CoNLLUDataModule",
     "DigitsDataModule", "ElapsedTime", "FashionMNISTDataModule", "GraphNodeDataModule", "ImageFolderDataModule",
     "KernelRegressionDataModule", "MoleculeDataModule", "MultiTaskDataModule", "MultiTaskModule",
-    "NonFiniteGuard", "ResumableSampler", "ResumeState", "SpeechFramesDataModule", "StepCheckpoint",
+    "NonFiniteGuard", "PredictionWriter", "ResumableSampler", "ResumeState", "SpeechFramesDataModule", "StepCheckpoint",
     "SyntheticSetDataModule", "TaskModule", "VecsetDataModule",
 ]

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import BasePredictionWriter
 from pytorch_lightning.callbacks import ModelSummary as LightningModelSummary
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.utilities.warnings import PossibleUserWarning
 
 from vecset.pipelines.console import ModelSummary, ProgressBar
+from vecset.pipelines.predict.writer import PredictionWriter
 from vecset.pipelines.reports.callback import ReportWriter
 from vecset.pipelines.signals import stop_on_signals
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
@@ -65,54 +65,18 @@ def next_version(root: Path) -> int:
     return max(taken, default=-1) + 1
 
 
-class PredictionWriter(BasePredictionWriter):
-    """Writes ``vecset predict`` output through the DataModule, batch by batch.
-
-    A data module with ``streams_predictions`` (speech) writes each batch as it comes
-    (``write_prediction_batch``, then ``finish_predictions``) and Lightning keeps no copy of
-    the predictions (``return_predictions`` off), so memory does not grow with the input:
-    hours of audio in chunks. Any other gets every row at the end (``write_predictions``,
-    CSV by default)."""
-
-    def __init__(self) -> None:
-        super().__init__(write_interval="batch")
-        self._rows: list[dict] = []
-
-    def on_predict_start(self, trainer, pl_module) -> None:
-        self._rows = []
-        if getattr(trainer.datamodule, "streams_predictions", False):
-            trainer.predict_loop.return_predictions = False
-
-    def write_on_batch_end(self, trainer, pl_module, prediction, batch_indices, batch, batch_idx,
-                           dataloader_idx) -> None:
-        dm = trainer.datamodule
-        preds = {k: v for k, v in prediction.items() if k != "ids"}
-        if getattr(dm, "streams_predictions", False):
-            dm.write_prediction_batch(prediction["ids"], preds, batch, Path(trainer.log_dir))
-        else:
-            self._rows += dm.prediction_rows(prediction["ids"], preds)
-
-    def on_predict_epoch_end(self, trainer, pl_module) -> None:
-        dm = trainer.datamodule
-        if getattr(dm, "streams_predictions", False):
-            path = dm.finish_predictions(Path(trainer.log_dir))
-        else:
-            path = dm.write_predictions(self._rows, Path(trainer.log_dir))
-            self._rows = []
-        if trainer.is_global_zero:
-            print(f"predictions: {path}")
-
-
 class VecsetCLI(CheckpointConfigCheck, LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--plots", type=bool, default=True,
                             help="write the curves and each task's reports and plots into the run directory after test")
 
     def _instantiate_trainer(self, config: dict, callbacks: list):
-        # vecset's defaults: a rich progress bar unless turned off, and the prediction writer
+        # vecset's defaults: a rich progress bar unless turned off, and for predict (or a CLI built
+        # with run=False, whatever it runs) the prediction writer
         if config.get("logger") in (None, True):
             config["logger"] = default_loggers()
-        callbacks = list(callbacks) + [PredictionWriter(), ResumeState(), TrainingClock(), TrimMetricsHistory()]
+        writer = [PredictionWriter()] if self.subcommand in (None, "predict") else []
+        callbacks = list(callbacks) + [*writer, ResumeState(), TrainingClock(), TrimMetricsHistory()]
         # a NonFiniteGuard in trainer.callbacks (e.g. init_args {check_inputs: false}, or both
         # checks off) replaces the default one
         configured = [*(config.get("callbacks") or []), *callbacks]
@@ -237,7 +201,7 @@ def silence_inapplicable_advice(resuming: bool) -> None:
     # every fit); nothing in a run or a config can change it
     warnings.filterwarnings("ignore", category=FutureWarning, message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
     # speech predict batches chunks with its own sampler, which yields every chunk once (tests/
-    # pipelines/data/test_speech_chunked_predict.py); Lightning cannot know and warns on every predict
+    # pipelines/predict/test_speech_chunked_predict.py); Lightning cannot know and warns on every predict
     warnings.filterwarnings("ignore", category=UserWarning,
                             message=r"You are using a custom batch sampler `ChunkBatches` for prediction")
     if resuming:

@@ -1,5 +1,6 @@
-"""A tiny hand-made TIMIT-layout corpus for the word and sentence tests: each utterance is
-0.5 s of quiet noise at 16 kHz with a .phn, a .wrd and a .txt, in train/dev/test lists."""
+"""Tiny hand-made TIMIT-layout corpora: for the word and sentence tests, utterances of 0.5 s of
+quiet noise at 16 kHz with a .phn, a .wrd and a .txt, in train/dev/test lists; for the sample-rate
+tests, one utterance of tones (``write_tones``) at any rate."""
 
 from __future__ import annotations
 
@@ -26,3 +27,25 @@ def write_utterance(root: Path, name: str, words: list[tuple[int, int, str]], se
 def write_lists(root: Path, **splits: list[str]) -> None:
     for split, names in splits.items():
         (root / f"{split}.lst").write_text("".join(f"{n}\n" for n in names))
+
+
+# segments in milliseconds: every boundary is a multiple of 10 ms, a whole number of samples at 8, 16
+# and 44.1 kHz, and 2.5 ms from the nearest frame centre (centres are at 12.5 + 10 t ms)
+TONES_MS = [(0, 60, "h#", 0), (60, 150, "s", 3000), (150, 320, "aa", 700), (320, 400, "t", 1800), (400, 500, "h#", 0)]
+
+
+def write_tones(d: Path, stem: str, sr: int, ext: str = "wav", phn_end_extra: int = 0) -> Path:
+    """One utterance of TONES_MS at ``sr``: a tone (or near silence) per segment, and its .phn in
+    samples at ``sr``; the last segment ends ``phn_end_extra`` samples after the audio does."""
+    d.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    parts, lines = [], []
+    for a, b, ph, hz in TONES_MS:
+        s, e = a * sr // 1000, b * sr // 1000
+        t = np.arange(s, e) / sr
+        parts.append(0.3 * np.sin(2 * np.pi * hz * t) + 0.003 * rng.standard_normal(e - s))
+        lines.append(f"{s} {e + (phn_end_extra if b == TONES_MS[-1][1] else 0)} {ph}\n")
+    path = d / f"{stem}.{ext}"
+    sf.write(path, np.concatenate(parts).astype(np.float32), sr)
+    (d / f"{stem}.phn").write_text("".join(lines))
+    return path

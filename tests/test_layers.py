@@ -43,3 +43,18 @@ def test_data_modules_never_touch_the_model():
     bad = [f"{p.relative_to(ROOT)}:{i}" for p in (ROOT / "pipelines" / "data").rglob("*.py")
            for i, line in enumerate(p.read_text().splitlines(), 1) if "lightning_module" in line]
     assert not bad, bad
+
+
+def test_data_modules_never_decode_nor_write_predictions():
+    """pipelines/data finds, splits, reads and batches: writing predictions and running a head's
+    decoder is pipelines/predict's (which imports the data, never the reverse)."""
+    bad = []
+    for p in (ROOT / "pipelines" / "data").rglob("*.py"):
+        for line, name in imports(p):
+            if name.startswith(("vecset.pipelines.predict", "vecset.heads", "pytorch_lightning.callbacks")):
+                bad.append(f"{p.relative_to(ROOT)}:{line}: {name}")
+        for i, text in enumerate(p.read_text().splitlines(), 1):
+            if any(w in text for w in ("segment_decoder", "SegmentDecoder", "write_prediction", "prediction_rows",
+                                       "predict_context")):
+                bad.append(f"{p.relative_to(ROOT)}:{i}: {text.strip()}")
+    assert not bad, "\n".join(bad)

@@ -1,5 +1,8 @@
 """Speech frames: TIMIT-layout readers, Kaldi filterbank features, frame labels, SpeechEncoder.
 
+``SpeechReader.read`` (``reader.py``) is the one call from an audio file to a labelled,
+featurized ``Utterance`` (the .phn, .wrd and .txt beside it found and read there).
+
 Features: ``torchaudio.compliance.kaldi.fbank`` (or ``.mfcc``) with 25 ms frames and a 10 ms
 shift (Povey et al. 2011, the Kaldi toolkit). Masking in training: SpecAugment (Park et al.
 2019) with ``torchaudio.transforms.FrequencyMasking`` / ``TimeMasking``. Phone sets: TIMIT's
@@ -30,7 +33,7 @@ from vecset.encoders.speech.alignment import (
 )
 from vecset.encoders.speech.audio import Audio, audio_extensions, check_wav_complete, read_audio
 from vecset.encoders.speech.encoder import Normalization, SpeechEncoder
-from vecset.encoders.speech.features import Featurizer
+from vecset.encoders.speech.features import Featurizer, featurize
 from vecset.encoders.speech.framing import FRAME_LENGTH, FRAME_SHIFT, SAMPLE_RATE, num_frames
 from vecset.encoders.speech.phones import (
     FESTIVAL_PHONES,
@@ -41,6 +44,18 @@ from vecset.encoders.speech.phones import (
     fold39_runs,
     phone_names,
     scoring_phones,
+)
+from vecset.encoders.speech.reader import (
+    COMPANION_EXTS,
+    INT16_SCALE,
+    AudioFile,
+    SpeechReader,
+    Utterance,
+    find_audio,
+    find_companion,
+    read_sentences,
+    read_vocabulary,
+    to_int16,
 )
 from vecset.encoders.speech.streaming import (
     Recording,
@@ -57,4 +72,4 @@ from vecset.encoders.speech.transcripts import (
     word_frames,
 )
 
-__all__ = ["Audio", "FESTIVAL_PHONES", "FOLD39", "FRAME_LENGTH", "FRAME_SHIFT", "Featurizer", "Normalization", "PhoneSet", "Recording", "SAMPLE_RATE", "Segment", "SpeechEncoder", "TIMIT39", "TIMIT61", "audio_extensions", "check_wav_complete", "frame_centres", "frame_labels", "fold39_runs", "frames_stats", "frames_to_segments", "normalise_sentence", "num_frames", "phone_names", "read_audio", "read_frames", "read_phn", "read_txt", "read_wrd", "recording_info", "recording_stats", "scoring_phones", "Word", "word_frames"]
+__all__ = ["Audio", "AudioFile", "COMPANION_EXTS", "INT16_SCALE", "SpeechReader", "Utterance", "featurize", "find_audio", "find_companion", "read_sentences", "read_vocabulary", "to_int16", "FESTIVAL_PHONES", "FOLD39", "FRAME_LENGTH", "FRAME_SHIFT", "Featurizer", "Normalization", "PhoneSet", "Recording", "SAMPLE_RATE", "Segment", "SpeechEncoder", "TIMIT39", "TIMIT61", "audio_extensions", "check_wav_complete", "frame_centres", "frame_labels", "fold39_runs", "frames_stats", "frames_to_segments", "normalise_sentence", "num_frames", "phone_names", "read_audio", "read_frames", "read_phn", "read_txt", "read_wrd", "recording_info", "recording_stats", "scoring_phones", "Word", "word_frames"]

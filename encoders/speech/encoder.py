@@ -77,6 +77,12 @@ class SpeechEncoder(Encoder):
         self.positional = make_positional_1d(positional, d_model, max_len)
 
     @property
+    def normalizes_per_set(self) -> bool:
+        """``utterance`` normalization: a chunk of a long recording is normalized by the whole
+        recording's statistics (``batch["utterance_mean"]`` / ``["utterance_std"]``)."""
+        return self.normalization == "utterance"
+
+    @property
     def receptive_field(self) -> int:
         """Frames on each side one output frame depends on (the convolution's half width;
         normalization uses whole-recording statistics, see ``normalize``)."""

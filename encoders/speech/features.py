@@ -7,7 +7,7 @@ from typing import Literal
 
 from torch import Tensor, nn
 
-from vecset.encoders.speech.framing import SAMPLE_RATE
+from vecset.encoders.speech.framing import SAMPLE_RATE, num_frames
 
 log = logging.getLogger(__name__)
 
@@ -46,3 +46,12 @@ class Featurizer(nn.Module):
         if self.kind == "fbank":
             return kaldi.fbank(w, **common)  # (T, num_mel_bins)
         return kaldi.mfcc(w, num_ceps=self.num_ceps, **common)  # (T, num_ceps)
+
+
+def featurize(featurizer: Featurizer, wav: Tensor, source: object) -> Tensor:
+    """(n,) float waveform at 16 kHz -> (T, F) frames, T = num_frames(n) checked (``source``
+    names the audio in the error)."""
+    feats = featurizer(wav)  # (T, F)
+    if feats.shape[0] != (T := num_frames(len(wav))):
+        raise RuntimeError(f"{source}: fbank gave {feats.shape[0]} frames, expected {T}")
+    return feats

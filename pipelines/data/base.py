@@ -1,10 +1,7 @@
-"""Base DataModule: what every vecset dataset tells the model (once, at setup) and the
-prediction writer."""
+"""Base DataModule: what every vecset dataset tells the model (once, at setup), and what its
+inputs were (for the prediction writers of ``pipelines/predict``)."""
 
 from __future__ import annotations
-
-import csv
-from pathlib import Path
 
 import pytorch_lightning as pl
 
@@ -14,14 +11,12 @@ from vecset.backbone.data_spec import DataSpec
 class VecsetDataModule(pl.LightningDataModule):
     """Adds to LightningDataModule:
 
-    - ``class_names``: label names (classification/labeling) or None;
+    - ``class_names``: label names (classification/labeling) or None; ``target_names``: the
+      regression targets' names or None;
     - ``data_spec(stage)``: what the model needs from the data (class names, training
       targets, texts or frames, feature width), the one hand-over from data to model;
-    - ``describe(sample_id)``: what the sample's input was (a file, a CSV line), for messages;
-    - ``write_predictions(rows, path)``: turn the head's predictions into a file (or, with
-      ``streams_predictions``, ``write_prediction_batch`` per batch and ``finish_predictions``:
-      speech, whose long recordings come in chunks; and ``predict_context(frames)``, the
-      model's receptive field, which ``TaskModule`` hands over before predict);
+    - ``describe(sample_id)``: what the sample's input was (a file, a CSV line), for messages
+      and the prediction rows (``pipelines/predict`` writes the predictions, not the data);
     - ``reports()``: the reports written after test (``pipelines/reports``, run by
       ``ReportWriter``; a data module names them, it never runs the model itself).
 
@@ -29,6 +24,7 @@ class VecsetDataModule(pl.LightningDataModule):
     """
 
     class_names: list[str] | None = None
+    target_names: list[str] | None = None
 
     @property
     def num_classes(self) -> int | None:
@@ -66,35 +62,6 @@ class VecsetDataModule(pl.LightningDataModule):
         word... (here the id itself). Prediction rows and ``NonFiniteGuard``'s messages use
         it, for any split, so a data module that overrides it gives ids unique over its splits."""
         return str(sample_id)
-
-    def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
-        rows = []
-        names = self.class_names
-        for i, sid in enumerate(ids):
-            row = {"input": self.describe(sid)}
-            if "label" in preds:
-                lab = preds["label"][i]
-                if isinstance(lab, list):  # one label per vector
-                    row["prediction"] = " ".join(names[j] if names else str(j) for j in lab)
-                    row["probability"] = " ".join(f"{p:.3f}" for p in preds["prob"][i])
-                else:
-                    row["prediction"] = names[lab] if names else lab
-                    row["probability"] = round(preds["prob"][i], 6)
-            else:
-                vals = preds["value"][i]
-                for t, v in enumerate(vals):
-                    row[self.target_names[t] if getattr(self, "target_names", None) else f"value_{t}"] = v
-            rows.append(row)
-        return rows
-
-    def write_predictions(self, rows: list[dict], out_dir: Path) -> Path:
-        path = Path(out_dir) / "predictions.csv"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()) if rows else ["input"])
-            w.writeheader()
-            w.writerows(rows)
-        return path
 
     def reports(self) -> list:
         """The reports of this task, run after test: by default the per-class report

@@ -9,10 +9,8 @@ et al. 2019, a different split).
 
 from __future__ import annotations
 
-import csv
 import logging
 from dataclasses import replace
-from pathlib import Path
 from typing import Literal
 
 import torch
@@ -138,29 +136,12 @@ class CMUDictDataModule(VecsetDataModule):
     def predict_split(self) -> str:
         return "predict" if self.predict_file else "test"
 
-    # -- predictions and reports ------------------------------------------------------------
+    # -- what the inputs were, reports -------------------------------------------------------
     def describe(self, sample_id: int) -> str:
         """The word: the dictionary's (ids are word indices) or the predict file's."""
         if self.predict_words and sample_id >= self.predict_offset:
             return self.predict_words[sample_id - self.predict_offset]
         return self.words[sample_id]
-
-    def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
-        return [{"word": self.describe(sid), "pronunciation": " ".join(preds["tokens"][i]),
-                 "finished": bool(preds["finished"][i])} for i, sid in enumerate(ids)]
-
-    def write_predictions(self, rows: list[dict], out_dir: Path) -> Path:
-        path = Path(out_dir) / "predictions.csv"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=["word", "pronunciation", "finished"])
-            w.writeheader()
-            w.writerows(rows)
-        unfinished = sum(not r["finished"] for r in rows)
-        if unfinished:
-            log.warning("%d of %d words reached max_len without <eos> (finished=False in %s)",
-                        unfinished, len(rows), path)
-        return path
 
     def reports(self) -> list:
         """Alignment heatmaps of the first ``num_plots`` test words (``pipelines/reports/seq2seq.py``)."""

@@ -128,9 +128,3 @@ class GraphNodeDataModule(VecsetDataModule):
         where = self.graph_path or "networkx.karate_club_graph()"
         return f"{where} ({len(self.nodes)} nodes)"
 
-    def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
-        """One row per node: its predicted class, probability and split."""
-        split_of = {n: k for k, v in self.split_nodes.items() for n in v}
-        return [{"node": n, "split": split_of[n], "prediction": self.class_names[lab], "probability": round(p, 6)}
-                for labels, probs in zip(preds["label"], preds["prob"], strict=True)
-                for n, lab, p in zip(self.nodes, labels, probs, strict=True)]

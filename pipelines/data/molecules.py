@@ -462,31 +462,10 @@ class MoleculeDataModule(VecsetDataModule):
         item = self._by_id()[sample_id]
         return f"{self.predict_csv if self._predicting() else self.csv_path}:{item['line']} {item['smiles']}"
 
-    def prediction_rows(self, ids: list[int], preds: dict) -> list[dict]:
-        by_id = self._by_id()
-        rows = []
-        for i, sid in enumerate(ids):
-            row = {"line": by_id[sid]["line"], "smiles": by_id[sid]["smiles"]}
-            if self.class_names is not None:
-                row.update(prediction=self.class_names[preds["label"][i]], probability=round(preds["prob"][i], 6))
-            else:
-                row.update({name: float(v) for name, v in zip(self.target_names, preds["value"][i], strict=True)})
-                if "std" in preds:  # an uncertainty-aware head or an ensemble: std in the target's units
-                    row.update({f"{name}_std": float(v)
-                                for name, v in zip(self.target_names, preds["std"][i], strict=True)})
-            rows.append(row)
-        return rows
-
-    def write_predictions(self, rows: list[dict], out_dir: Path) -> Path:
-        path = super().write_predictions(sorted(rows, key=lambda r: r["line"]), out_dir)
-        if self.invalid_predict:
-            bad = Path(out_dir) / "invalid_rows.csv"
-            with open(bad, "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=["line", "smiles", "reason"])
-                w.writeheader()
-                w.writerows(self.invalid_predict)
-            print(f"{len(self.invalid_predict)} rows not predicted (invalid SMILES): {bad}")
-        return path
+    def source_row(self, sample_id: int) -> tuple[int, str]:
+        """The CSV line and SMILES the sample came from (``predict_csv``'s once it is read)."""
+        item = self._by_id()[sample_id]
+        return item["line"], item["smiles"]
 
     # -- reports after test ------------------------------------------------------------
     def reports(self) -> list:

@@ -14,43 +14,26 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
 
-from vecset.encoders.speech import Featurizer, frame_labels, num_frames
+from vecset.encoders.speech import INT16_SCALE, Featurizer, Utterance, featurize, frame_labels
 from vecset.encoders.speech.augment import SNR_RANGE_DB, SPEED_RANGE, WaveAugment, snr_in_range
-
-# the waveforms are kept as 16-bit sample values (half the memory of float32; exact for 16-bit
-# files at 16 kHz: the reader gives value / 32768)
-INT16_SCALE = 32768.0
-
-
-def featurize(featurizer: Featurizer, wav: torch.Tensor, source: object) -> torch.Tensor:
-    """(n,) float waveform at 16 kHz -> (T, F) frames, T = num_frames(n) checked (``source``
-    names the audio in the error)."""
-    feats = featurizer(wav)  # (T, F)
-    if feats.shape[0] != (T := num_frames(len(wav))):
-        raise RuntimeError(f"{source}: fbank gave {feats.shape[0]} frames, expected {T}")
-    return feats
 
 
 class SpeechUtterances(Dataset):
-    """Featurized utterances: ``{"x": (T, F) float, "y": (T,) long, "id": int}`` (no "y" without labels)."""
+    """Featurized utterances (``Utterance``, ``encoders/speech/reader.py``) as the collate
+    takes them: ``{"x": (T, F) float, "y": (T,) long, "id": int}`` (no "y" without labels)."""
 
-    def __init__(self, items: list[dict]) -> None:
+    def __init__(self, items: list[Utterance]) -> None:
         self.items = items
 
     def __len__(self) -> int:
         return len(self.items)
 
     def __getitem__(self, i: int) -> dict:
-        it = self.items[i]
-        out = {"x": it["x"], "id": it["id"]}
-        if it.get("y") is not None:
-            out["y"] = it["y"]
+        u = self.items[i]
+        out = {"x": u.x, "id": u.id}
+        if u.y is not None:
+            out["y"] = u.y
         return out
-
-
-def to_int16(wav: np.ndarray) -> torch.Tensor:
-    """(n,) float in [-1, 1] -> (n,) int16 sample values."""
-    return torch.from_numpy(np.clip(np.round(wav * INT16_SCALE), -32768, 32767).astype(np.int16))
 
 
 def draw_generator(seed: int, epoch: int, index: int) -> torch.Generator:
@@ -82,13 +65,13 @@ class EpochKeys(Sampler):
 class AugmentedUtterances(SpeechUtterances):
     """Training utterances perturbed at every draw: ``{"x": (T', F), "y": (T',), "id": int}``.
 
-    Each item keeps ``wav`` (n,) int16 at 16 kHz, ``segments`` and ``file_rate`` (its .phn's
-    rate) besides the plain ``x``/``y`` (the plain frames still feed the global normalization
-    statistics). An index reads the plain item; an ``(epoch, index)`` key (``EpochKeys``) draws.
+    Each utterance keeps ``wav`` (n,) int16 at 16 kHz, ``segments`` and ``sample_rate`` (its
+    .phn's rate) besides the plain ``x``/``y`` (the plain frames still feed the global
+    normalization statistics). An index reads the plain item; an ``(epoch, index)`` key
+    (``EpochKeys``) draws.
 
     Args:
-        items: the training split's items (``SpeechFramesDataModule.load_utterance`` with
-            ``keep_wave=True``).
+        items: the training split's utterances (``SpeechReader.read`` with ``keep_wave=True``).
         augment: the waveform perturbation.
         featurizer: the data module's featurizer (the one that made the plain frames).
         class_names: the phone set's names (frame labels).
@@ -98,7 +81,7 @@ class AugmentedUtterances(SpeechUtterances):
         wav (n,) -> perturbed (ceil(n / f),) -> x (T', F), y (T',) with T' = num_frames(ceil(n / f)).
     """
 
-    def __init__(self, items: list[dict], augment: WaveAugment, featurizer: Featurizer,
+    def __init__(self, items: list[Utterance], augment: WaveAugment, featurizer: Featurizer,
                  class_names: list[str], seed: int = 0) -> None:
         super().__init__(items)
         self.augment, self.featurizer, self.class_names, self.seed = augment, featurizer, class_names, seed
@@ -107,12 +90,12 @@ class AugmentedUtterances(SpeechUtterances):
         if not isinstance(key, tuple):
             return super().__getitem__(key)
         epoch, i = key
-        it = self.items[i]
-        wav = it["wav"].float() / INT16_SCALE  # (n,)
-        p = self.augment(wav, it["file_rate"], draw_generator(self.seed, epoch, i))
-        x = featurize(self.featurizer, p.wav, it["id"])  # (T', F)
-        y, _ = frame_labels(it["segments"], len(x), self.class_names, sample_rate=p.label_rate)
-        return {"x": x, "y": torch.from_numpy(y), "id": it["id"]}
+        u = self.items[i]
+        wav = u.wav.float() / INT16_SCALE  # (n,)
+        p = self.augment(wav, u.sample_rate, draw_generator(self.seed, epoch, i))
+        x = featurize(self.featurizer, p.wav, u.path)  # (T', F)
+        y, _ = frame_labels(u.segments, len(x), self.class_names, sample_rate=p.label_rate)
+        return {"x": x, "y": torch.from_numpy(y), "id": u.id}
 
 
 def wave_augment(speed_factors: list[float] | None, noise_snr_db: list[float] | None,

@@ -42,7 +42,7 @@ def utterances(ctx: ReportContext) -> list[Utterance]:
 def decoded_labels(ctx: ReportContext) -> dict[int, np.ndarray]:
     """Sample id -> (T,) labels from the head's segment decoder over the utterance's logits;
     empty when the head has no decoder."""
-    decoder = getattr(ctx.model.head, "decoder", None)
+    decoder = ctx.model.head.segment_decoder()
     if decoder is None:
         return {}
     out = {}
@@ -58,21 +58,21 @@ def segment_and_word_scores(ctx: ReportContext, outputs: list[Utterance]) -> dic
     frame accuracy inside unseen / seen / no words (``words``) of the test utterances."""
     dm = ctx.data
     names = list(dm.class_names)
-    items = {it["id"]: it for it in dm.sets["test"].items}
+    items = {u.id: u for u in dm.sets["test"].items}  # Utterance (encoders/speech/reader.py)
     decoded = decoded_labels(ctx)
     seg = SegmentScores(names)
     vocab = dm.split_vocabulary("train")
     words = WordScores(vocab[0]) if vocab else None
     no_wrd = 0
     for sid, pred, y in outputs:
-        rate = dm.sample_rates[sid]
+        u = items[sid]
         preds = {"argmax": pred} | ({"decoder": decoded[sid]} if sid in decoded else {})
-        seg.update(items[sid]["segments"], rate, preds, y)
-        if words is not None and items[sid].get("words") is not None:
-            words.update(items[sid]["words"], rate, pred, y)
+        seg.update(u.segments, u.sample_rate, preds, y)
+        if words is not None and u.words is not None:
+            words.update(u.words, u.sample_rate, pred, y)
         else:
             no_wrd += 1
-    out = {"segments": seg.compute(), "segment_decoder": repr(ctx.model.head.decoder) if decoded else None}
+    out = {"segments": seg.compute(), "segment_decoder": repr(ctx.model.head.segment_decoder()) if decoded else None}
     if words is None:
         out["words"] = None
         log.info("speech: no .wrd files beside the training utterances: no seen / unseen word scores")
@@ -194,7 +194,7 @@ def segments_figure(dm, outputs: list[Utterance], decoded: dict[int, np.ndarray]
     """For each (id, predicted, true): log-mel frames, then true and predicted (argmax) segments,
     and the segment decoder's when ``decoded`` (sample id -> labels) has them."""
     names = dm.class_names
-    items = {it["id"]: it for it in dm.sets["test"].items}
+    items = {u.id: u for u in dm.sets["test"].items}
     decoded = decoded or {}
     rows = 5 if decoded else 4
     ratios = [4, 0.7, 0.7, 0.7, 1.4] if decoded else [4, 0.7, 0.7, 1.4]
@@ -203,7 +203,7 @@ def segments_figure(dm, outputs: list[Utterance], decoded: dict[int, np.ndarray]
                              squeeze=False)
     axes = axes[:, 0]
     for k, (sid, pred, true) in enumerate(outputs):
-        feats = items[sid]["x"].numpy()  # (T, F) log-mel energies
+        feats = items[sid].x.numpy()  # (T, F) log-mel energies
         a0, a1, a2 = axes[rows * k: rows * k + 3]
         gap = axes[rows * k + rows - 1]
         gap.axis("off")
@@ -228,9 +228,9 @@ def segments_figure(dm, outputs: list[Utterance], decoded: dict[int, np.ndarray]
 
 def attention_figure(dm, model, sample_id: int, layer: int = -1, max_frames: int = 300):
     """Attention weights (mean over heads) of one layer for one test utterance."""
-    item = next(it for it in dm.sets["test"].items if it["id"] == sample_id)
+    item = next(u for u in dm.sets["test"].items if u.id == sample_id)
     with inference(model):
-        batch = to_device(dm.collate([{"x": item["x"], "id": sample_id}]), model.device)
+        batch = to_device(dm.collate([{"x": item.x, "id": sample_id}]), model.device)
         vs = model.encoder(batch)
         # only the plotted queries are expanded: a windowed layer keeps its band, not T x T
         w = model.backbone.attention_weights(vs, layer=layer, queries=max_frames)  # (1, H, min(T, max_frames), T)
@@ -291,5 +291,5 @@ class FrameAttentionReport(Report):
         if not items or not hasattr(backbone, "attention_weights"):
             log.info("speech: %s has no attention weights to plot", type(backbone).__name__)
             return []
-        fig = attention_figure(ctx.data, ctx.model, items[0]["id"], self.layer, self.max_frames)
+        fig = attention_figure(ctx.data, ctx.model, items[0].id, self.layer, self.max_frames)
         return [ctx.save_figure(fig, "attention.png", dpi=90)]

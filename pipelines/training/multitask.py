@@ -34,13 +34,22 @@ from vecset.pipelines.training.task_view import TaskView
 class MultiTaskDataModule(VecsetDataModule):
     """Several DataModules, one per task name. Training draws a batch from every task at
     each step (``max_size_cycle``: shorter tasks cycle); validation and test run the tasks
-    one after another (``sequential``)."""
+    one after another (``sequential``); predict runs one task, ``predict_task``.
 
-    def __init__(self, tasks: dict[str, pl.LightningDataModule]) -> None:
+    Args:
+        tasks: task name -> its data module.
+        predict_task: the task ``vecset predict`` runs (its data module's predict inputs, the
+            model's encoder and head of that name); may be left out when there is one task.
+    """
+
+    def __init__(self, tasks: dict[str, pl.LightningDataModule], predict_task: str | None = None) -> None:
         super().__init__()
         if not tasks:
             raise ValueError("MultiTaskDataModule needs at least one task")
+        if predict_task is not None and predict_task not in tasks:
+            raise ValueError(f"predict_task {predict_task!r} is not one of the tasks {list(tasks)}")
         self.tasks = tasks
+        self.predict_task = predict_task
 
     @property
     def names(self) -> list[str]:
@@ -50,7 +59,19 @@ class MultiTaskDataModule(VecsetDataModule):
         for dm in self.tasks.values():
             dm.prepare_data()
 
+    def predict_task_name(self) -> str:
+        """The task being predicted: ``predict_task``, or the only task."""
+        if self.predict_task is not None:
+            return self.predict_task
+        if len(self.tasks) != 1:
+            raise ValueError(f"vecset predict with a multi-task model runs one task: name it with "
+                             f"--data.init_args.predict_task (one of {self.names})")
+        return self.names[0]
+
     def setup(self, stage: str | None = None) -> None:
+        if stage == "predict":  # only the task being predicted reads its inputs
+            self.tasks[self.predict_task_name()].setup(stage)
+            return
         for dm in self.tasks.values():
             dm.setup(stage)
 
@@ -62,6 +83,9 @@ class MultiTaskDataModule(VecsetDataModule):
 
     def test_dataloader(self):
         return CombinedLoader([dm.test_dataloader() for dm in self.tasks.values()], "sequential")
+
+    def predict_dataloader(self):
+        return self.tasks[self.predict_task_name()].predict_dataloader()
 
     def describe(self, sample_id: int, task: str | None = None) -> str:
         """The task's data module's ``describe`` (sample ids are per task; the task may be
@@ -133,14 +157,17 @@ class MultiTaskModule(pl.LightningModule):
 
     def setup(self, stage: str) -> None:
         """The hand-over, per task: each task's data module's DataSpec goes to that task's
-        encoder and head (as in TaskModule.setup; messages name the task)."""
+        encoder and head (as in TaskModule.setup; messages name the task). At predict only
+        the task being predicted (the data's ``predict_task``) is set up."""
         dm = self.trainer.datamodule if self._trainer is not None else None
         if not isinstance(dm, MultiTaskDataModule):
-            if stage == "fit" and dm is not None:
-                raise ValueError(f"MultiTaskModule trains on a MultiTaskDataModule (one data module per "
-                                 f"task of {self.tasks}), got {type(dm).__name__}")
+            if stage in ("fit", "predict") and dm is not None:
+                raise ValueError(f"MultiTaskModule {'trains' if stage == 'fit' else 'predicts'} on a "
+                                 f"MultiTaskDataModule (one data module per task of {self.tasks}), "
+                                 f"got {type(dm).__name__}")
             return
-        for t in self._task_names():
+        names = self._task_names()
+        for t in [dm.predict_task_name()] if stage == "predict" else names:
             hand_over(dm.tasks[t], stage, self.encoders[t], self.heads[t], task=t)
             check_set_size(self.encoders[t], self.backbone, dm.tasks[t], self.trainer.strategy.root_device, task=t)
 
@@ -167,6 +194,11 @@ class MultiTaskModule(pl.LightningModule):
 
     def test_step(self, batch: dict, batch_idx: int, dataloader_idx: int = 0) -> None:
         self._task_step(self._task_names()[dataloader_idx], batch, "test")
+
+    def predict_step(self, batch: dict, batch_idx: int) -> dict:
+        """The predicted task's (the data's ``predict_task``) predictions, as TaskModule's."""
+        task = self.trainer.datamodule.predict_task_name()
+        return {"ids": batch["ids"].tolist(), **self.heads[task].predict(self(task, batch), batch)}
 
     def _log_losses(self, stage: str) -> None:
         # each task's own loss is logged in its steps (task_step): logged here, Lightning would

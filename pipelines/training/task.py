@@ -14,7 +14,6 @@ from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
 from vecset.pipelines.training.checkpoint import last_checkpoint, read_checkpoint, state_mismatch
 from vecset.pipelines.training.hand_over import hand_over
-from vecset.pipelines.training.receptive_field import receptive_field
 from vecset.pipelines.training.set_size import check_set_size
 from vecset.pipelines.training.step import (
     check_parts,
@@ -119,17 +118,12 @@ class TaskModule(pl.LightningModule):
         """The hand-over: the data module's DataSpec goes to the encoder and the head, which
         check it (class count, feature width) and, at fit, take what they learn from the
         training data (vocabulary, scaler, statistics). On resume the checkpoint, restored
-        after this, brings its own. Before predict the data learns the model's receptive
-        field (``VecsetDataModule.predict_context``: long inputs are cut into chunks with that
-        much context)."""
+        after this, brings its own. (What predict needs from the model, the predict side asks
+        for itself: ``pipelines/predict/writer.py``.)"""
         dm = self.trainer.datamodule if self._trainer is not None else None
         if dm is not None:
             hand_over(dm, stage, self.encoder, self.head)
             check_set_size(self.encoder, self.backbone, dm, self.trainer.strategy.root_device)
-            if stage == "predict" and hasattr(dm, "predict_context"):
-                dm.predict_context(receptive_field(self.encoder, self.backbone, self.head),
-                                   utterance_stats=getattr(self.encoder, "normalization", None) == "utterance",
-                                   decoder=getattr(self.head, "decoder", None))
 
     # -- steps --------------------------------------------------------------------------
     def _step(self, batch: dict, stage: str) -> Tensor:

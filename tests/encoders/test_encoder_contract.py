@@ -17,6 +17,13 @@ def test_every_encoder_subclasses_the_contract():
         Encoder()
 
 
+def test_only_utterance_normalization_declares_per_set_statistics():
+    # what vecset predict asks before reading a long recording in chunks (the whole one's statistics)
+    assert not VectorEncoder(2, 4).normalizes_per_set and not TextEncoder(4).normalizes_per_set
+    assert [SpeechEncoder(40, 8, normalization=n).normalizes_per_set for n in ("utterance", "global", "none")] == [
+        True, False, False]
+
+
 def test_default_hand_over_takes_nothing():
     enc = VectorEncoder(2, 4)
     before = {k: v.clone() for k, v in enc.state_dict().items()}

@@ -119,13 +119,6 @@ def test_digits_augments_train_only():
     assert digits_split(np.repeat(np.arange(10), 20))["test"].shape == (40,)
 
 
-def test_digits_prediction_rows():
-    dm = DigitsDataModule()
-    rows = dm.prediction_rows([3, 7], {"label": [4, 9], "prob": [0.91, 0.5]})
-    assert rows == [{"input": "load_digits[3]", "prediction": "4", "probability": 0.91},
-                    {"input": "load_digits[7]", "prediction": "9", "probability": 0.5}]
-
-
 # -- image folders -------------------------------------------------------------------------
 
 def _write(path: Path, mode: str = "RGB", size=(8, 8), value: int = 0) -> None:

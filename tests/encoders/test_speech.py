@@ -6,13 +6,13 @@ from __future__ import annotations
 import logging
 import re
 import shutil
-from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
 import torch
+from speech_corpus_helpers import TONES_MS, write_tones
 
 from vecset.backbone import BiLSTM, VectorSet, WindowMLP
 from vecset.backbone.baselines import reverse_padded
@@ -21,6 +21,7 @@ from vecset.encoders.speech import (
     FRAME_LENGTH,
     FRAME_SHIFT,
     TIMIT39,
+    AudioFile,
     Featurizer,
     Segment,
     SpeechEncoder,
@@ -262,7 +263,7 @@ def test_shipped_sample_is_speaker_disjoint_and_valid():
     assert segs[0].start == 0 and segs[-1].end == n and segs[0].phone == "h#" == segs[-1].phone
 
 
-def test_datamodule_on_sample_and_predictions_round_trip(tmp_path):
+def test_datamodule_on_sample(tmp_path):
     dm = SpeechFramesDataModule(root=str(SAMPLE), max_utterances=2, batch_size=2)
     dm.setup("test")
     batch = next(iter(dm.test_dataloader()))
@@ -274,33 +275,27 @@ def test_datamodule_on_sample_and_predictions_round_trip(tmp_path):
     # u00009 81946 samples (510, 40) 3d356c5406325a0c, u00021 39355 (244, 40) 701df63f878971a5)
     import hashlib
 
-    got = [(dm.paths[it["id"]].name, dm.n_samples[it["id"]], tuple(it["x"].shape),
-            hashlib.sha256(it["y"].numpy().tobytes()).hexdigest()[:16], float(it["x"].double().sum()))
-           for it in dm.sets["test"].items]
+    got = [(u.path.name, u.samples, tuple(u.x.shape), hashlib.sha256(u.y.numpy().tobytes()).hexdigest()[:16],
+            float(u.x.double().sum())) for u in dm.sets["test"].items]
     assert [g[:4] for g in got] == [("u00009.flac", 41622, (258, 40), "57d93f71856f84e2"),
                                     ("u00024.flac", 41622, (258, 40), "e8b752906d714100")]
     assert [g[4] for g in got] == pytest.approx([158180.1077361107, 158295.1657755375], rel=1e-6)
-    # write the true labels as predictions: the .phn written back gives the same frame labels
-    sid = int(batch["ids"][0])
-    n = int(batch["mask"][0].sum())
-    y = batch["y"][0, :n].tolist()
-    rows = dm.prediction_rows([sid], {"label": [y], "prob": [[1.0] * n]})
-    dm.write_predictions(rows, tmp_path)
-    audio = dm.paths[sid]
-    phn = tmp_path / "predictions" / f"{audio.parent.name}_{audio.stem}.phn"
-    segs = read_phn(phn, dm.n_samples[sid], PH)
-    y2, _ = frame_labels(segs, n, PH)
-    assert y2.tolist() == y
-    frames = (tmp_path / "predictions" / f"{audio.parent.name}_{audio.stem}.frames").read_text().splitlines()
-    assert len(frames) == n + 1 and frames[1].split()[:2] == ["0", "200"]
+    u = dm.sets["test"].items[0]
+    assert dm.audio_file(u.id) == AudioFile(u.path, 16000, 41622, 258) and dm.describe(u.id) == str(u.path)
 
 
 def test_predict_paths_need_no_phn(tmp_path):
     shutil.copy(next(SAMPLE.glob("s09kal/*.flac")), tmp_path / "x.flac")
     dm = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(tmp_path)])
-    dm.setup("predict")
-    item = dm.predict_dataloader().dataset[0]  # read in chunks (predict_chunk_frames)
-    assert "y" not in item and item["x"].shape == (dm.n_frames[item["id"]], 40)
+    dm.setup("predict")  # read in chunks (predict_chunk_frames): the header now, the frames later
+    ((sid, rec),) = dm.recordings.items()
+    assert rec.path == tmp_path / "x.flac" and dm.audio_file(sid).frames == rec.frames
+    with pytest.raises(RuntimeError, match=r"planned by vecset\.pipelines\.predict\.PredictionWriter"):
+        dm.predict_dataloader()  # without the predict side, which knows the model's receptive field
+    whole = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(tmp_path)], predict_chunk_frames=0)
+    whole.setup("predict")
+    item = whole.predict_dataloader().dataset[0]
+    assert "y" not in item and item["x"].shape == (rec.frames, 40)
 
 
 # --- the CLI end to end: fit (with reports and plots), then predict on an audio file -------------
@@ -360,28 +355,6 @@ def test_speech_encoder_window_must_be_at_least_one():
 
 
 # --- audio at another sample rate: a .phn counts the audio file's own samples (TIMIT's convention) ---
-# segments in milliseconds: every boundary is a multiple of 10 ms, a whole number of samples at 8, 16
-# and 44.1 kHz, and 2.5 ms from the nearest frame centre (centres are at 12.5 + 10 t ms)
-TONES_MS = [(0, 60, "h#", 0), (60, 150, "s", 3000), (150, 320, "aa", 700), (320, 400, "t", 1800), (400, 500, "h#", 0)]
-
-
-def write_tones(d: Path, stem: str, sr: int, ext: str = "wav", phn_end_extra: int = 0) -> Path:
-    """One utterance of TONES_MS at ``sr``: a tone (or near silence) per segment, and its .phn in
-    samples at ``sr``; the last segment ends ``phn_end_extra`` samples after the audio does."""
-    d.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(0)
-    parts, lines = [], []
-    for a, b, ph, hz in TONES_MS:
-        s, e = a * sr // 1000, b * sr // 1000
-        t = np.arange(s, e) / sr
-        parts.append(0.3 * np.sin(2 * np.pi * hz * t) + 0.003 * rng.standard_normal(e - s))
-        lines.append(f"{s} {e + (phn_end_extra if b == TONES_MS[-1][1] else 0)} {ph}\n")
-    path = d / f"{stem}.{ext}"
-    sf.write(path, np.concatenate(parts).astype(np.float32), sr)
-    (d / f"{stem}.phn").write_text("".join(lines))
-    return path
-
-
 def tones_labels() -> list[str]:
     """The frame-centre rule applied by hand: frame t (centre 12.5 + 10 t ms) takes the segment holding it."""
     T = num_frames(TONES_MS[-1][1] * 16)
@@ -396,9 +369,9 @@ def test_phn_at_the_files_own_rate_gives_the_same_frame_labels(tmp_path, sr):
         dm = SpeechFramesDataModule(root=str(tmp_path / str(rate)), train="spk", val="spk", test="spk")
         dm.setup("test")
         item = dm.sets["test"].items[0]
-        assert item["ignored"] == 0
-        assert dm.n_samples[item["id"]] == TONES_MS[-1][1] * rate // 1000  # the file's own length
-        labels[rate] = [PH[i] for i in item["y"].tolist()]
+        assert item.ignored == 0
+        assert item.samples == TONES_MS[-1][1] * rate // 1000 and item.sample_rate == rate  # the file's own
+        labels[rate] = [PH[i] for i in item.y.tolist()]
     assert labels[sr] == labels[16000] == tones_labels()
 
 
@@ -411,7 +384,7 @@ def test_phn_tie_at_a_frame_centre_at_8khz(tmp_path):
                   sr=sr)
         dm = SpeechFramesDataModule(root=str(tmp_path / str(sr)), train="spk", val="spk", test="spk")
         dm.setup("test")
-        assert [PH[i] for i in dm.sets["test"].items[0]["y"].tolist()] == ["aa", "b", "b"]
+        assert [PH[i] for i in dm.sets["test"].items[0].y.tolist()] == ["aa", "b", "b"]
 
 
 def test_phn_past_the_end_names_the_files_rate_and_length(tmp_path):
@@ -420,26 +393,6 @@ def test_phn_past_the_end_names_the_files_rate_and_length(tmp_path):
     with pytest.raises(ValueError, match=r"spk/a\.phn:5: segment 17640-22051 h# runs past the end of the audio "
                                          r"\(22050 samples at 44100 Hz in .*spk/a\.wav\)"):
         dm.setup("test")
-
-
-@pytest.mark.parametrize("sr", [8000, 44100])
-def test_predicted_phn_is_in_the_files_own_samples(tmp_path, sr):
-    audio = write_tones(tmp_path / "spk", "a", sr)
-    dm = SpeechFramesDataModule(root=str(tmp_path), train="spk", val="spk", test="spk")
-    dm.setup("test")
-    item = dm.sets["test"].items[0]
-    y = item["y"].tolist()
-    dm.write_predictions(dm.prediction_rows([item["id"]], {"label": [y], "prob": [[1.0] * len(y)]}), tmp_path / "out")
-    phn = tmp_path / "out" / "predictions" / "spk_a.phn"
-    segs = read_phn(phn, sf.info(str(audio)).frames, PH, sample_rate=sr)
-    assert segs[-1].end == sf.info(str(audio)).frames
-    # each boundary is written halfway between the frame centres either side of the true one (a - 2.5 ms),
-    # in the file's own samples rounded to the nearest (44.1 kHz: 2535.75 -> 2536); read back, the same frames
-    bounds = [0] + [int(Fraction((2 * a - 5) * sr, 2000) + Fraction(1, 2)) for a, *_ in TONES_MS[1:]]
-    assert [s.start for s in segs] == bounds and [s.phone for s in segs] == [ph for *_, ph, _ in TONES_MS]
-    assert frame_labels(segs, len(y), PH, sample_rate=sr)[0].tolist() == y
-    frames = (tmp_path / "out" / "predictions" / "spk_a.frames").read_text().splitlines()
-    assert frames[1].split()[1] == {8000: "100", 44100: "551.25"}[sr]  # frame 0's centre, 12.5 ms
 
 
 def test_resampling_keeps_time_and_length(tmp_path):
@@ -492,11 +445,12 @@ def test_fit_max_frames_cuts_training_and_validation_only(tmp_path, capsys):
     dm = SpeechFramesDataModule(root=str(tmp_path), train="tr", val="va", test="te", fit_max_frames=50)
     dm.setup("fit")
     dm.setup("test")
-    lens = {s: sorted(len(it["x"]) for it in dm.sets[s].items) for s in ("train", "val", "test")}
+    lens = {s: sorted(len(u.x) for u in dm.sets[s].items) for s in ("train", "val", "test")}
     assert lens == {"train": [28, 50], "val": [28, 50], "test": [28, num_frames(16000)]}
     assert num_frames(16000) == 98
-    cut = next(it for it in dm.sets["train"].items if len(it["x"]) == 50)
-    assert cut["y"].shape == (50,) and int(cut["y"][0]) == dm.class_names.index("aa")
+    cut = next(u for u in dm.sets["train"].items if len(u.x) == 50)
+    assert cut.y.shape == (50,) and int(cut.y[0]) == dm.class_names.index("aa")
+    assert dm.audio_file(cut.id).frames == num_frames(16000)  # the file's own frames, not the cut
     out = capsys.readouterr().out
     assert "fit_max_frames=50: 1 utterances cut to their first 50 frames (48 frames left out)" in out
     with pytest.raises(ValueError, match="fit_max_frames must be >= 0"):

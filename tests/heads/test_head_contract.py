@@ -10,6 +10,7 @@ from vecset.backbone.data_spec import DataSpec
 from vecset.heads import (
     LabelingHead,
     NadarayaWatsonHead,
+    SegmentDecoder,
     Seq2SeqHead,
     SequenceHead,
     TransformerDecoder,
@@ -28,6 +29,21 @@ def test_every_head_subclasses_the_contract():
     assert [h.monitor for h in built] == [("val_acc", "max"), ("val_rmse", "min"), ("val_rmse", "min"),
                                           ("val_per", "min")]
     assert [h.needs_batch for h in built] == [False, False, True, True]
+
+
+def test_only_a_labeling_head_with_a_decoder_declares_one():
+    """``segment_decoder`` is declared, not probed: None for every head by default (Seq2SeqHead's
+    ``decoder`` attribute is its transformer, not a segment decoder), the configured one for
+    LabelingHead, whose ``predict`` then gives the log-posteriors to decode."""
+    dec = SegmentDecoder(2.0, 2)
+    built = [LabelingHead(8, 3), SequenceHead(8, 1, task="regression"), NadarayaWatsonHead(),
+             Seq2SeqHead(8, TransformerDecoder(8, 1, 2)), LabelingHead(8, 3, decoder=dec)]
+    assert [h.segment_decoder() for h in built] == [None, None, None, None, dec]
+    out, batch = torch.randn(2, 5, 3), {"mask": torch.tensor([[True] * 5, [True] * 3 + [False] * 2])}
+    assert "log_prob" not in built[0].predict(out, batch)
+    lp = built[-1].predict(out, batch)["log_prob"]
+    assert [t.shape for t in lp] == [(5, 3), (3, 3)]
+    torch.testing.assert_close(lp[1], out[1, :3].log_softmax(-1))
 
 
 def test_a_head_missing_part_of_the_contract_cannot_be_built():

@@ -88,6 +88,22 @@ def test_predict_with_a_runs_own_config_is_named_after_the_job(fitted, tmp_path,
     assert [p.name for p in (tmp_path / "runs").iterdir()] == ["debug"]  # not runs/config
 
 
+def test_only_predict_gets_the_prediction_writer(fitted, tmp_path, monkeypatch):
+    """The writer plans predict's reading at setup: a fit or test run has none (a CLI built with
+    run=False may run anything, so it has one)."""
+    from vecset.pipelines.predict import PredictionWriter
+
+    monkeypatch.chdir(tmp_path)
+    ckpt = str(fitted / "checkpoints" / "last.ckpt")
+    quiet = ["--trainer.enable_progress_bar=false", "--trainer.logger=false", "--plots=false"]
+    writers = {sub: sum(isinstance(c, PredictionWriter) for c in run_cli([sub, "--config", DEBUG, "--ckpt_path", ckpt,
+                                                                            *quiet]).trainer.callbacks)
+               for sub in ("test", "predict")}
+    writers[None] = sum(isinstance(c, PredictionWriter)
+                        for c in run_cli(["--config", DEBUG, *quiet[:2]], run=False).trainer.callbacks)
+    assert writers == {"test": 0, "predict": 1, None: 1}
+
+
 def test_config_name_and_versions(tmp_path):
     assert config_name(["fit", "--config", "configs/digits.yaml"]) == "digits"
     assert config_name(["fit", "--config=a/b.yaml", "-c", "x/last.yaml"]) == "last"

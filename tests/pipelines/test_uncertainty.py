@@ -355,17 +355,3 @@ def test_two_member_ensemble_of_classifiers_averages_their_probabilities(tmp_pat
     assert binary["count"] == len(rows) == sum(binary["class_balance"]["test"].values())
     assert set(summary["val"]["ensemble"]) >= {"roc_auc", "pr_auc", "accuracy"}
     assert (out / "roc_pr.png").stat().st_size > 1000
-
-
-def test_prediction_rows_carry_the_std_in_target_units(tmp_path):
-    from vecset.pipelines.data.molecules import MoleculeDataModule
-
-    path = tmp_path / "m.csv"
-    path.write_text("smiles,expt\n" + "".join(f"{'C' * (i + 1)}O,{-i}\n" for i in range(10)))
-    dm = MoleculeDataModule(str(path), target_columns=["expt"])
-    dm.setup("fit")
-    ids = [it["id"] for it in dm.splits["test"]]
-    rows = dm.prediction_rows(ids, {"value": [[-1.5]], "std": [[0.25]]})
-    assert rows == [{"line": dm.splits["test"][0]["line"], "smiles": dm.splits["test"][0]["smiles"],
-                     "expt": -1.5, "expt_std": 0.25}]
-    assert "expt_std" not in dm.prediction_rows(ids, {"value": [[-1.5]]})[0]

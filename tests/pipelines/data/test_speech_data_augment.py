@@ -77,7 +77,7 @@ def same(a: list[dict], b: list[dict], exact: bool = True) -> bool:
 def test_off_by_default_and_identity_augmentation_gives_the_plain_batches(corpus16k):
     plain = module(corpus16k)
     assert plain.wave_augment is None and type(plain.sets["train"]) is SpeechUtterances
-    assert "wav" not in plain.sets["train"].items[0]
+    assert plain.sets["train"].items[0].wav is None
     # speed 1.0 without noise goes the augmented path (kept int16 waveform, featurized per draw) and must
     # give the very batches of the plain path, in the same shuffled order (exact for 16-bit files at
     # 16 kHz; a resampled file's waveform is rounded to 16 bits)
@@ -92,8 +92,8 @@ def test_speed_factor_scales_the_frames_and_the_labels_exactly(corpus, factor):
     ds = dm.sets["train"]
     for i, it in enumerate(ds.items):
         d = ds[(0, i)]
-        rate = it["file_rate"]
-        n16 = len(it["wav"])  # samples at 16 kHz
+        rate = it.sample_rate
+        n16 = len(it.wav)  # samples at 16 kHz
         T = num_frames(math.ceil(n16 / factor))
         assert d["x"].shape == (T, 40) and d["y"].shape == (T,)
         # the tone's segment in time, shrunk or stretched by 1/f: frame t (centre (160 t + 200) / 16000 s)
@@ -147,7 +147,7 @@ def test_validation_and_test_are_never_augmented(corpus):
     aug.setup("test")
     plain.setup("test")
     for split in ("val", "test"):
-        assert type(aug.sets[split]) is SpeechUtterances and "wav" not in aug.sets[split].items[0]
+        assert type(aug.sets[split]) is SpeechUtterances and aug.sets[split].items[0].wav is None
     assert same(list(plain.val_dataloader()), list(aug.val_dataloader()))
     assert same(list(plain.test_dataloader()), list(aug.test_dataloader()))
     # the global normalization statistics come from the plain training frames

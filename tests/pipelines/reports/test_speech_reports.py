@@ -67,7 +67,7 @@ def test_per_phone_report_scores_the_frames_the_test_accuracy_counts(tmp_path, s
     paths = [p for r in (PerPhoneReport(), SegmentsReport(utterances=2), FrameAttentionReport()) for p in r.write(ctx)]
     assert [p.name for p in paths] == ["test_per_phone.json", "speech_segments.png", "attention.png"]
     rep = json.loads((tmp_path / "test_per_phone.json").read_text())
-    frames = sum(len(it["x"]) for it in speech_test.sets["test"].items)
+    frames = sum(len(u.x) for u in speech_test.sets["test"].items)
     assert rep["frames"] == frames and rep["frame_accuracy"] == round(acc, 4)
     assert (tmp_path / "test_per_phone.csv").read_text().startswith("phone,frames,accuracy")
     assert all(p.stat().st_size > 1000 for p in paths[1:])
@@ -92,7 +92,7 @@ def test_attention_plot_of_a_long_windowed_utterance_expands_only_the_plotted_fr
     T = 4000  # T x T weights of 2 heads: 128 MB; 300 rows of them: 9.6 MB
     model = TaskModule(SpeechEncoder(40, 8, positional="none", window=4),  # the encoder's window
                        Backbone(8, depth=1, heads=2, mlp_ratio=1.0), LabelingHead(8, 50))
-    item = {"id": 7, "x": torch.randn(T, 40)}
+    item = types.SimpleNamespace(id=7, x=torch.randn(T, 40))  # an Utterance's fields
     dm = types.SimpleNamespace(sets={"test": types.SimpleNamespace(items=[item])}, describe=lambda i: f"utt {i}",
                                collate=pad_sets)
     monkeypatch.setattr(A, "available_memory", lambda device: 32 * 2**20)  # pretend 32 MiB free

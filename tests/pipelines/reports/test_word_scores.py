@@ -12,7 +12,7 @@ import torch
 from speech_corpus_helpers import write_lists, write_utterance
 
 from vecset.encoders.speech import Word, word_frames
-from vecset.heads import SegmentDecoder
+from vecset.heads import LabelingHead, SegmentDecoder
 from vecset.pipelines.data.speech import SpeechFramesDataModule
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.outputs import ScoredBatch
@@ -46,7 +46,7 @@ def test_seen_unseen_and_outside_frames_in_the_report(tmp_path):
     pred[0, 30:33] = aa  # 3 wrong in three
     pred[0, 20] = aa  # 1 wrong outside (between the words)
     logits = torch.nn.functional.one_hot(pred, len(dm.class_names)).float() * 5  # (1, 48, C)
-    model = types.SimpleNamespace(head=types.SimpleNamespace(decoder=SegmentDecoder(3.0, 1)))
+    model = types.SimpleNamespace(head=LabelingHead(8, len(dm.class_names), decoder=SegmentDecoder(3.0, 1)))
     ctx = ReportContext(model, dm, tmp_path)
     ctx._outputs = [ScoredBatch(batch, pred.flatten(), y.flatten(), logits)]
     (path,) = PerPhoneReport().write(ctx)
@@ -88,7 +88,7 @@ def test_a_zero_length_word_is_left_out_of_the_word_scores_and_reported(tmp_path
     batch = next(iter(dm.test_dataloader()))
     y = batch["y"]
     logits = torch.nn.functional.one_hot(y, len(dm.class_names)).float()  # (1, 48, C)
-    model = types.SimpleNamespace(head=types.SimpleNamespace(decoder=None))
+    model = types.SimpleNamespace(head=LabelingHead(8, len(dm.class_names)))
     ctx = ReportContext(model, dm, tmp_path)
     ctx._outputs = [ScoredBatch(batch, y.flatten(), y.flatten(), logits)]
     (path,) = PerPhoneReport().write(ctx)

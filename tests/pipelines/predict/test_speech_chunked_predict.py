@@ -14,14 +14,15 @@ from vecset.encoders.collate import pad_sets
 from vecset.encoders.speech import (
     Featurizer,
     SpeechEncoder,
+    phone_names,
     read_audio,
     read_frames,
     recording_info,
     recording_stats,
 )
 from vecset.heads import LabelingHead, SegmentDecoder
-from vecset.pipelines.cli import PredictionWriter
-from vecset.pipelines.data.speech import ChunkBatches, SpeechFramesDataModule, plan_chunks
+from vecset.pipelines.data.speech import SpeechFramesDataModule
+from vecset.pipelines.predict import ChunkBatches, PredictionWriter, chunk_loader, plan_chunks
 from vecset.pipelines.training.receptive_field import receptive_field
 from vecset.pipelines.training.task import TaskModule
 
@@ -77,17 +78,17 @@ def chunked_probs(m: TaskModule, paths: list[Path], context: int | None, batch_s
     dm = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(p) for p in paths], predict_chunk_frames=chunk,
                                 batch_size=batch_size)
     dm.setup("predict")
-    dm.predict_context(context, utterance_stats=m.encoder.normalization == "utterance")
+    loader = chunk_loader(dm.recordings, dm.featurizer, chunk, context, m.encoder.normalizes_per_set, batch_size)
     out: dict[int, list] = {}
     with torch.no_grad():
-        for batch in dm.predict_dataloader():
+        for batch in loader:
             if batches is not None:
                 batches.append(batch["ids"].tolist())
             p = m(as_dtype(batch, next(m.parameters()).dtype)).softmax(-1)  # (B, N, C)
             for i, sid in enumerate(batch["ids"].tolist()):
                 a, b = batch["keep"][i].tolist()
                 out.setdefault(sid, []).append(p[i, a:b])
-    return {dm.paths[sid].name: torch.cat(v) for sid, v in out.items()}
+    return {dm.audio_file(sid).path.name: torch.cat(v) for sid, v in out.items()}
 
 
 def test_block_features_and_streamed_statistics_equal_the_whole_files(recordings):
@@ -210,3 +211,38 @@ def test_written_phn_and_frames_of_a_long_file_equal_the_whole_files(recordings,
         assert len(frames[0][0]) == (5 if decoder else 4)
         probs = np.array([[float(f[3]) for f in frames[c]] for c in (CHUNK, 0)])
         assert np.abs(probs[0] - probs[1]).max() <= 1e-4 + 1e-9  # printed to 4 decimals
+        if decoder is not None:  # and both are the decode of the whole file's logits
+            path = long if name == "long" else short
+            x = Featurizer()(torch.from_numpy(read_audio(path).wav))
+            with torch.no_grad():
+                logits = m(pad_sets([{"x": x, "id": 0}]))[0]  # (T, C)
+            assert [f[4] for f in frames[0]] == [phone_names("festival")[j] for j in decoder(logits).tolist()]
+
+
+def test_a_multitask_model_predicts_its_speech_task_in_chunks_as_the_single_task_one(recordings, tmp_path):
+    """The predict side asks the predicted task's parts (a TaskView) for the receptive field, the
+    per-recording statistics and the decoder: the multi-task files equal the single-task ones."""
+    from vecset.encoders import VectorEncoder
+    from vecset.heads import SequenceHead
+    from vecset.pipelines.data.synthetic import SyntheticSetDataModule
+    from vecset.pipelines.training.multitask import MultiTaskDataModule, MultiTaskModule
+
+    long, short = recordings
+    single = model("truncated")
+    single.head.decoder = SegmentDecoder(3.0, 3)
+    multi = MultiTaskModule(single.backbone, {"speech": single.encoder, "sets": VectorEncoder(2, 16)},
+                            {"speech": single.head, "sets": SequenceHead(16, 1, task="regression")}).eval()
+    out = {}
+    for name, m in (("single", single), ("multi", multi)):
+        speech = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(long), str(short)],
+                                        predict_chunk_frames=CHUNK, batch_size=2)
+        dm = speech if name == "single" else MultiTaskDataModule(
+            {"speech": speech, "sets": SyntheticSetDataModule(n_test=4)}, predict_task="speech")
+        trainer = Trainer(accelerator="cpu", logger=False, callbacks=[PredictionWriter()], enable_progress_bar=False,
+                          enable_model_summary=False, default_root_dir=tmp_path / name)
+        trainer.predict(m, datamodule=dm)
+        assert len(speech.chunk_loader.dataset) == 8  # 7 chunks of the long file, 1 of the short
+        out[name] = {p.name: p.read_text() for p in (tmp_path / name / "predictions").iterdir()}
+    d = long.parent.name
+    assert sorted(out["multi"]) == [f"{d}_long.frames", f"{d}_long.phn", f"{d}_short.frames", f"{d}_short.phn"]
+    assert out["multi"] == out["single"]

@@ -6,10 +6,10 @@ segments, or the runs of the argmax labels without a decoder or with ``predict_s
 argmax``); plus ``predictions.csv`` as an index (its ``segments_from`` says which). A long
 recording arrives in chunks: its frames' labels and probabilities are kept in small arrays (8
 bytes a frame: 8.6 MB for 3 hours), and its .frames and .phn are written when its last frame has
-come. With a decoder, the chunks' log-posteriors feed one ``SegmentDecoder.stream`` per
-recording, whose back-pointers live in files beside the predictions until the recording's last
-frame (then the decode is traced back and the files are removed): the same segments as a
-whole-recording decode.
+come. With the head's segment decoder, the log-posteriors feed one ``SegmentDecoder.stream`` per
+recording; a recording in several chunks keeps its back-pointers in files beside the predictions
+until its last frame (then the decode is traced back and the files are removed): the same
+segments as a whole-recording decode.
 Sample numbers are the audio file's own, at its rate (TIMIT's convention); a frame centre is
 fractional there when the rate is not a multiple of 100 Hz (exact decimals).
 """
@@ -23,31 +23,37 @@ from pathlib import Path
 import numpy as np
 from torch import Tensor
 
-from vecset.encoders.speech import FRAME_LENGTH, FRAME_SHIFT, SAMPLE_RATE, frames_to_segments
+from vecset.encoders.speech import (
+    FRAME_LENGTH,
+    FRAME_SHIFT,
+    SAMPLE_RATE,
+    AudioFile,
+    frames_to_segments,
+)
 from vecset.heads.segment_decoder import SegmentDecoder, ViterbiStream
+from vecset.pipelines.predict.output import PredictionOutput
 
 
 class _Open:
     """One input file being predicted: its frames' argmax labels, probabilities and segment
     labels so far (8 bytes a frame: 8.6 MB for 3 hours) and where they end."""
 
-    def __init__(self, name: str, audio: Path, frames: int, rate: int, n_samples: int, decoded: bool,
-                 stream: ViterbiStream | None) -> None:
-        self.name, self.audio, self.decoded, self.stream = name, audio, decoded, stream
-        self.argmax = np.zeros(frames, dtype=np.int16)
-        self.probs = np.zeros(frames, dtype=np.float32)
-        self.labels = np.zeros(frames, dtype=np.int16)  # the decoder's, or the argmax
-        self.next, self.rate, self.n_samples = 0, rate, n_samples
+    def __init__(self, name: str, file: AudioFile, stream: ViterbiStream | None) -> None:
+        self.name, self.audio, self.stream = name, file.path, stream
+        self.decoded = stream is not None
+        self.argmax = np.zeros(file.frames, dtype=np.int16)
+        self.probs = np.zeros(file.frames, dtype=np.float32)
+        self.labels = np.zeros(file.frames, dtype=np.int16)  # the decoder's, or the argmax
+        self.next, self.rate, self.n_samples = 0, file.sample_rate, file.samples
 
 
 class SpeechPredictionFiles:
     """Writes the prediction files of one ``vecset predict`` run under ``out_dir``.
 
-    ``add`` takes the next frames of one input (in order, frame ``start`` onwards), with the
-    decoder's labels for them (whole inputs) or their log-posteriors (chunks, decoded with
-    ``decoder``); when an input's last frame has come its .phn is written. ``close`` writes
-    predictions.csv and returns its path; an input still incomplete then is an error (frames
-    went missing).
+    ``add`` takes the next frames of one input (in order, frame ``start`` onwards) and, to be
+    decoded with ``decoder``, their log-posteriors; when an input's last frame has come its .phn
+    is written. ``close`` writes predictions.csv and returns its path; an input still incomplete
+    then is an error (frames went missing).
     """
 
     def __init__(self, out_dir: Path, class_names: list[str], decoder: SegmentDecoder | None = None) -> None:
@@ -60,39 +66,39 @@ class SpeechPredictionFiles:
         self.used: set[str] = set()
         self.open: dict[int, _Open] = {}
 
-    def _start(self, sid: int, audio: Path, frames: int, rate: int, n_samples: int, decoded: bool,
-               streamed: bool) -> _Open:
+    def _start(self, sid: int, file: AudioFile, decoded: bool, whole: bool) -> _Open:
+        audio = file.path
         name = f"{audio.parent.name}_{audio.stem}" if audio.parent.name else audio.stem
         if name in self.used:  # same folder and file name under different parents: keep both
             name = f"{name}_{sid}"
         self.used.add(name)
         stream = None
-        if streamed:
+        if decoded:
             if self.decoder is None:
                 raise ValueError(f"{audio}: log-posteriors came to be decoded, but no decoder was given")
-            stream = self.decoder.stream(frames, len(self.class_names), store=str(self.pred_dir / f".{name}.viterbi"))
-        return _Open(name, audio, frames, rate, n_samples, decoded, stream)
+            # a recording in one piece is decoded in memory; one in chunks keeps its back-pointers on disk
+            store = None if whole else str(self.pred_dir / f".{name}.viterbi")
+            stream = self.decoder.stream(file.frames, len(self.class_names), store=store)
+        return _Open(name, file, stream)
 
-    def add(self, sid: int, audio: Path, frames: int, rate: int, n_samples: int, start: int,
-            labels: list[int], probs: list[float], segment_labels: list[int] | None = None,
+    def add(self, sid: int, file: AudioFile, start: int, labels: list[int], probs: list[float],
             log_probs: Tensor | None = None) -> None:
-        """Frames ``start`` .. ``start + len(labels) - 1`` of input ``sid`` (``frames`` in all);
-        ``segment_labels``: the decoder's labels for the same frames, or ``log_probs`` (n, C):
-        theirs to decode (None for both: merge the argmax)."""
-        decoded = segment_labels is not None or log_probs is not None
+        """Frames ``start`` .. ``start + len(labels) - 1`` of input ``sid`` (``file.frames`` in
+        all); ``log_probs`` (n, C): theirs, to decode (None: the .phn merges the argmax)."""
+        frames = file.frames
         f = self.open.get(sid)
         if f is None:
-            f = self.open[sid] = self._start(sid, audio, frames, rate, n_samples, decoded, log_probs is not None)
-        if f.decoded != decoded or (f.stream is not None) != (log_probs is not None):
-            raise RuntimeError(f"{audio}: its chunks came with different kinds of decoder output")
+            f = self.open[sid] = self._start(sid, file, log_probs is not None, start == 0 and len(labels) == frames)
+        if f.decoded != (log_probs is not None):
+            raise RuntimeError(f"{file.path}: its chunks came with different kinds of decoder output")
         if start != f.next:
-            raise RuntimeError(f"{audio}: predictions for frames from {start} arrived after frame {f.next - 1}; "
+            raise RuntimeError(f"{file.path}: predictions for frames from {start} arrived after frame {f.next - 1}; "
                                "chunks must come in order")
         if start + len(labels) > frames:
-            raise RuntimeError(f"{audio}: predictions up to frame {start + len(labels)}, the file has {frames}")
+            raise RuntimeError(f"{file.path}: predictions up to frame {start + len(labels)}, the file has {frames}")
         end = start + len(labels)
         f.argmax[start:end], f.probs[start:end] = labels, probs
-        f.labels[start:end] = segment_labels if segment_labels is not None else labels
+        f.labels[start:end] = labels
         if f.stream is not None:
             f.stream.push(log_probs)
         f.next = end
@@ -142,3 +148,37 @@ class SpeechPredictionFiles:
             w.writeheader()
             w.writerows(self.index)
         return path
+
+
+class SpeechOutput(PredictionOutput):
+    """``vecset predict`` for speech: each batch's predictions appended to their files
+    (``SpeechPredictionFiles``) as they come; of a chunk only its core (``batch["keep"]``), at
+    its place in the recording. The .phn holds the head's segment decoder's segments when it
+    has one and ``data.predict_segments`` is ``decoder``, else the argmax merged.
+
+    Args:
+        data: the speech data module (``class_names``, ``audio_file(sid)``, ``predict_segments``).
+        out_dir: the run directory.
+        decoder: the head's ``segment_decoder()``.
+    """
+
+    streams = True
+
+    def __init__(self, data, out_dir: Path, decoder: SegmentDecoder | None = None) -> None:
+        self.data = data
+        self.decoder = decoder if data.predict_segments == "decoder" else None
+        self.files = SpeechPredictionFiles(out_dir, list(data.class_names), self.decoder)
+
+    def add(self, ids: list[int], preds: dict, batch: dict) -> None:
+        log_probs = preds.get("log_prob") if self.decoder is not None else None
+        for i, sid in enumerate(ids):
+            a, b, start = 0, len(preds["label"][i]), 0
+            if "keep" in batch:
+                a, b = batch["keep"][i].tolist()
+                start = int(batch["offsets"][i]) + a
+            self.files.add(sid, self.data.audio_file(sid), start, preds["label"][i][a:b], preds["prob"][i][a:b],
+                           log_probs=None if log_probs is None else log_probs[i][a:b])
+
+    def close(self) -> Path:
+        """Close the run's prediction files; the index predictions.csv."""
+        return self.files.close()
