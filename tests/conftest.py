@@ -1,0 +1,12 @@
+"""Every test gets its own, empty vecset cache folder (``$VECSET_CACHE``), so that no test reads
+what another one, or a user's run, cached (the molecule feature cache: ``encoders/graph/cache.py``)
+and none writes into the home folder. Subprocesses a test starts inherit it."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def own_vecset_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("VECSET_CACHE", str(tmp_path_factory.mktemp("vecset-cache")))
