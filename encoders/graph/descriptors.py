@@ -40,7 +40,8 @@ class DescriptorScaler:
         clip: the largest absolute z-score kept.
 
     Shapes:
-        fit: (n, F) float64 raw descriptors of the training split; transform: (F,) -> (F,) float32.
+        fit: (n, F) float64 raw descriptors of the training split; transform: (F,) -> (F,) float32;
+        items: ``raw_desc`` (F,) float64 -> ``features`` (F,) float32.
     """
 
     def __init__(self, clip: float = 5.0) -> None:
@@ -63,6 +64,15 @@ class DescriptorScaler:
             std = np.nan_to_num(np.nanstd(train, 0))
         self.std = np.where(std > 0, std, 1.0)
         return self
+
+    def fit_items(self, items: list[dict]) -> DescriptorScaler:
+        """``fit`` on batch items' raw descriptors (``item["raw_desc"]``, the training split's)."""
+        return self.fit(np.stack([it["raw_desc"] for it in items]))
+
+    def standardize(self, items: list[dict]) -> None:
+        """Each item's ``features``: its raw descriptors standardized (``transform``)."""
+        for it in items:
+            it["features"] = self.transform(it["raw_desc"])
 
     def transform(self, raw: np.ndarray) -> Tensor:
         if self.mean is None:

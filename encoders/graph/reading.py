@@ -19,6 +19,7 @@ import torch
 from vecset.backbone.data_spec import GraphStructure
 from vecset.encoders.files import read_csv_rows
 from vecset.encoders.graph.cache import FeatureCache
+from vecset.encoders.graph.collate import pad_graphs
 from vecset.encoders.graph.descriptors import molecule_descriptors
 from vecset.encoders.graph.featurize import NodeFeaturizer, graph_tensors
 from vecset.encoders.graph.molecules import InvalidMolecule, Molecule, mol_to_graph, parse_smiles
@@ -56,6 +57,10 @@ class MoleculeFeaturizer:
         return {"max_atoms": self.max_atoms, "max_dist": self.max_dist, "lap_pe_k": self.lap_pe_k,
                 "descriptors": self.descriptors, "categorical": n.categorical, "numeric": n.numeric,
                 "edge_attribute": n.edge_attribute, "edge_vocab": n.edge_vocab}
+
+    def collate(self, items: list[dict]) -> dict:
+        """A batch of this featurizer's items: ``pad_graphs`` with its "unreachable" (``max_dist + 1``)."""
+        return pad_graphs(items, unreachable=self.max_dist + 1)
 
     def __call__(self, smiles: str) -> Molecule:
         """One SMILES featurized; ``InvalidMolecule`` with RDKit's reason when it cannot be."""

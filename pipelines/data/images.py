@@ -345,7 +345,6 @@ class ImageFolderDataModule(ImageDataModule):
             classes, train_files = scan_image_folder(subdirs["train"], self.skip_non_images)
             to_idx = {c: i for i, c in enumerate(classes)}
             split_files["train"] = _flatten(train_files, to_idx)
-            self._check_files(split_files["train"][0])
             for s in ("val", "test"):
                 if not subdirs[s].is_dir():
                     continue
@@ -357,10 +356,11 @@ class ImageFolderDataModule(ImageDataModule):
                         f"{subdirs['train']} (training classes: {classes}); every class must have training images"
                     )
                 split_files[s] = _flatten(fs, to_idx)
-                self._check_files(split_files[s][0])
             if "test" not in split_files:
                 raise FileNotFoundError(f"{self.root} has a train/ folder but no test/ folder "
                                         f"(expected {subdirs['test']})")
+            # every file found, in train, val, test order, then checked in one pass (the reader's)
+            self._check_files([p for s in ("train", "val", "test") if s in split_files for p in split_files[s][0]])
         else:
             classes, files = scan_image_folder(self.root, self.skip_non_images)
             to_idx = {c: i for i, c in enumerate(classes)}
@@ -382,16 +382,16 @@ class ImageFolderDataModule(ImageDataModule):
         # every image is resized to image_size, or (_check_files) all share one size; PIL's is (W, H)
         h, w = self.image_size if self.image_size is not None else next(iter(self._sizes))[::-1]
         self.image_shape = (self.channels, h, w)
-        for s in ("train", "val", "test"):
-            paths, labels = split_files[s]
-            self.sets[s] = FileImages(paths, labels, self._add(paths), self.channels,
-                                      self._transform(s == "train"))
+        splits = ("train", "val", "test")
+        ids = {s: self._add(split_files[s][0]) for s in splits}
+        transforms = {s: self._transform(s == "train") for s in splits}
+        self.sets = {s: FileImages(*split_files[s], ids[s], self.channels, transforms[s]) for s in splits}
         if self.predict_files:
             paths = list_predict_files(self.predict_files)
             self.add_predict_files(paths, self.channels, self._transform(False, size=(h, w)),
                                    first_id=self._add(paths)[0])
         log.info("%s: %d classes, %s images (train/val/test)", self.root, len(classes),
-                 "/".join(str(len(self.sets[s])) for s in ("train", "val", "test")))
+                 "/".join(map(str, [len(self.sets[s]) for s in splits])))
 
     def _split(self, paths: list[Path], labels: list[int], fraction: float, name: str):
         from sklearn.model_selection import train_test_split

@@ -51,7 +51,6 @@ from vecset.encoders.graph import (
     FeatureCache,
     MoleculeFeaturizer,
     MoleculeTable,
-    pad_graphs,
     read_molecule_csv,
     scaffold_groups,
 )
@@ -251,18 +250,14 @@ class MoleculeDataModule(VecsetDataModule):
             idx["train"], idx["val"] = np.sort(perm[: len(perm) - n_val]), np.sort(perm[len(perm) - n_val :])
         return idx
 
-    def _standardize(self, items: list[dict]) -> None:
-        for it in items:
-            it["features"] = self.scaler.transform(it["raw_desc"])
-
     def setup(self, stage: str | None = None) -> None:
         if self.items is None:
             self._load()
             idx = self._split()
             self.splits = {k: [self.items[i] for i in v] for k, v in idx.items()}
             if self.descriptors:
-                self.scaler = DescriptorScaler().fit(np.stack([it["raw_desc"] for it in self.splits["train"]]))
-                self._standardize(self.items)
+                self.scaler = DescriptorScaler().fit_items(self.splits["train"])
+                self.scaler.standardize(self.items)
             log.info("%s: %s molecules", self.csv_path, {k: len(v) for k, v in self.splits.items()})
             for k, v in self.splits.items():
                 if not v:
@@ -274,7 +269,7 @@ class MoleculeDataModule(VecsetDataModule):
         table = self._read(self.predict_csv, labelled=False)
         items, invalid = table.items, table.skipped
         if self.descriptors:
-            self._standardize(items)
+            self.scaler.standardize(items)
         if invalid:
             log.warning("%s: %d of %d SMILES could not be predicted (%s%s); all of them go to invalid_rows.csv "
                         "beside the predictions", self.predict_csv, len(invalid), table.rows,
@@ -284,10 +279,12 @@ class MoleculeDataModule(VecsetDataModule):
 
     # -- loaders ----------------------------------------------------------------------
     def collate(self, items: list[dict]) -> dict:
-        return pad_graphs(items, unreachable=self.max_dist + 1)
+        """Padded graph batches (``MoleculeFeaturizer.collate``: ``pad_graphs``, unreachable =
+        ``max_dist + 1``); the loaders call the featurizer's directly."""
+        return self.featurizer.collate(items)
 
     def _loader(self, items: list[dict], shuffle: bool = False) -> DataLoader:
-        return DataLoader(items, batch_size=self.batch_size, shuffle=shuffle, collate_fn=self.collate,
+        return DataLoader(items, batch_size=self.batch_size, shuffle=shuffle, collate_fn=self.featurizer.collate,
                           num_workers=self.num_workers)
 
     def train_dataloader(self) -> DataLoader:
