@@ -14,6 +14,7 @@ The folder: ``$VECSET_CACHE/molecules``, else ``$XDG_CACHE_HOME/vecset/molecules
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -95,8 +96,9 @@ class FeatureCache:
         log.info("%d featurized molecules read from the cache %s", len(out), path)
         return out
 
-    def save(self, key: str, molecules: dict, source: str = "") -> Path:
-        """Write ``molecules`` (SMILES -> ``Molecule`` or ``InvalidMolecule``) as the file of ``key``."""
+    def save(self, key: str, molecules: dict, source: str = "") -> Path | None:
+        """Write ``molecules`` (SMILES -> ``Molecule`` or ``InvalidMolecule``) as the file of ``key``;
+        where, or None when the folder cannot be written (logged: the run goes on uncached)."""
         smiles = list(molecules)
         bad = [molecules[s] if isinstance(molecules[s], InvalidMolecule) else None for s in smiles]
         good = [None if b is not None else molecules[s] for s, b in zip(smiles, bad, strict=True)]
@@ -106,9 +108,16 @@ class FeatureCache:
                 "descriptors": [None if m is None or m.descriptors is None else torch.from_numpy(m.descriptors)
                                 for m in good]}
         path = self.path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        torch.save(data, tmp)
-        os.replace(tmp, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            torch.save(data, tmp)
+            os.replace(tmp, path)
+        except OSError as e:  # a read-only or full disk: the molecules are featurized, only not kept
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            log.warning("molecule cache not written to %s (%s: %s); the next run featurizes again", path,
+                        type(e).__name__, e)
+            return None
         log.info("%d featurized molecules written to the cache %s", len(smiles), path)
         return path

@@ -6,11 +6,11 @@ from vecset.encoders.image.encoder import PatchEncoder, PixelEncoder, conv_stem,
 from vecset.encoders.image.files import FileImages
 from vecset.encoders.image.idx import read_idx, read_idx_split
 from vecset.encoders.image.reading import (
-           IMAGE_EXTENSIONS,
-           check_image,
-           check_images,
-           image_channels,
-           read_image,
+    IMAGE_EXTENSIONS,
+    check_image,
+    check_images,
+    image_channels,
+    read_image,
 )
 
 __all__ = ["IMAGE_EXTENSIONS", "FileImages", "PatchEncoder", "PixelEncoder", "check_image", "check_images",

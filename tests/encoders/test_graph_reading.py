@@ -193,6 +193,15 @@ def test_an_unreadable_cache_file_is_a_logged_miss_and_is_replaced(tmp_path, mon
     assert len(calls) == 4  # the file was written again
 
 
+def test_a_cache_folder_that_cannot_be_written_is_a_warning_not_an_error(tmp_path, caplog):
+    (tmp_path / "taken").write_text("a file, not a folder")
+    path = write(tmp_path / "m.csv", [["smiles", "y"], ["CCO", "1"], ["CCN", "2"]])
+    with caplog.at_level(logging.WARNING):
+        table = read_molecule_csv(path, MoleculeFeaturizer(), target_columns=["y"],
+                                  cache=FeatureCache(tmp_path / "taken" / "cache"))
+    assert len(table.items) == 2 and "molecule cache not written to" in caplog.text
+
+
 def test_the_cache_folder_comes_from_the_environment_or_the_option(tmp_path, monkeypatch):
     monkeypatch.setenv("VECSET_CACHE", str(tmp_path / "env"))
     assert FeatureCache().directory == tmp_path / "env" / "molecules"
