@@ -5,7 +5,7 @@ from vecset.backbone.attention import MultiHeadSelfAttention, local_attention
 from vecset.backbone.backbone import Backbone
 from vecset.backbone.baselines import BiLSTM, GridResNet, WindowMLP
 from vecset.backbone.block import Block
-from vecset.backbone.data_spec import DataSpec
+from vecset.backbone.data_spec import DataSpec, GraphStructure
 from vecset.backbone.masked_softmax import lengths_to_mask, masked_softmax
 from vecset.backbone.positional import (
     Learned1D,
@@ -18,6 +18,6 @@ from vecset.backbone.vectorset import VectorSet
 from vecset.backbone.vocab import Vocabulary, tokenize
 
 __all__ = [
-    "Backbone", "BiLSTM", "Block", "DataSpec", "GridResNet", "Learned1D", "Learned2D", "MultiHeadSelfAttention", "NoPositional", "Sinusoidal1D", "Sinusoidal2D", "VectorSet",
+    "Backbone", "BiLSTM", "Block", "DataSpec", "GraphStructure", "GridResNet", "Learned1D", "Learned2D", "MultiHeadSelfAttention", "NoPositional", "Sinusoidal1D", "Sinusoidal2D", "VectorSet",
     "Vocabulary", "WindowMLP", "lengths_to_mask", "local_attention", "masked_softmax", "tokenize",
 ]

@@ -19,6 +19,24 @@ from torch import Tensor
 
 
 @dataclass(frozen=True)
+class GraphStructure:
+    """How a graph data module made its structure tensors, which a graph encoder's tables must
+    fit: the settings are the data's (they decide the tensors), the encoder checks its own.
+
+    Args:
+        max_dist: shortest-path distances clipped at ``max_dist``; ``max_dist + 1`` is unreachable.
+        lap_pe_k: Laplacian eigenvectors per node (0: none).
+        node_dim: node feature width F.
+        num_edge_types: edge types, "no edge" and "other" included.
+    """
+
+    max_dist: int
+    lap_pe_k: int
+    node_dim: int
+    num_edge_types: int
+
+
+@dataclass(frozen=True)
 class DataSpec:
     """One task's data, as its model needs to know it.
 
@@ -38,6 +56,8 @@ class DataSpec:
             build vocabularies. A text is a string or an already tokenized list of str.
         train_frames: the training split's per-vector inputs (fit only), for encoders that
             fit a global normalization (speech frames).
+        graph: how the graph tensors were made (distance clipping, eigenvectors, widths), for
+            a graph encoder to check its tables against; None for data that are not graphs.
 
     Shapes:
         train_targets: (n, T) or (n,) float, or (n,) long class indices; train_frames: one (N_i, F) float per sample.
@@ -52,6 +72,7 @@ class DataSpec:
     train_targets: Tensor | None = None
     train_texts: dict[str, list] = field(default_factory=dict)
     train_frames: list[Tensor] | None = None
+    graph: GraphStructure | None = None
 
     @property
     def num_classes(self) -> int | None:

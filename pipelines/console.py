@@ -1,5 +1,5 @@
 """What the ``vecset`` command prints while it trains: Lightning's rich progress bar and model
-summary, minus what they get wrong for vecset's runs.
+summary, minus what they get wrong for vecset's runs, and a progress bar for slow data work.
 
 - ``ProgressBar``: Lightning 2.6's ``RichProgressBar`` titles an epoch ``Epoch {e}/{max_epochs - 1}``,
   so a step-limited run (``max_steps``, where Lightning sets ``max_epochs`` to -1) read
@@ -7,11 +7,13 @@ summary, minus what they get wrong for vecset's runs.
 - ``ModelSummary``: Lightning's summary has a FLOPs column and a "Total FLOPs" line, which it
   fills only by running the module's ``example_input_array`` (``utilities/model_summary``):
   vecset's modules take a batch dict and have none, so every count read 0. Both are left out.
+- ``track``: a rich progress bar over a data module's slow loop (featurizing molecules).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar
 
 from pytorch_lightning.callbacks import RichModelSummary, RichProgressBar
 from pytorch_lightning.utilities.model_summary.model_summary import (
@@ -19,9 +21,29 @@ from pytorch_lightning.utilities.model_summary.model_summary import (
     get_human_readable_count,
 )
 from rich import get_console
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 FLOPS = "FLOPs"
+T = TypeVar("T")
+
+
+def track(items: Sequence[T], description: str, console: Console | None = None) -> Iterator[T]:
+    """``items`` one by one under a rich progress bar (description, bar, done/total, elapsed and
+    remaining time). On a console that is not a terminal (a log file) rich prints the final
+    state once, when the loop ends."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TimeRemainingColumn())
+    with Progress(*columns, console=console) as progress:
+        yield from progress.track(items, total=len(items), description=description)
 
 
 class ProgressBar(RichProgressBar):

@@ -152,12 +152,12 @@ def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
     command again continues from them instead of training them again."""
     if members < 1:
         raise ValueError(f"members must be at least 1, got {members}")
-    from vecset.pipelines.data.molecules import shared_featurization
-
     root = Path(RUNS_DIR) / f"{config_name(fit_args)}_ensemble"
     earlier = finished_members(root, fit_args)
     runs, cli = [], None
-    with shared_featurization(), member_argv():  # the members featurize the molecules once
+    # the molecules are featurized once: the first member writes them to the data module's
+    # feature cache (MoleculeDataModule's cache, on by default), the others read them from there
+    with member_argv():
         for m in range(members):
             s = seed + m
             if s in earlier:

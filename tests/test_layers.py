@@ -39,6 +39,30 @@ def test_dependencies_point_one_way():
     assert not bad, "\n".join(bad)
 
 
+def test_no_chemistry_in_pipelines_data():
+    """All chemistry (RDKit: parsing, featurizing, descriptors, scaffolds) lives in encoders/graph;
+    data modules find files, split, call the reader and batch. Imports inside functions count."""
+    bad = [f"{p.relative_to(ROOT)}:{line}: {name}" for p in (ROOT / "pipelines" / "data").rglob("*.py")
+           for line, name in imports(p) if name.split(".")[0] == "rdkit"]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_private_name_is_imported_from_another_package():
+    """``pipelines/data/images.py`` imported ``encoders/image``'s ``_image_channels``: what one
+    package needs from another is public (a module of its own folder may share a private name)."""
+    bad = []
+    for top in ("backbone", "encoders", "heads", "pipelines"):
+        for path in (ROOT / top).rglob("*.py"):
+            here = ".".join(("vecset", *path.parent.relative_to(ROOT).parts))
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("vecset."):
+                    folder = node.module.rsplit(".", 1)[0] if (ROOT / Path(*node.module.split(".")[1:])).with_suffix(".py").exists() \
+                        else node.module
+                    bad += [f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{a.name}" for a in node.names
+                            if a.name.startswith("_") and folder != here]
+    assert not bad, "\n".join(bad)
+
+
 def test_data_modules_never_touch_the_model():
     bad = [f"{p.relative_to(ROOT)}:{i}" for p in (ROOT / "pipelines" / "data").rglob("*.py")
            for i, line in enumerate(p.read_text().splitlines(), 1) if "lightning_module" in line]

@@ -15,11 +15,21 @@
 - Optional molecule-level RDKit 2-D descriptors for ``SequenceHead(extra_features=...)``
   (Chemprop's ``rdkit_2d`` feature generator).
 
-Featurization (``graph_tensors``) is plain numpy/torch and runs once per dataset in a
-DataModule's ``setup``; the encoder only embeds the cached tensors."""
+All the chemistry is here: ``reading.py`` is the molecule reader (a SMILES -> ``Molecule``
+through ``MoleculeFeaturizer``; a CSV of SMILES with targets or labels -> labelled batch items,
+``read_molecule_csv``), ``cache.py`` keeps featurized molecules on disk for the next run,
+``descriptors.py`` computes and standardizes descriptors, ``scaffolds.py`` groups molecules by
+Bemis-Murcko scaffold for splits. Featurization (``graph_tensors``) is plain numpy/torch and
+runs once per dataset in a DataModule's ``setup``; the encoder only embeds the cached tensors
+and checks, at the hand-over, that its tables fit how they were made (``GraphStructure``)."""
 
+from vecset.encoders.graph.cache import FeatureCache, default_cache_dir
 from vecset.encoders.graph.collate import pad_graphs
-from vecset.encoders.graph.descriptors import descriptor_names, molecule_descriptors
+from vecset.encoders.graph.descriptors import (
+    DescriptorScaler,
+    descriptor_names,
+    molecule_descriptors,
+)
 from vecset.encoders.graph.encoder import GraphAttention, GraphEncoder
 from vecset.encoders.graph.featurize import (
     ATOM_CATEGORICAL,
@@ -31,9 +41,21 @@ from vecset.encoders.graph.featurize import (
 )
 from vecset.encoders.graph.molecules import (
     InvalidMolecule,
+    Molecule,
     mol_to_graph,
     parse_smiles,
     smiles_to_graph,
 )
+from vecset.encoders.graph.reading import (
+    MoleculeFeaturizer,
+    MoleculeTable,
+    featurize_smiles,
+    read_molecule_csv,
+)
+from vecset.encoders.graph.scaffolds import murcko_scaffold, scaffold_groups
 
-__all__ = ["ATOM_CATEGORICAL", "ATOM_NUMERIC", "BOND_TYPES", "GraphAttention", "GraphEncoder", "InvalidMolecule", "NodeFeaturizer", "descriptor_names", "graph_tensors", "laplacian_pe", "mol_to_graph", "molecule_descriptors", "pad_graphs", "parse_smiles", "smiles_to_graph"]
+__all__ = ["ATOM_CATEGORICAL", "ATOM_NUMERIC", "BOND_TYPES", "DescriptorScaler", "FeatureCache", "GraphAttention",
+           "GraphEncoder", "InvalidMolecule", "Molecule", "MoleculeFeaturizer", "MoleculeTable", "NodeFeaturizer",
+           "default_cache_dir", "descriptor_names", "featurize_smiles", "graph_tensors", "laplacian_pe",
+           "mol_to_graph", "molecule_descriptors", "murcko_scaffold", "pad_graphs", "parse_smiles",
+           "read_molecule_csv", "scaffold_groups", "smiles_to_graph"]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Literal
 
 import torch
 from torch import Tensor, nn
 
+from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
 
@@ -31,6 +33,13 @@ class GraphEncoder(Encoder):
             eigenvector's sign is arbitrary (off for one fixed graph, e.g. node labeling,
             where the sign is the same at training and prediction time).
 
+    ``max_dist``, ``lap_pe_k``, ``node_dim`` and ``num_edge_types`` size the encoder's tables;
+    the data decides the tensors. At the hand-over (``receive``) a data module that describes its
+    graphs (``DataSpec.graph``) has them checked (``max_dist`` and ``num_edge_types`` only with
+    ``all_pairs``, which has those tables): a mismatch is one error naming both values, before
+    any step (a distance table of another ``max_dist`` reads the data's "unreachable" as a
+    distance, silently).
+
     Shapes:
         batch["x"] (B, N, F), batch["mask"] (B, N), batch["dist"]/["edge"] (B, N, N) long,
         batch["degree"] (B, N) long, batch["lap"] (B, N, k)
@@ -48,6 +57,7 @@ class GraphEncoder(Encoder):
             raise ValueError(f"heads must be >= 1 (the backbone's attention heads), got {heads}")
         self.node_dim, self.attention, self.heads = node_dim, attention, heads
         self.max_dist, self.max_degree, self.lap_pe_k = max_dist, max_degree, lap_pe_k
+        self.num_edge_types = num_edge_types
         self.out_width = d_model
         self.proj = nn.Linear(node_dim, d_model)
         self.degree_emb = nn.Embedding(max_degree + 1, d_model) if max_degree > 0 else None
@@ -63,6 +73,21 @@ class GraphEncoder(Encoder):
             self.edge_bias = nn.Embedding(num_edge_types, heads)
             nn.init.zeros_(self.dist_bias.weight)
             nn.init.zeros_(self.edge_bias.weight)
+
+    def receive(self, spec: DataSpec) -> str | None:
+        """Check that the data's graph tensors fit this encoder's tables (at every stage)."""
+        data = spec.graph
+        if data is None:  # data that does not describe its graphs: the forward checks what it can
+            return None
+        mine = {"node_dim": self.node_dim, "lap_pe_k": self.lap_pe_k}
+        if self.attention == "all_pairs":  # the distance and bond-type tables exist only there
+            mine |= {"max_dist": self.max_dist, "num_edge_types": self.num_edge_types}
+        have = asdict(data)
+        bad = [f"{k}={v} but {spec.source} made the graphs with {k}={have[k]}" for k, v in mine.items() if v != have[k]]
+        if bad:
+            raise ValueError(f"{spec.where}GraphEncoder has {'; '.join(bad)}; give the encoder the data's values "
+                             "(max_dist and lap_pe_k are arguments of both the data module and the encoder)")
+        return None
 
     def structure_bias(self, batch: dict) -> Tensor | None:
         dist, mask = batch["dist"], batch["mask"]

@@ -1,10 +1,13 @@
-"""Molecules as graphs: SMILES -> RDKit molecule (RDKit's own error text on failure) -> networkx graph with atom and bond attributes."""
+"""Molecules as graphs: SMILES -> RDKit molecule (RDKit's own error text on failure) -> networkx graph with atom and bond attributes; what a SMILES becomes once featurized (``Molecule``) or why it cannot be (``InvalidMolecule``)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import networkx as nx
+import numpy as np
+from torch import Tensor
 
 
 class InvalidMolecule(ValueError):
@@ -13,6 +16,32 @@ class InvalidMolecule(ValueError):
     def __init__(self, smiles: str, reason: str) -> None:
         super().__init__(f"invalid SMILES {smiles!r}: {reason}")
         self.smiles, self.reason = smiles, reason
+
+
+@dataclass
+class Molecule:
+    """One SMILES, featurized: its graph tensors and, when asked for, RDKit's raw 2-D descriptors.
+
+    Shapes (N atoms):
+        graph: ``x`` (N, F) float, ``dist`` (N, N) long, ``edge`` (N, N) long, ``degree`` (N,)
+        long, ``lap`` (N, k) float when ``lap_pe_k`` > 0 (see ``graph_tensors``);
+        descriptors: (F_d,) float64, NaN where RDKit could not compute one.
+    """
+
+    smiles: str
+    graph: dict[str, Tensor]
+    descriptors: np.ndarray | None = None
+
+    def item(self, **fields) -> dict:
+        """This molecule as a batch item for ``pad_graphs``: copies of its tensors and arrays (two
+        items, or two data modules, share nothing), ``raw_desc``, ``smiles`` and ``fields``
+        (``id``, ``line``, ``y``, ...)."""
+        item: dict = {k: v.clone() for k, v in self.graph.items()}
+        if self.descriptors is not None:
+            item["raw_desc"] = self.descriptors.copy()
+        item["smiles"] = self.smiles
+        item.update(fields)
+        return item
 
 
 _STAMP = re.compile(r"^\[\d\d:\d\d:\d\d\]\s*")

@@ -1,4 +1,4 @@
-"""Reading idx files (MNIST's format: a magic number, sizes, then the bytes), gzipped or not, with torchvision's reader; a wrong magic number, a truncated file or a count that does not match names the file."""
+"""Reading idx files (MNIST's format: a magic number, sizes, then the bytes), gzipped or not, with torchvision's reader, and a split's images and labels together; a wrong magic number, a truncated file, a count that does not match or a label out of range names the file."""
 
 from __future__ import annotations
 
@@ -66,3 +66,18 @@ def read_idx(path: str | Path, kind: Literal["images", "labels"]) -> Tensor:
         except (RuntimeError, ValueError, TypeError, AssertionError) as e:
             raise ValueError(f"{path}: truncated or malformed idx {kind} file: {len(data)} bytes do not hold "
                              f"the sizes its header gives ({type(e).__name__}: {e})") from e
+
+
+def read_idx_split(images_path: str | Path, labels_path: str | Path, num_classes: int,
+                   name: str = "the dataset") -> tuple[Tensor, Tensor]:
+    """One split of an idx dataset (MNIST's layout: an images file and a labels file):
+    (N, 1, H, W) uint8 images and (N,) int64 labels in 0..num_classes-1. Image and label
+    counts that differ, or a label out of range, is a ValueError naming the files."""
+    images, labels = read_idx(images_path, "images"), read_idx(labels_path, "labels")
+    if len(images) != len(labels):
+        raise ValueError(f"{images_path} holds {len(images)} images but {labels_path} holds {len(labels)} labels; "
+                         "the two files must come from the same split")
+    if len(labels) and int(labels.max()) >= num_classes:
+        raise ValueError(f"{labels_path}: label {int(labels.max())} is out of range ({name} has "
+                         f"{num_classes} classes, 0..{num_classes - 1})")
+    return images[:, None], labels

@@ -1,4 +1,4 @@
-"""Reading image files at their depth: 8-bit by 255, 16-bit grey and 16-bit RGB PNGs by 65535, float images as they are (a non-finite pixel is an error naming the file), 32-bit integer images refused."""
+"""Reading image files at their depth: 8-bit by 255, 16-bit grey and 16-bit RGB PNGs by 65535, float images as they are (a non-finite pixel is an error naming the file), 32-bit integer images refused; and checking a file's header (readable, a mode with a range, the channels asked for) before any pixel is read."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ GREY_MODES = ("1", "L", "I", "F", *GREY16_MODES)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def _image_channels(mode: str) -> int | None:
+def image_channels(mode: str) -> int | None:
     """1 for grey modes, 3 for RGB, None for anything that needs an explicit conversion."""
     if mode in GREY_MODES:
         return 1
@@ -52,6 +52,43 @@ def png_bit_depth(path: Path) -> int | None:
     with open(path, "rb") as f:
         head = f.read(26)
     return head[24] if head[:8] == PNG_SIGNATURE and head[12:16] == b"IHDR" else None
+
+
+def check_image(path: Path, channels: int | None = None, convert: bool = True) -> tuple[int, int]:
+    """One image file's header checked, its size (W, H) returned, no pixel decoded.
+
+    A file PIL cannot open or whose structure is broken, one of 32-bit integer pixels (no
+    range to scale from), and, with ``channels`` given and ``convert`` false, one whose mode
+    is not grey (``channels`` 1) or RGB (3) as asked, is a ValueError naming the file.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as im:
+            im.verify()  # reads the file's structure without decoding all pixels
+            mode, size, image_format = im.mode, im.size, im.format
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+        raise ValueError(f"{path}: not a readable image ({type(e).__name__}: {e}); "
+                         "expected an image file PIL can open") from e
+    if unscalable_mode(mode, image_format):
+        raise ValueError(unscalable_message(path, mode))
+    have = image_channels(mode)
+    if channels is not None and have != channels and not convert:
+        what = {1: "grey", 3: "RGB", None: f"mode {mode}"}[have]
+        raise ValueError(
+            f"{path}: image is {what} (PIL mode {mode!r}) but channels={channels} "
+            f"({'grey' if channels == 1 else 'RGB'}) was asked; set convert: true to convert, "
+            "or set channels (and the encoder's in_channels) to match"
+        )
+    return size
+
+
+def check_images(paths: list[Path], channels: int | None = None, convert: bool = True) -> dict[tuple[int, int], Path]:
+    """``check_image`` of every file; each size (W, H) found, with the first file of that size."""
+    sizes: dict[tuple[int, int], Path] = {}
+    for p in paths:
+        sizes.setdefault(check_image(p, channels, convert), p)
+    return sizes
 
 
 def read_image(path: Path, channels: int) -> Tensor:

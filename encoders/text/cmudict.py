@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vecset.encoders.text.files import read_utf8_lines
+from vecset.encoders.files import read_utf8_lines
 
 
 def read_dict_file(path: str | Path) -> dict[str, list[list[str]]]:

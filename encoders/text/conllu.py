@@ -7,7 +7,7 @@ from pathlib import Path
 
 import conllu
 
-from vecset.encoders.text.files import read_utf8_lines
+from vecset.encoders.files import read_utf8_lines
 
 # the 17 universal part-of-speech tags (UD v2)
 UPOS = ["ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 from torchvision.transforms import v2
 
-from vecset.encoders.image.idx import read_idx
+from vecset.encoders.image.idx import read_idx_split
 from vecset.pipelines.data.images import (
     ImageDataModule,
     TensorImages,
@@ -79,15 +79,8 @@ def find_files(root: str | Path) -> dict[str, tuple[Path, Path]]:
 
 
 def read_split(images_path: Path, labels_path: Path) -> tuple[Tensor, Tensor]:
-    """One official split: (N, 1, H, W) uint8 images and (N,) int64 labels in 0..9."""
-    images, labels = read_idx(images_path, "images"), read_idx(labels_path, "labels")
-    if len(images) != len(labels):
-        raise ValueError(f"{images_path} holds {len(images)} images but {labels_path} holds {len(labels)} labels; "
-                         "the two files must come from the same split")
-    if len(labels) and int(labels.max()) >= NUM_CLASSES:
-        raise ValueError(f"{labels_path}: label {int(labels.max())} is out of range (Fashion-MNIST has "
-                         f"{NUM_CLASSES} classes, 0..{NUM_CLASSES - 1})")
-    return images[:, None], labels
+    """One official split: (N, 1, H, W) uint8 images and (N,) int64 labels in 0..9 (``read_idx_split``)."""
+    return read_idx_split(images_path, labels_path, NUM_CLASSES, "Fashion-MNIST")
 
 
 def _subset(idx: np.ndarray, labels: np.ndarray, keep: int | None, seed: int) -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import networkx as nx
@@ -18,6 +19,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
+from vecset.backbone.data_spec import DataSpec, GraphStructure
 from vecset.encoders.graph import NodeFeaturizer, graph_tensors, pad_graphs
 from vecset.pipelines.data.base import VecsetDataModule
 
@@ -47,7 +49,7 @@ class GraphNodeDataModule(VecsetDataModule):
         train_nodes: the labelled training nodes; None draws ``train_per_class`` per class.
         train_per_class: labelled nodes per class when ``train_nodes`` is None.
         seed: draws the training nodes and the val/test halves of the rest.
-        max_dist, lap_pe_k: structure tensors (match the encoder's).
+        max_dist, lap_pe_k: structure tensors (the encoder checks at setup that its tables fit them).
 
     Batches: one graph, ``y`` (1, N) long with -100 on nodes outside the split.
     """
@@ -110,6 +112,12 @@ class GraphNodeDataModule(VecsetDataModule):
 
     def predict_split(self) -> str:
         return "predict"
+
+    def data_spec(self, stage: str) -> DataSpec:
+        """The class names and how the graph's tensors were made (checked against the encoder's tables)."""
+        graph = GraphStructure(max_dist=self.max_dist, lap_pe_k=self.lap_pe_k, node_dim=self.featurizer.dim,
+                               num_edge_types=self.featurizer.num_edge_types)
+        return replace(super().data_spec(stage), graph=graph)
 
     def reports(self) -> list:
         """The per-class report and the attention between the nodes (``attention.png``)."""

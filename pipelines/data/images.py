@@ -2,7 +2,9 @@
 user's own image folders (torchvision ImageFolder layout) and CIFAR-10 from a local folder.
 
 Every batch is ``{"image": (B, C, H, W) float, "y": (B,) long, "ids": (B,) long}``; the
-pixel/patch encoders in ``encoders/image.py`` turn the image into a VectorSet.
+pixel/patch encoders in ``encoders/image/`` turn the image into a VectorSet. What an image
+file's format means (modes, bit depths, channels, the errors naming a file) is
+``encoders/image/reading.py``'s; these modules find the files, split, and batch.
 Digits: Alpaydin & Kaynak 1995 (UCI optdigits), shipped with scikit-learn.
 ImageFolder and CIFAR-10 (Krizhevsky 2009) through torchvision, never downloading.
 """
@@ -20,14 +22,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 from torchvision.transforms import v2
 
-from vecset.encoders.image.collate import collate_images
-from vecset.encoders.image.reading import (
-    IMAGE_EXTENSIONS,
-    _image_channels,
-    read_image,
-    unscalable_message,
-    unscalable_mode,
-)
+from vecset.encoders.image import IMAGE_EXTENSIONS, FileImages, check_images, collate_images
 from vecset.pipelines.data.base import VecsetDataModule
 
 log = logging.getLogger(__name__)
@@ -60,9 +55,8 @@ def check_train_transforms(augment: bool, train_transforms: Sequence | None) -> 
 def list_predict_files(files: Sequence[str]) -> list[Path]:
     """The image files ``vecset predict`` reads: each file as given, each folder as the image
     files under it (sorted, hidden files skipped). A missing path, a file without an image
-    extension, one PIL cannot read, or a folder without images is an error naming it."""
-    from PIL import Image, UnidentifiedImageError
-
+    extension, one PIL cannot read (``check_image``), or a folder without images is an error
+    naming it."""
     found: list[Path] = []
     for f in files:
         p = Path(f)
@@ -79,12 +73,7 @@ def list_predict_files(files: Sequence[str]) -> list[Path]:
             found.append(p)
         else:
             raise FileNotFoundError(f"predict file {p} does not exist")
-    for p in found:
-        try:
-            with Image.open(p) as im:
-                im.verify()  # the file's structure, without decoding every pixel
-        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
-            raise ValueError(f"{p}: not a readable image ({type(e).__name__}: {e})") from e
+    check_images(found)  # any mode: predict files are converted to the model's channels
     return found
 
 
@@ -255,24 +244,6 @@ def scan_image_folder(root: Path, skip_non_images: bool) -> tuple[list[str], dic
     return classes, files
 
 
-class FileImages(Dataset):
-    """Image files with labels (None: files to predict); reads each with ``read_image``
-    (converting it to ``channels``), then transforms."""
-
-    def __init__(self, paths: list[Path], labels: list[int] | None, ids: list[int], channels: int,
-                 transform) -> None:
-        self.paths, self.labels, self.ids, self.channels, self.transform = paths, labels, ids, channels, transform
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def __getitem__(self, i: int) -> dict:
-        item = {"image": self.transform(read_image(self.paths[i], self.channels)), "id": self.ids[i]}
-        if self.labels is not None:
-            item["y"] = self.labels[i]
-        return item
-
-
 class ImageFolderDataModule(ImageDataModule):
     """The user's images in torchvision's ImageFolder layout.
 
@@ -341,30 +312,10 @@ class ImageFolderDataModule(ImageDataModule):
 
     # -- checks -------------------------------------------------------------------------
     def _check_files(self, paths: list[Path]) -> None:
-        from PIL import Image, UnidentifiedImageError
-
-        sizes = self._sizes  # across all splits: one batch may not mix sizes
-        for p in paths:
-            try:
-                with Image.open(p) as im:
-                    im.verify()  # reads the file's structure without decoding all pixels
-                    mode, size, image_format = im.mode, im.size, im.format
-            except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
-                raise ValueError(f"{p}: not a readable image ({type(e).__name__}: {e}); "
-                                 "expected an image file PIL can open") from e
-            if unscalable_mode(mode, image_format):
-                raise ValueError(unscalable_message(p, mode))
-            have = _image_channels(mode)
-            if have != self.channels and not self.convert:
-                what = {1: "grey", 3: "RGB", None: f"mode {mode}"}[have]
-                raise ValueError(
-                    f"{p}: image is {what} (PIL mode {mode!r}) but channels={self.channels} "
-                    f"({'grey' if self.channels == 1 else 'RGB'}) was asked; set convert: true to convert, "
-                    "or set channels (and the encoder's in_channels) to match"
-                )
-            sizes.setdefault(size, p)
-        if self.image_size is None and len(sizes) > 1:
-            (s1, p1), (s2, p2) = list(sizes.items())[:2]
+        for size, p in check_images(paths, self.channels, self.convert).items():
+            self._sizes.setdefault(size, p)  # across all splits: one batch may not mix sizes
+        if self.image_size is None and len(self._sizes) > 1:
+            (s1, p1), (s2, p2) = list(self._sizes.items())[:2]
             raise ValueError(f"images differ in size ({p1}: {s1[0]}x{s1[1]}, {p2}: {s2[0]}x{s2[1]} as WxH) "
                              "and image_size is not set; set image_size to resize them")
 
@@ -394,7 +345,6 @@ class ImageFolderDataModule(ImageDataModule):
             classes, train_files = scan_image_folder(subdirs["train"], self.skip_non_images)
             to_idx = {c: i for i, c in enumerate(classes)}
             split_files["train"] = _flatten(train_files, to_idx)
-            self._check_files(split_files["train"][0])
             for s in ("val", "test"):
                 if not subdirs[s].is_dir():
                     continue
@@ -406,10 +356,11 @@ class ImageFolderDataModule(ImageDataModule):
                         f"{subdirs['train']} (training classes: {classes}); every class must have training images"
                     )
                 split_files[s] = _flatten(fs, to_idx)
-                self._check_files(split_files[s][0])
             if "test" not in split_files:
                 raise FileNotFoundError(f"{self.root} has a train/ folder but no test/ folder "
                                         f"(expected {subdirs['test']})")
+            # every file found, in train, val, test order, then checked in one pass (the reader's)
+            self._check_files([p for s in ("train", "val", "test") if s in split_files for p in split_files[s][0]])
         else:
             classes, files = scan_image_folder(self.root, self.skip_non_images)
             to_idx = {c: i for i, c in enumerate(classes)}
@@ -431,16 +382,16 @@ class ImageFolderDataModule(ImageDataModule):
         # every image is resized to image_size, or (_check_files) all share one size; PIL's is (W, H)
         h, w = self.image_size if self.image_size is not None else next(iter(self._sizes))[::-1]
         self.image_shape = (self.channels, h, w)
-        for s in ("train", "val", "test"):
-            paths, labels = split_files[s]
-            self.sets[s] = FileImages(paths, labels, self._add(paths), self.channels,
-                                      self._transform(s == "train"))
+        splits = ("train", "val", "test")
+        ids = {s: self._add(split_files[s][0]) for s in splits}
+        transforms = {s: self._transform(s == "train") for s in splits}
+        self.sets = {s: FileImages(*split_files[s], ids[s], self.channels, transforms[s]) for s in splits}
         if self.predict_files:
             paths = list_predict_files(self.predict_files)
             self.add_predict_files(paths, self.channels, self._transform(False, size=(h, w)),
                                    first_id=self._add(paths)[0])
         log.info("%s: %d classes, %s images (train/val/test)", self.root, len(classes),
-                 "/".join(str(len(self.sets[s])) for s in ("train", "val", "test")))
+                 "/".join(map(str, [len(self.sets[s]) for s in splits])))
 
     def _split(self, paths: list[Path], labels: list[int], fraction: float, name: str):
         from sklearn.model_selection import train_test_split

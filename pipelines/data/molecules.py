@@ -1,22 +1,28 @@
 """MoleculeDataModule: a CSV of SMILES with one or more numeric targets -> graph batches.
 
+The chemistry is ``encoders/graph``'s: ``read_molecule_csv`` reads the file (targets or class
+labels, every unusable row counted with its line and reason) and featurizes the molecules,
+``DescriptorScaler`` standardizes descriptors, ``scaffold_groups`` groups molecules by
+Bemis-Murcko scaffold. This module finds the file, splits, calls the reader and batches.
+
 Splits: ``random`` (``numpy.random.default_rng(split_seed).permutation(n)``, first 80%
 train, next 10% validation, the rest test: the FreeSolv benchmark splits for seeds 0..4),
-``scaffold`` (Bemis & Murcko 1996 scaffolds via RDKit, whole scaffold groups, largest first,
-to train, then validation, then test; as in DeepChem's ScaffoldSplitter), ``scaffold_random``
-(whole scaffold groups in ``split_seed``'s random order, big ones first: Chemprop's balanced
-scaffold split), or ``column``
+``scaffold`` (Bemis & Murcko 1996 scaffold groups, largest first, to train, then validation,
+then test; as in DeepChem's ScaffoldSplitter), ``scaffold_random`` (whole scaffold groups in
+``split_seed``'s random order, big ones first: Chemprop's balanced scaffold split), or ``column``
 (a column of the file with train/val/test; without val rows, ``val_fraction`` of the train
 rows, drawn with ``split_seed``, validate).
 
 Every molecule is featurized once in ``setup`` (graph tensors, optional descriptors) and
-kept for all epochs. Inside ``shared_featurization()`` (the ensemble's members train in it) a
-SMILES featurized with the same settings is reused: B3DB's 7,800 molecules are featurized once
-(71 s), not once per member. Rows that cannot be used are skipped, counted and logged with their
-line number (missing or non-numeric target, or one beyond float32; SMILES that RDKit rejects,
-is empty, or has more than ``max_atoms`` heavy atoms; an empty class label); a missing or
-duplicated column, a row with the wrong number of fields, invalid UTF-8 and a class label
-other than the declared ``classes`` are errors naming the file and line.
+kept for all epochs. The featurized molecules are cached on disk (``encoders/graph/cache.py``:
+keyed by the SMILES, the featurizer's settings, RDKit's version and the featurization code), so
+a second run, and each member of an ensemble after the first, reads them instead of
+featurizing again (B3DB's 7,800 molecules: about a minute). Rows that cannot be used are
+skipped, counted and logged with their line number (missing or non-numeric target, or one
+beyond float32; SMILES that RDKit rejects, is empty, or has more than ``max_atoms`` heavy atoms;
+an empty class label); a missing or duplicated column, a row with the wrong number of fields,
+invalid UTF-8 and a class label other than the declared ``classes`` are errors naming the file
+and line.
 
 The console gets the number of skipped rows and the first few; all of them (line, SMILES,
 reason) go to ``skipped_rows.csv`` in the run directory (the trainer's ``log_dir``) when the
@@ -28,9 +34,7 @@ Classification (``label_column`` and ``classes``): ``y`` is the index of the row
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 import logging
 import math
 from dataclasses import replace
@@ -38,21 +42,19 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 import torch
 from torch.utils.data import DataLoader
 
 from vecset.backbone.data_spec import DataSpec
 from vecset.encoders.graph import (
-    InvalidMolecule,
-    NodeFeaturizer,
-    graph_tensors,
-    mol_to_graph,
-    molecule_descriptors,
-    pad_graphs,
-    parse_smiles,
+    DescriptorScaler,
+    FeatureCache,
+    MoleculeFeaturizer,
+    MoleculeTable,
+    read_molecule_csv,
+    scaffold_groups,
 )
-from vecset.encoders.text.files import read_utf8
+from vecset.pipelines.console import track
 from vecset.pipelines.data.base import VecsetDataModule
 
 log = logging.getLogger(__name__)
@@ -67,63 +69,6 @@ def _short(text: str, width: int = 60) -> str:
     return repr(text) if len(text) <= width else repr(text[: width - 3] + "...")
 
 
-# (smiles, max_atoms, max_dist, lap_pe_k, descriptors) -> a featurized item, while a
-# shared_featurization() block runs (None outside: a single run keeps no second copy; B3DB's
-# items take 147 MiB)
-FEATURE_MEMO: dict[tuple, dict] | None = None
-
-
-@contextlib.contextmanager
-def shared_featurization():
-    """Data modules set up inside the block reuse each other's featurized molecules (copies:
-    tensors and arrays included, so nothing is shared); the memo is dropped at the end."""
-    global FEATURE_MEMO
-    outer, FEATURE_MEMO = FEATURE_MEMO, ({} if FEATURE_MEMO is None else FEATURE_MEMO)
-    try:
-        yield
-    finally:
-        FEATURE_MEMO = outer
-
-
-def read_csv_rows(path: Path) -> tuple[pd.DataFrame, list[int]]:
-    """The data rows of a CSV file as strings, and the line each row starts on.
-
-    Read with the ``csv`` module rather than ``pandas.read_csv``, which drops blank lines
-    without counting them (every later row's line number would be off) and renames a
-    duplicate column (``expt``, ``expt.1``). Blank lines are skipped but counted; duplicate
-    column names, a row with another number of fields than the header and invalid UTF-8 are
-    ValueErrors naming the file and line.
-    """
-    reader = csv.reader(io.StringIO(read_utf8(path), newline=""))
-    header: list[str] | None = None
-    header_line, start = 0, 1
-    rows, lines = [], []
-    try:
-        for record in reader:
-            if record:  # a blank line reads as []
-                if header is None:
-                    header, header_line = record, start
-                    # unnamed columns (a spreadsheet's trailing commas) cannot be selected: not duplicates
-                    dup = sorted({c for c in header if c and header.count(c) > 1})
-                    if dup:
-                        where = ", ".join(str(i + 1) for i, c in enumerate(header) if c in dup)
-                        raise ValueError(f"{path}:{start}: duplicate column name(s) {dup} (columns {where}); "
-                                         "each column needs its own name")
-                elif len(record) != len(header):
-                    n = len(record)
-                    raise ValueError(f"{path}:{start}: {n} field{'s' if n != 1 else ''}, the header (line "
-                                     f"{header_line}) has {len(header)}: {record}")
-                else:
-                    rows.append(record)
-                    lines.append(start)
-            start = reader.line_num + 1  # a quoted field may span lines
-    except csv.Error as e:
-        raise ValueError(f"{path}:{reader.line_num}: {e}") from None
-    if header is None:
-        raise ValueError(f"{path}: empty file (expected a header line of column names)")
-    return pd.DataFrame(rows, columns=header, dtype=str), lines
-
-
 def random_split(n: int, seed: int, fractions: tuple[float, float] = (0.8, 0.1)) -> dict[str, np.ndarray]:
     """``default_rng(seed).permutation(n)``: first int(0.8 n) train, next int(0.1 n) val, rest test."""
     perm = np.random.default_rng(seed).permutation(n)
@@ -133,7 +78,8 @@ def random_split(n: int, seed: int, fractions: tuple[float, float] = (0.8, 0.1))
 
 def scaffold_split(smiles: list[str], fractions: tuple[float, float] = (0.8, 0.1),
                    seed: int | None = None) -> dict[str, np.ndarray]:
-    """Bemis-Murcko scaffold groups, each assigned whole to train, then val, then test.
+    """Bemis-Murcko scaffold groups (``encoders.graph.scaffold_groups``), each assigned whole to
+    train, then val, then test.
 
     ``seed`` None: largest group first (DeepChem's ScaffoldSplitter; deterministic). A seed:
     Chemprop's balanced scaffold split: the groups larger than half the test size first, then
@@ -141,19 +87,15 @@ def scaffold_split(smiles: list[str], fractions: tuple[float, float] = (0.8, 0.1
     the held-out parts get a random mix of the small ones. An empty part (too few scaffold
     groups for the fractions) is a ValueError: its metrics would be undefined.
     """
-    from rdkit.Chem.Scaffolds import MurckoScaffold
-
-    groups: dict[str, list[int]] = {}
-    for i, s in enumerate(smiles):
-        groups.setdefault(MurckoScaffold.MurckoScaffoldSmiles(smiles=s, includeChirality=False), []).append(i)
+    groups = scaffold_groups(smiles)
     n = len(smiles)
     if seed is None:
-        ordered = sorted(groups.values(), key=lambda g: (-len(g), g[0]))
+        ordered = sorted(groups, key=lambda g: (-len(g), g[0]))
     else:
         rng = np.random.default_rng(seed)
         limit = (1 - fractions[0] - fractions[1]) * n / 2
-        big = [g for g in groups.values() if len(g) > limit]
-        small = [g for g in groups.values() if len(g) <= limit]
+        big = [g for g in groups if len(g) > limit]
+        small = [g for g in groups if len(g) <= limit]
         ordered = [big[i] for i in rng.permutation(len(big))] + [small[i] for i in rng.permutation(len(small))]
     out: dict[str, list[int]] = {"train": [], "val": [], "test": []}
     for g in ordered:
@@ -166,7 +108,7 @@ def scaffold_split(smiles: list[str], fractions: tuple[float, float] = (0.8, 0.1
     empty = [k for k, v in out.items() if not v]
     if empty:
         raise ValueError(f"scaffold split of {n} molecules ({len(groups)} scaffold groups, largest "
-                         f"{max(map(len, groups.values()))}): the {' and '.join(empty)} part(s) got no molecules "
+                         f"{max(map(len, groups))}): the {' and '.join(empty)} part(s) got no molecules "
                          f"(fractions train {fractions[0]}, val {fractions[1]}, test the rest; groups are never "
                          "divided); use more molecules, other fractions or a random split")
     return {k: np.array(sorted(v), dtype=np.int64) for k, v in out.items()}
@@ -187,8 +129,9 @@ class MoleculeDataModule(VecsetDataModule):
         split_column: the column for ``split="column"`` (values train / val / test).
         val_fraction: share of the train rows held out when the column has no val rows.
         max_atoms: molecules with more heavy atoms are skipped and reported.
-        max_dist: shortest-path distances are clipped here (must match the encoder's).
-        lap_pe_k: Laplacian eigenvectors per graph (must match the encoder's ``lap_pe_k``).
+        max_dist: shortest-path distances are clipped here; lap_pe_k: Laplacian eigenvectors
+            per graph. The data's values: the encoder checks at setup that its tables fit them
+            (``GraphEncoder.receive``), a mismatch is an error naming both.
         descriptors: add standardized RDKit 2-D descriptors as ``batch["features"]`` (set
             the head's ``extra_features`` to their number, 217 with RDKit 2026.09; a
             mismatch is an error at setup).
@@ -197,6 +140,10 @@ class MoleculeDataModule(VecsetDataModule):
             rows are written to ``invalid_rows.csv`` and the rest predicted. Without it,
             ``predict`` runs on the test split.
         num_workers: DataLoader workers.
+        cache: keep the featurized molecules on disk and read them from there when the same
+            SMILES come again with the same settings (``encoders/graph/cache.py``).
+        cache_dir: the cache's folder; None: ``$VECSET_CACHE/molecules``, else
+            ``$XDG_CACHE_HOME/vecset/molecules``, else ``~/.cache/vecset/molecules``.
 
     Batches: see ``encoders.graph.pad_graphs``; ``y`` (B, T) float, or (B,) long class indices.
     """
@@ -205,7 +152,7 @@ class MoleculeDataModule(VecsetDataModule):
                  label_column: str | None = None, classes: list[str] | None = None, split: Split = "random", split_seed: int = 0, split_column: str = "split",
                  val_fraction: float = 0.1, max_atoms: int = 100, max_dist: int = 8, lap_pe_k: int = 0,
                  descriptors: bool = False, batch_size: int = 32, predict_csv: str | None = None,
-                 num_workers: int = 0) -> None:
+                 num_workers: int = 0, cache: bool = True, cache_dir: str | None = None) -> None:
         super().__init__()
         if split not in ("random", "scaffold", "scaffold_random", "column"):
             raise ValueError(f"split must be 'random', 'scaffold', 'scaffold_random' or 'column', got {split!r}")
@@ -228,99 +175,36 @@ class MoleculeDataModule(VecsetDataModule):
         self.lap_pe_k, self.descriptors, self.batch_size = lap_pe_k, descriptors, batch_size
         self.predict_csv = Path(predict_csv) if predict_csv else None
         self.num_workers = num_workers
-        self.featurizer = NodeFeaturizer()
+        self.featurizer = MoleculeFeaturizer(max_atoms, max_dist, lap_pe_k, descriptors)
+        self.cache = FeatureCache(cache_dir) if cache else None
         self.items: list[dict] | None = None
         self.splits: dict[str, list[dict]] = {}
         self.skipped: list[dict] = []  # {"line", "smiles", "reason"} of the training file
         self.invalid_predict: list[dict] = []
         self.predict_items: list[dict] | None = None
-        self.desc_mean: np.ndarray | None = None
-        self.desc_std: np.ndarray | None = None
+        self.scaler: DescriptorScaler | None = None  # fit on the training split when descriptors are on
 
-    # -- reading --------------------------------------------------------------------
-    def _read(self, path: Path, columns: list[str]) -> tuple[pd.DataFrame, list[int]]:
-        if not path.exists():
-            raise FileNotFoundError(f"molecule CSV not found: {path}")
-        df, lines = read_csv_rows(path)
-        missing = [c for c in columns if c not in df.columns]
-        if missing:
-            raise ValueError(f"{path}: column(s) {missing} not in the file; its columns are {list(df.columns)}")
-        return df, lines
+    # -- reading: encoders/graph's reader --------------------------------------------
+    def _progress(self):
+        """A progress bar over the featurizing loop, unless the Trainer's is switched off."""
+        if self.trainer is not None and self.trainer.progress_bar_callback is None:
+            return None
+        return track
 
-    def _target_problem(self, df: pd.DataFrame, row: int, y: np.ndarray) -> str | None:
-        """Why the targets ``y`` (T,) of data row ``row`` cannot be used, or None."""
-        with np.errstate(over="ignore"):  # the batch holds float32: 1e39 is finite here but inf there
-            as_float32 = y.astype(np.float32)
-        for finite, why in ((np.isfinite(y), "missing or non-numeric target"),
-                            (np.isfinite(as_float32), "target out of float32 range")):
-            if not finite.all():
-                bad = [f"{c}={df[c].iat[row]!r}" for c, ok in zip(self.target_names, finite, strict=True) if not ok]
-                return f"{why} ({', '.join(bad)})"
-        return None
-
-    def _featurize(self, smiles: str) -> dict:
-        key = (smiles, self.max_atoms, self.max_dist, self.lap_pe_k, self.descriptors)
-        if FEATURE_MEMO is not None and key in FEATURE_MEMO:
-            # a copy, tensors and arrays too: rows with the same SMILES, and modules, share nothing
-            return {k: v.clone() if isinstance(v, torch.Tensor) else v.copy() if isinstance(v, np.ndarray) else v
-                    for k, v in FEATURE_MEMO[key].items()}
-        mol = parse_smiles(smiles, self.max_atoms)  # an InvalidMolecule is never memoized
-        item = graph_tensors(mol_to_graph(mol), self.featurizer, self.max_dist, self.lap_pe_k)
-        if self.descriptors:
-            item["raw_desc"] = molecule_descriptors(mol)
-        item["smiles"] = smiles
-        if FEATURE_MEMO is not None:
-            FEATURE_MEMO[key] = item
-            return self._featurize(smiles)  # the caller gets a copy, the memo keeps its own
-        return item
-
-    def _labels(self, df: pd.DataFrame, lines: list[int]) -> np.ndarray:
-        """Class index per row (-1: empty label, skipped); a value outside ``classes`` is an error."""
-        values = df[self.label_column].str.strip()
-        index = {c: i for i, c in enumerate(self.class_names)}
-        bad: dict[str, list[int]] = {}
-        for row, v in enumerate(values):
-            if v and v not in index:
-                bad.setdefault(v, []).append(lines[row])
-        if bad:
-            listed = "; ".join(f"{v!r} ({len(ls)} rows, line{'s' if len(ls) > 1 else ''} "
-                               f"{', '.join(map(str, ls[:5]))}{' ...' if len(ls) > 5 else ''})"
-                               for v, ls in sorted(bad.items()))
-            raise ValueError(f"{self.csv_path}: column {self.label_column!r} holds values other than the declared "
-                             f"classes {self.class_names}: {listed}")
-        return np.array([index.get(v, -1) for v in values], dtype=np.int64)
+    def _read(self, path: Path, labelled: bool) -> MoleculeTable:
+        return read_molecule_csv(
+            path, self.featurizer, self.smiles_column,
+            target_columns=self.target_names if labelled else (),
+            label_column=self.label_column if labelled else None, classes=self.class_names,
+            split_column=self.split_column if labelled and self.split == "column" else None,
+            cache=self.cache, progress=self._progress())
 
     def _load(self) -> None:
-        cols = [self.smiles_column, *self.target_names] + ([self.label_column] if self.label_column else []) \
-            + ([self.split_column] if self.split == "column" else [])
-        df, lines = self._read(self.csv_path, cols)
-        targets = df[self.target_names].apply(lambda c: pd.to_numeric(c.str.strip(), errors="coerce"))
-        labels = self._labels(df, lines) if self.label_column else None
-        items, skipped = [], []
-        for row in range(len(df)):
-            smi = df[self.smiles_column].iat[row].strip()
-            if labels is None:
-                y = targets.iloc[row].to_numpy(dtype=np.float64)
-                reason = self._target_problem(df, row, y)
-                target = torch.tensor(y, dtype=torch.float32)
-            else:
-                reason = "missing class label" if labels[row] < 0 else None
-                target = torch.tensor(labels[row])
-            if reason is None:
-                try:
-                    item = self._featurize(smi)
-                except InvalidMolecule as e:
-                    reason = e.reason
-            if reason is not None:
-                skipped.append({"line": lines[row], "smiles": smi, "reason": reason})
-                continue
-            item.update(id=row, line=lines[row], y=target)
-            if self.split == "column":
-                item["split_value"] = df[self.split_column].iat[row].strip().lower()
-            items.append(item)
+        table = self._read(self.csv_path, labelled=True)
+        items, skipped = table.items, table.skipped
         if skipped:
             where = self._write_skipped(skipped)
-            log.warning("%s: skipped %d of %d rows (%s%s); all %d: %s", self.csv_path, len(skipped), len(df),
+            log.warning("%s: skipped %d of %d rows (%s%s); all %d: %s", self.csv_path, len(skipped), table.rows,
                         "; ".join(f"line {s['line']} {_short(s['smiles'])}: {_short(s['reason'], 80)}"
                                   for s in skipped[:SHOWN_SKIPPED]),
                         "; ..." if len(skipped) > SHOWN_SKIPPED else "", len(skipped), where)
@@ -366,24 +250,14 @@ class MoleculeDataModule(VecsetDataModule):
             idx["train"], idx["val"] = np.sort(perm[: len(perm) - n_val]), np.sort(perm[len(perm) - n_val :])
         return idx
 
-    def _normalize_descriptors(self, items: list[dict]) -> None:
-        for it in items:
-            z = (it["raw_desc"] - self.desc_mean) / self.desc_std
-            # unseen failures (NaN) sit at the training mean; clipping keeps a huge value
-            # (e.g. Ipc) of one molecule from dominating the input
-            it["features"] = torch.from_numpy(np.clip(np.nan_to_num(z, nan=0.0), -5, 5)).float()
-
     def setup(self, stage: str | None = None) -> None:
         if self.items is None:
             self._load()
             idx = self._split()
             self.splits = {k: [self.items[i] for i in v] for k, v in idx.items()}
             if self.descriptors:
-                train = np.stack([it["raw_desc"] for it in self.splits["train"]])
-                self.desc_mean = np.nan_to_num(np.nanmean(train, 0))
-                std = np.nan_to_num(np.nanstd(train, 0))
-                self.desc_std = np.where(std > 0, std, 1.0)
-                self._normalize_descriptors(self.items)
+                self.scaler = DescriptorScaler().fit_items(self.splits["train"])
+                self.scaler.standardize(self.items)
             log.info("%s: %s molecules", self.csv_path, {k: len(v) for k, v in self.splits.items()})
             for k, v in self.splits.items():
                 if not v:
@@ -392,32 +266,25 @@ class MoleculeDataModule(VecsetDataModule):
             self._load_predict()
 
     def _load_predict(self) -> None:
-        df, lines = self._read(self.predict_csv, [self.smiles_column])
-        items, invalid = [], []
-        for row in range(len(df)):
-            smi = df[self.smiles_column].iat[row].strip()
-            try:
-                item = self._featurize(smi)
-            except InvalidMolecule as e:
-                invalid.append({"line": lines[row], "smiles": smi, "reason": e.reason})
-                continue
-            item.update(id=row, line=lines[row])
-            items.append(item)
+        table = self._read(self.predict_csv, labelled=False)
+        items, invalid = table.items, table.skipped
         if self.descriptors:
-            self._normalize_descriptors(items)
+            self.scaler.standardize(items)
         if invalid:
             log.warning("%s: %d of %d SMILES could not be predicted (%s%s); all of them go to invalid_rows.csv "
-                        "beside the predictions", self.predict_csv, len(invalid), len(df),
+                        "beside the predictions", self.predict_csv, len(invalid), table.rows,
                         "; ".join(f"line {s['line']} {_short(s['smiles'])}: {_short(s['reason'], 80)}"
                                   for s in invalid[:SHOWN_SKIPPED]), "; ..." if len(invalid) > SHOWN_SKIPPED else "")
         self.predict_items, self.invalid_predict = items, invalid
 
     # -- loaders ----------------------------------------------------------------------
     def collate(self, items: list[dict]) -> dict:
-        return pad_graphs(items, unreachable=self.max_dist + 1)
+        """Padded graph batches (``MoleculeFeaturizer.collate``: ``pad_graphs``, unreachable =
+        ``max_dist + 1``); the loaders call the featurizer's directly."""
+        return self.featurizer.collate(items)
 
     def _loader(self, items: list[dict], shuffle: bool = False) -> DataLoader:
-        return DataLoader(items, batch_size=self.batch_size, shuffle=shuffle, collate_fn=self.collate,
+        return DataLoader(items, batch_size=self.batch_size, shuffle=shuffle, collate_fn=self.featurizer.collate,
                           num_workers=self.num_workers)
 
     def train_dataloader(self) -> DataLoader:
@@ -440,12 +307,14 @@ class MoleculeDataModule(VecsetDataModule):
     # -- what the task and the writer need -------------------------------------------
     @property
     def descriptor_dim(self) -> int:
-        return 0 if self.desc_mean is None else len(self.desc_mean)
+        return 0 if self.scaler is None else self.scaler.dim
 
     def data_spec(self, stage: str) -> DataSpec:
         """The descriptors' width (checked against the head's ``extra_features`` at every
-        stage); at fit, the training targets (the regression scaler; class weights)."""
-        spec = replace(super().data_spec(stage), feature_width=self.descriptor_dim, origin=str(self.csv_path))
+        stage) and how the graphs were made (checked against the encoder's tables); at fit, the
+        training targets (the regression scaler; class weights)."""
+        spec = replace(super().data_spec(stage), feature_width=self.descriptor_dim, origin=str(self.csv_path),
+                       graph=self.featurizer.structure)
         if spec.fit:
             spec = replace(spec, train_targets=torch.stack([it["y"] for it in self.splits["train"]]))
         return spec

@@ -266,7 +266,7 @@ def test_descriptor_features_standardized_on_train(tmp_path):
     feats = torch.stack([it["features"] for it in dm.splits["train"]])
     assert feats.shape == (120, dm.descriptor_dim) and dm.descriptor_dim == 217
     assert torch.isfinite(feats).all() and feats.abs().max() <= 5
-    varying = dm.desc_std > 1e-8
+    varying = dm.scaler.std > 1e-8
     assert feats[:, torch.as_tensor(varying)].mean(0).abs().max() < 0.25  # ~0 up to clipping
     batch = next(iter(dm.train_dataloader()))
     assert batch["features"].shape == (32, 217)
@@ -339,7 +339,7 @@ def test_fit_plots_and_predict_with_invalid_rows(tmp_path, monkeypatch):
     assert [(r["line"], r["smiles"]) for r in bad] == [("3", "C1CC"), ("4", "")]
     assert "unclosed ring" in bad[0]["reason"] and bad[1]["reason"] == "empty SMILES"
     # the predicted value equals the model's own output for that molecule
-    item = {**dm._featurize("CCO"), "id": 0}
+    item = dm.featurizer("CCO").item(id=0)
     model.eval()
     with torch.no_grad():
         direct = model.head.to_units(model(dm.collate([item])))

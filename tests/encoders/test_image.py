@@ -350,6 +350,33 @@ def test_32bit_integer_image_is_error_naming_the_file(tmp_path):
         ImageFolderDataModule(str(_deep_folder(tmp_path, write)), channels=1, **SPLIT).setup("fit")
 
 
+def test_check_image_reads_the_header_only_and_names_the_file(tmp_path):
+    from vecset.encoders.image import FileImages, check_image, check_images, image_channels
+
+    Image.new("L", (5, 3)).save(tmp_path / "grey.png")
+    Image.new("RGBA", (4, 4)).save(tmp_path / "rgba.png")
+    Image.fromarray(np.full((8, 8), 70000, np.int32)).save(tmp_path / "int32.tif")
+    assert check_image(tmp_path / "grey.png") == (5, 3)  # (W, H); no channels asked: any mode
+    assert [image_channels(m) for m in ("L", "I;16", "RGB", "RGBA", "P")] == [1, 1, 3, None, None]
+    with pytest.raises(ValueError, match=r"rgba.png: image is mode RGBA \(PIL mode 'RGBA'\) but channels=3"):
+        check_image(tmp_path / "rgba.png", channels=3, convert=False)
+    assert check_image(tmp_path / "rgba.png", channels=3, convert=True) == (4, 4)
+    with pytest.raises(ValueError, match=r"int32.tif: PIL mode 'I' \(32-bit integer pixels\)"):
+        check_image(tmp_path / "int32.tif")
+    paths = [tmp_path / "grey.png", tmp_path / "rgba.png", tmp_path / "grey.png"]
+    assert check_images(paths) == {(5, 3): paths[0], (4, 4): paths[1]}
+    item = FileImages(paths[:2], [0, 1], [7, 8], 3, lambda im: im)[1]
+    assert item["image"].shape == (3, 4, 4) and item["image"].dtype == torch.uint8 and (item["id"], item["y"]) == (8, 1)
+
+
+def test_a_32bit_integer_predict_file_is_refused_at_setup(tmp_path):
+    from vecset.pipelines.data.images import list_predict_files
+
+    Image.fromarray(np.full((8, 8), 70000, np.int32)).save(tmp_path / "int32.tif")
+    with pytest.raises(ValueError, match=r"int32.tif: PIL mode 'I' \(32-bit integer pixels\) has no fixed range"):
+        list_predict_files([str(tmp_path)])
+
+
 @pytest.mark.parametrize("mode,channels", [("L", 1), ("RGB", 3)])
 def test_8bit_images_read_as_before(tmp_path, mode, channels):
     rng = np.random.default_rng(0)

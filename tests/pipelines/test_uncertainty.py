@@ -191,9 +191,12 @@ data:
 
 
 def test_two_member_ensemble_of_mean_variance_heads(tmp_path, monkeypatch):
+    import vecset.encoders.graph.reading as reading
     from vecset.pipelines.ensemble import main
 
     monkeypatch.chdir(tmp_path)
+    featurized, real = [], reading.MoleculeFeaturizer.__call__
+    monkeypatch.setattr(reading.MoleculeFeaturizer, "__call__", lambda self, s: featurized.append(s) or real(self, s))
     with open(ROOT / "data" / "molecules" / "freesolv.csv") as f:
         (tmp_path / "fs.csv").write_text("".join(f.readlines()[:81]))
     cfg = tmp_path / "tiny.yaml"
@@ -202,6 +205,7 @@ def test_two_member_ensemble_of_mean_variance_heads(tmp_path, monkeypatch):
     out = main(["--members", "2", "--config", str(cfg)])
     summary = json.loads((out / "ensemble.json").read_text())
     assert [r["seed"] for r in summary["runs"]] == [0, 1]
+    assert len(featurized) == 80  # the 80 molecules once: the second member read the feature cache
     members = [json.loads((Path(r["run_dir"]) / "results.json").read_text()) for r in summary["runs"]]
     # each member's own run wrote its uncertainty report (a mean-variance head gives a std)
     assert all((Path(r["run_dir"]) / "test_uncertainty.json").exists() for r in summary["runs"])

@@ -93,28 +93,29 @@ def test_a_scaffold_split_with_an_empty_part_is_an_error(tmp_path):
         dm.setup("fit")
 
 
-def test_modules_inside_shared_featurization_reuse_the_featurized_molecules(tmp_path, monkeypatch):
-    import vecset.pipelines.data.molecules as mod
+def test_a_second_setup_reads_the_featurized_molecules_from_the_cache(tmp_path, monkeypatch):
+    """What the ensemble relies on: data modules of the same file and settings featurize once
+    (the first writes the feature cache, the next read it), other settings featurize anew, and
+    no two modules share an item."""
+    import vecset.encoders.graph.reading as reading
 
     calls = []
-    real = mod.graph_tensors
-    monkeypatch.setattr(mod, "graph_tensors", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = reading.graph_tensors
+    monkeypatch.setattr(reading, "graph_tensors", lambda *a, **k: calls.append(1) or real(*a, **k))
     rows = [["smiles", "y"], *([m, i % 3 - 1.0] for i, m in enumerate(molecules())), ["C1CC", 0.0]]
     path = write(tmp_path / "m.csv", rows)
     make = lambda **kw: MoleculeDataModule(str(path), target_columns=["y"], descriptors=True, **kw)  # noqa: E731
-    make().setup("fit")
-    make().setup("fit")
-    assert len(calls) == 120 and mod.FEATURE_MEMO is None  # outside the block nothing is kept
-    with mod.shared_featurization():
-        first = make()
-        first.setup("fit")
-        assert len(calls) == 180 and len(first.skipped) == 1  # the unclosed ring is rejected, not memoized
-        again = make(split_seed=1)
-        again.setup("fit")
-        assert len(calls) == 180 and len(again.skipped) == 1  # every molecule from the memo
-        make(max_dist=4).setup("fit")
-        assert len(calls) == 240  # other settings featurize anew
-    assert mod.FEATURE_MEMO is None
+    make(cache=False).setup("fit")
+    make(cache=False).setup("fit")
+    assert len(calls) == 120  # without the cache every setup featurizes
+    first = make()
+    first.setup("fit")
+    assert len(calls) == 180 and len(first.skipped) == 1  # the unclosed ring is rejected
+    again = make(split_seed=1)
+    again.setup("fit")
+    assert len(calls) == 180 and again.skipped == first.skipped  # every molecule, and the rejection, from the cache
+    make(max_dist=4).setup("fit")
+    assert len(calls) == 240  # other settings featurize anew
     a, b = (sorted(m.items, key=lambda it: it["id"]) for m in (first, again))
     for x, y in zip(a, b, strict=True):
         assert x is not y and torch.equal(x["dist"], y["dist"]) and np.array_equal(x["raw_desc"], y["raw_desc"])

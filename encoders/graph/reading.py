@@ -1,0 +1,190 @@
+"""The molecule reader: a SMILES string -> a featurized ``Molecule``, and a CSV of SMILES with
+targets or class labels -> labelled batch items, every unusable row counted with its line and
+the reason, every malformed file an error naming the file and line.
+
+Featurizing is the slow part (RDKit, all-pairs shortest paths, 217 descriptors: B3DB's 7,800
+molecules take about a minute), so ``featurize_smiles`` reads a ``FeatureCache`` when it has
+the same SMILES featurized with the same settings, and reports progress otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from vecset.backbone.data_spec import GraphStructure
+from vecset.encoders.files import read_csv_rows
+from vecset.encoders.graph.cache import FeatureCache
+from vecset.encoders.graph.collate import pad_graphs
+from vecset.encoders.graph.descriptors import molecule_descriptors
+from vecset.encoders.graph.featurize import NodeFeaturizer, graph_tensors
+from vecset.encoders.graph.molecules import InvalidMolecule, Molecule, mol_to_graph, parse_smiles
+
+# (the SMILES to featurize, a description) -> the same SMILES, while showing progress
+Progress = Callable[[Sequence[str], str], Iterable[str]]
+
+
+class MoleculeFeaturizer:
+    """SMILES -> ``Molecule``: RDKit parsing, Chemprop-style atom features, shortest-path
+    distances, bond types, degrees, optional Laplacian eigenvectors and RDKit descriptors.
+
+    Args:
+        max_atoms: a molecule with more heavy atoms is an ``InvalidMolecule`` (None: no limit).
+        max_dist: shortest-path distances are clipped here; ``max_dist + 1`` is unreachable.
+        lap_pe_k: Laplacian eigenvectors per graph (0: none).
+        descriptors: also compute RDKit's 2-D descriptors (``molecule_descriptors``).
+
+    ``structure`` is what the graph encoder's tables must fit (handed over in the DataSpec),
+    ``settings`` everything the tensors depend on (the cache's key).
+    """
+
+    def __init__(self, max_atoms: int | None = 100, max_dist: int = 8, lap_pe_k: int = 0,
+                 descriptors: bool = False) -> None:
+        self.max_atoms, self.max_dist, self.lap_pe_k, self.descriptors = max_atoms, max_dist, lap_pe_k, descriptors
+        self.nodes = NodeFeaturizer()
+
+    @property
+    def structure(self) -> GraphStructure:
+        return GraphStructure(max_dist=self.max_dist, lap_pe_k=self.lap_pe_k, node_dim=self.nodes.dim,
+                              num_edge_types=self.nodes.num_edge_types)
+
+    def settings(self) -> dict:
+        n = self.nodes
+        return {"max_atoms": self.max_atoms, "max_dist": self.max_dist, "lap_pe_k": self.lap_pe_k,
+                "descriptors": self.descriptors, "categorical": n.categorical, "numeric": n.numeric,
+                "edge_attribute": n.edge_attribute, "edge_vocab": n.edge_vocab}
+
+    def collate(self, items: list[dict]) -> dict:
+        """A batch of this featurizer's items: ``pad_graphs`` with its "unreachable" (``max_dist + 1``)."""
+        return pad_graphs(items, unreachable=self.max_dist + 1)
+
+    def __call__(self, smiles: str) -> Molecule:
+        """One SMILES featurized; ``InvalidMolecule`` with RDKit's reason when it cannot be."""
+        mol = parse_smiles(smiles, self.max_atoms)
+        graph = graph_tensors(mol_to_graph(mol), self.nodes, self.max_dist, self.lap_pe_k)
+        return Molecule(smiles, graph, molecule_descriptors(mol) if self.descriptors else None)
+
+
+def featurize_smiles(smiles: Iterable[str], featurizer: MoleculeFeaturizer, cache: FeatureCache | None = None,
+                     progress: Progress | None = None, source: str = "") -> dict[str, Molecule | InvalidMolecule]:
+    """Each distinct SMILES featurized, or the ``InvalidMolecule`` saying why it cannot be.
+
+    With a ``cache`` holding these SMILES featurized with these settings (and this RDKit and
+    featurization code), the result is read from it and nothing is featurized; otherwise every
+    SMILES is featurized (``progress`` wrapping the loop, described by ``source``) and the result
+    written to the cache for the next run.
+    """
+    distinct = list(dict.fromkeys(smiles))
+    key = cache.key(distinct, featurizer.settings()) if cache is not None else None
+    if cache is not None:
+        found = cache.load(key, distinct)
+        if found is not None:
+            return found
+    out: dict[str, Molecule | InvalidMolecule] = {}
+    for s in progress(distinct, f"featurizing {source or 'molecules'}") if progress else distinct:
+        try:
+            out[s] = featurizer(s)
+        except InvalidMolecule as e:
+            out[s] = e
+    if cache is not None:
+        cache.save(key, out, source)
+    return out
+
+
+@dataclass
+class MoleculeTable:
+    """What ``read_molecule_csv`` made of a file.
+
+    ``items``: one batch item per usable row (``Molecule.item`` with ``id`` = the data row's
+    index, ``line`` = the file line it starts on, ``y`` when the file is labelled and
+    ``split_value`` with a ``split_column``); ``skipped``: ``{"line", "smiles", "reason"}`` of
+    every row that is not used; ``rows``: the file's data rows.
+    """
+
+    path: Path
+    items: list[dict] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+    rows: int = 0
+
+
+def _target_problem(df: pd.DataFrame, row: int, names: list[str], y: np.ndarray) -> str | None:
+    """Why the targets ``y`` (T,) of data row ``row`` cannot be used, or None."""
+    with np.errstate(over="ignore"):  # the batch holds float32: 1e39 is finite here but inf there
+        as_float32 = y.astype(np.float32)
+    for finite, why in ((np.isfinite(y), "missing or non-numeric target"),
+                        (np.isfinite(as_float32), "target out of float32 range")):
+        if not finite.all():
+            bad = [f"{c}={df[c].iat[row]!r}" for c, ok in zip(names, finite, strict=True) if not ok]
+            return f"{why} ({', '.join(bad)})"
+    return None
+
+
+def _class_indices(path: Path, df: pd.DataFrame, lines: list[int], column: str, classes: list[str]) -> np.ndarray:
+    """Class index per row (-1: empty label, skipped); a value outside ``classes`` is an error."""
+    values = df[column].str.strip()
+    index = {c: i for i, c in enumerate(classes)}
+    bad: dict[str, list[int]] = {}
+    for row, v in enumerate(values):
+        if v and v not in index:
+            bad.setdefault(v, []).append(lines[row])
+    if bad:
+        listed = "; ".join(f"{v!r} ({len(ls)} rows, line{'s' if len(ls) > 1 else ''} "
+                           f"{', '.join(map(str, ls[:5]))}{' ...' if len(ls) > 5 else ''})"
+                           for v, ls in sorted(bad.items()))
+        raise ValueError(f"{path}: column {column!r} holds values other than the declared "
+                         f"classes {classes}: {listed}")
+    return np.array([index.get(v, -1) for v in values], dtype=np.int64)
+
+
+def read_molecule_csv(path: str | Path, featurizer: MoleculeFeaturizer, smiles_column: str = "smiles",
+                      target_columns: Sequence[str] = (), label_column: str | None = None,
+                      classes: Sequence[str] | None = None, split_column: str | None = None,
+                      cache: FeatureCache | None = None, progress: Progress | None = None) -> MoleculeTable:
+    """A CSV of SMILES -> featurized, labelled items, and the rows that cannot be used.
+
+    Labelled by ``target_columns`` (regression: ``y`` (T,) float32 in the file's units) or by
+    ``label_column`` with its ``classes`` (``y`` the class index, a long scalar); neither: an
+    unlabelled file (what ``vecset predict`` reads). A row is skipped, with its line and reason,
+    for a missing or non-numeric target, one beyond float32, an empty class label, or a SMILES
+    that RDKit rejects, that is empty or that has more than ``max_atoms`` heavy atoms. A missing
+    file, a column not in it, a class label other than ``classes``, and what ``read_csv_rows``
+    refuses (duplicate columns, ragged rows, invalid UTF-8) are errors naming the file.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"molecule CSV not found: {path}")
+    targets, labelled = list(target_columns), label_column is not None
+    df, lines = read_csv_rows(path)
+    columns = [smiles_column, *targets, *([label_column] if labelled else []), *([split_column] if split_column else [])]
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: column(s) {missing} not in the file; its columns are {list(df.columns)}")
+    values = df[targets].apply(lambda c: pd.to_numeric(c.str.strip(), errors="coerce"))
+    labels = _class_indices(path, df, lines, label_column, list(classes or [])) if labelled else None
+    smiles = [s.strip() for s in df[smiles_column]]
+    molecules = featurize_smiles(smiles, featurizer, cache, progress, source=path.name)
+    table = MoleculeTable(path, rows=len(df))
+    for row, smi in enumerate(smiles):
+        fields: dict = {"id": row, "line": lines[row]}
+        reason = None
+        if labels is not None:
+            reason = "missing class label" if labels[row] < 0 else None
+            fields["y"] = torch.tensor(labels[row])
+        elif targets:
+            y = values.iloc[row].to_numpy(dtype=np.float64)
+            reason = _target_problem(df, row, targets, y)
+            fields["y"] = torch.tensor(y, dtype=torch.float32)
+        molecule = molecules[smi]
+        if reason is None and isinstance(molecule, InvalidMolecule):
+            reason = molecule.reason
+        if reason is not None:
+            table.skipped.append({"line": lines[row], "smiles": smi, "reason": reason})
+            continue
+        if split_column:
+            fields["split_value"] = df[split_column].iat[row].strip().lower()
+        table.items.append(molecule.item(**fields))
+    return table

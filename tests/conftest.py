@@ -1,0 +1,20 @@
+"""Every test gets its own, empty vecset cache folder (``$VECSET_CACHE``), so that no test reads
+what another one, or a user's run, cached (the molecule feature cache: ``encoders/graph/cache.py``)
+and none writes into the home folder. Subprocesses a test starts inherit it. Module- and
+session-scoped fixtures, set up before any test's own folder, share one folder of the session."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_vecset_cache(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VECSET_CACHE", str(tmp_path_factory.mktemp("vecset-cache-session")))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def own_vecset_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("VECSET_CACHE", str(tmp_path_factory.mktemp("vecset-cache")))
