@@ -105,6 +105,15 @@ class Job:
     note: str = ""
 
 
+# the merged configs of the runs (not committed; the tests point it at a temporary folder)
+CONFIGS = ROOT / "runs" / "ablations" / "configs"
+
+
+def shown(path: Path) -> str:
+    """``path`` relative to the repository when it lies inside it (as the records name configs)."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def score_switch() -> Switch:
     return Switch("score", (f"{BB}.score",), {v: {f"{BB}.score": v} for v in ("scaled_dot", "dot", "additive", "gaussian")})
 
@@ -402,12 +411,12 @@ def run_one(job: Job, variant: Variant, seed: int, out_dir: Path) -> dict:
     if reason is not None:
         return {**record, "status": "rejected", "detail": reason}
     name = f"abl_{job.name}_{variant.key}_s{seed}"
-    cfg_path = ROOT / "runs" / "ablations" / "configs" / f"{name}.yaml"
+    cfg_path = CONFIGS / f"{name}.yaml"
     cfg_path.parent.mkdir(parents=True, exist_ok=True)
     cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    fit = run_fit(str(cfg_path.relative_to(ROOT)), ["--plots", "false"], log=out_dir / "logs" / f"{name}.log")
+    fit = run_fit(shown(cfg_path), ["--plots", "false"], log=out_dir / "logs" / f"{name}.log")
     status, detail = classify(job, variant.labels, fit)
-    record.update({"status": status, "detail": detail, "config": str(cfg_path.relative_to(ROOT)),
+    record.update({"status": status, "detail": detail, "config": shown(cfg_path),
                    "cpu_seconds": fit["cpu_seconds"], "process_seconds": fit["process_seconds"]})
     if fit["run_dir"] is not None:
         res = json.loads((fit["run_dir"] / "results.json").read_text())
@@ -562,10 +571,10 @@ def size_epochs(job: Job, runs_dir: Path) -> Job:
     path = runs_dir / job.name / "epochs.json"
     if not path.exists():
         cfg = merged(seeded(job, base_config(job), job.seeds[0]), {"trainer.max_epochs": 100000})
-        cfg_path = ROOT / "runs" / "ablations" / "configs" / f"abl_{job.name}_epochs.yaml"
+        cfg_path = CONFIGS / f"abl_{job.name}_epochs.yaml"
         cfg_path.parent.mkdir(parents=True, exist_ok=True)
         cfg_path.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        fit = run_fit(str(cfg_path.relative_to(ROOT)), ["--plots", "false"],
+        fit = run_fit(shown(cfg_path), ["--plots", "false"],
                       log=runs_dir.parent / "logs" / f"abl_{job.name}_epochs.log")
         if fit["returncode"]:
             raise SystemExit(f"{job.name}: measuring the epochs in the budget failed: {fit['error']}")

@@ -23,6 +23,13 @@ sys.path.insert(0, str(ROOT))
 from bench import ablations as ab  # noqa: E402
 from bench import length_buckets as lb  # noqa: E402
 
+
+@pytest.fixture(autouse=True)
+def configs_in_tmp(tmp_path, monkeypatch):
+    """The study writes its merged configs under runs/ of the repository; a test writes them into its own folder."""
+    monkeypatch.setattr(ab, "CONFIGS", tmp_path / "configs")
+
+
 # a config whose base value of every switch is given: debug speech with the Gaussian score
 DEBUG = "configs/speech_frames_debug.yaml"
 
