@@ -60,11 +60,6 @@ def config_name(argv: list[str]) -> str:
     return path.stem
 
 
-def next_version(root: Path) -> int:
-    taken = [int(m.group(1)) for p in root.glob("version_*") if (m := re.fullmatch(r"version_(\d+)", p.name))]
-    return max(taken, default=-1) + 1
-
-
 class VecsetCLI(CheckpointConfigCheck, LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--plots", type=bool, default=True,

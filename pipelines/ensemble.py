@@ -43,7 +43,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from vecset.pipelines.cli import RUNS_DIR, config_name, next_version, run_cli
+from vecset.pipelines.cli import RUNS_DIR, config_name, run_cli
+from vecset.pipelines.training.checkpoint import claim_version
 
 
 def combine(means: np.ndarray, variances: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -179,8 +180,7 @@ def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
             cli = run_cli([*fit_args, "--seed_everything", str(seed + members - 1)], run=False)
             cli.datamodule.setup("fit")
     dm = cli.datamodule  # the same split for every member: the split depends on the data config only
-    out_dir = root / f"version_{next_version(root)}"
-    out_dir.mkdir(parents=True)
+    out_dir = root / f"version_{claim_version(root)}"  # created exclusively: two ensembles never share one
     task = getattr(cli.model.head, "task", None)
     summary = (combine_classifiers if task == "classification" else combine_regressors)(runs, dm, out_dir)
     summary = {"members": members, "fit_args": fit_args, **summary,

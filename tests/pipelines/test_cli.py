@@ -13,7 +13,8 @@ import torch
 import yaml
 from pytorch_lightning.callbacks import ModelCheckpoint
 
-from vecset.pipelines.cli import config_name, next_version, run_cli
+from vecset.pipelines.cli import config_name, run_cli
+from vecset.pipelines.training.checkpoint import claim_version
 from vecset.pipelines.training.task import TaskModule, warmup_cosine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,7 +115,7 @@ def test_config_name_and_versions(tmp_path):
     assert config_name(["fit", "--config", "exp/version_2.yaml"]) == "version_2"
     (tmp_path / "version_0").mkdir()
     (tmp_path / "version_3").mkdir()
-    assert next_version(tmp_path) == 4
+    assert claim_version(tmp_path) == 4 and (tmp_path / "version_4").is_dir()
 
 
 def test_warmup_cosine_schedule():
