@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
-from vecset.backbone.attention import MultiHeadSelfAttention, Normalize, Score
+from vecset.backbone.attention import MultiHeadSelfAttention, Normalize, Score, paths
 
 
 class MultiHeadCrossAttention(MultiHeadSelfAttention):
@@ -44,15 +44,9 @@ class MultiHeadCrossAttention(MultiHeadSelfAttention):
         kv = F.linear(memory, w[D:], b[D:])  # (B, N, 2D)
         k, v = self._split(kv[..., :D]), self._split(kv[..., D:])  # (B, H, N, Dh)
         allowed = memory_mask[:, None, None, :]  # (B, 1, 1, N)
-        fast = self.normalize == "softmax" and self.score != "additive"
-        if fast and not self.capture and self.path == "auto":
-            scale = 1 / self.head_dim ** 0.5 if self.score == "scaled_dot" else 1.0
-            attn_mask = allowed
-            if self.score == "gaussian":  # -|q-k|^2/2 = q.k - |k|^2/2 + const(q)
-                key_bias = -k.pow(2).sum(-1) / 2  # (B, H, N)
-                attn_mask = key_bias[:, :, None, :].masked_fill(~allowed, float("-inf"))
-            p = self.dropout if self.training else 0.0
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=p, scale=scale)
+        if self.fused:
+            key_bias = self.score_fn.key_bias(k)  # (B, H, N) or None
+            out = paths.fused_dense(q, k, v, allowed, None, key_bias, self.score_fn.sdpa_scale(), self._dropout_p())
         else:
             out, weights = self.reference(q, k, v, memory_mask, None, None)
             if self.capture:

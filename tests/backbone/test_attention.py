@@ -178,7 +178,7 @@ def test_unpadded_fast_path_equals_forced_reference(score):
 
 
 def test_oversized_pairwise_tensors_fail_before_allocating(monkeypatch):
-    import vecset.backbone.attention as A
+    import vecset.backbone.attention.memory as A
 
     monkeypatch.setattr(A, "available_memory", lambda device: 10 * 2**20)  # pretend 10 MiB free
     attn = MultiHeadSelfAttention(8, heads=2, window=4)
@@ -281,7 +281,7 @@ def test_blocked_path_equals_dense_reference_for_every_combination(score, normal
 
 
 def _no_pairwise_band(monkeypatch):
-    import vecset.backbone.attention as A
+    import vecset.backbone.attention.module as A
 
     built = A.band_mask
 
@@ -319,7 +319,7 @@ def test_long_truncated_attention_needs_no_n_by_n_tensor(score, normalize, monke
 
 @pytest.mark.parametrize("how", [dict(path="reference"), dict(local_impl="dense")])
 def test_too_large_dense_band_raises_before_building_the_mask(how, monkeypatch):
-    import vecset.backbone.attention as A
+    import vecset.backbone.attention.memory as A
 
     _no_pairwise_band(monkeypatch)
     monkeypatch.setattr(A, "available_memory", lambda device: 2**30)  # pretend 1 GiB free
@@ -331,7 +331,7 @@ def test_too_large_dense_band_raises_before_building_the_mask(how, monkeypatch):
 
 
 def test_memory_check_counts_the_additive_scores_per_pair_vectors(monkeypatch):
-    import vecset.backbone.attention as A
+    import vecset.backbone.attention.memory as A
 
     # additive scores hold tanh(W_q q_i + W_k k_j): a (B, H, N, N, a) tensor, a = 4 here, so the
     # dense path needs far more than its four (B, H, N, N) tensors (5.8 MB at N = 600)

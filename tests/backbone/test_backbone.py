@@ -211,7 +211,7 @@ def test_conv_module_long_path_equals_the_short_one(monkeypatch):
 
 
 def test_capture_of_a_windowed_layer_keeps_the_band_and_expands_chosen_queries(monkeypatch):
-    import vecset.backbone.attention as A
+    import vecset.backbone.attention.memory as A
 
     bb = make_backbone(window=2).eval()
     vs = VectorSet.from_list([torch.randn(30, D), torch.randn(21, D)])

@@ -63,7 +63,7 @@ def test_cross_attention_on_the_same_sequence_is_self_attention():
 
 
 def test_cross_attention_memory_check_counts_the_keys(monkeypatch):
-    import vecset.backbone.attention as A
+    import vecset.backbone.attention.memory as A
 
     monkeypatch.setattr(A, "available_memory", lambda device: 10 * 2**20)  # pretend 10 MiB free
     att = MultiHeadCrossAttention(8, heads=2)

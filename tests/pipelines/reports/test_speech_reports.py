@@ -87,7 +87,7 @@ def test_attention_plot_of_a_long_windowed_utterance_expands_only_the_plotted_fr
 
     import matplotlib.axes
 
-    import vecset.backbone.attention as A
+    import vecset.backbone.attention.memory as A
 
     T = 4000  # T x T weights of 2 heads: 128 MB; 300 rows of them: 9.6 MB
     model = TaskModule(SpeechEncoder(40, 8, positional="none", window=4),  # the encoder's window
