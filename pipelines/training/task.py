@@ -14,6 +14,7 @@ from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
 from vecset.pipelines.training.checkpoint import last_checkpoint, read_checkpoint, state_mismatch
 from vecset.pipelines.training.hand_over import hand_over
+from vecset.pipelines.training.param_groups import weight_decay_groups
 from vecset.pipelines.training.set_size import check_set_size
 from vecset.pipelines.training.step import (
     check_parts,
@@ -34,9 +35,9 @@ def warmup_cosine(step: int, total: int, warmup: int) -> float:
 
 
 def adamw_warmup_cosine(module: pl.LightningModule, lr: float, weight_decay: float, warmup: float) -> dict:
-    """AdamW over the trainable parameters, linear warmup then cosine decay to zero."""
-    params = [p for p in module.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    """AdamW over the trainable parameters (decay on weight matrices only: ``weight_decay_groups``),
+    linear warmup then cosine decay to zero."""
+    opt = torch.optim.AdamW(weight_decay_groups(module, weight_decay), lr=lr, weight_decay=weight_decay)
     total = max(1, int(module.trainer.estimated_stepping_batches))
     steps = max(1, int(warmup * total) if warmup < 1 else int(warmup))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: warmup_cosine(s, total, steps))
@@ -79,7 +80,8 @@ class TaskModule(pl.LightningModule):
     Args:
         encoder, backbone, head: modules built from the config (``class_path``/``init_args``).
         lr: peak AdamW learning rate.
-        weight_decay: AdamW weight decay.
+        weight_decay: AdamW weight decay, on the weight matrices of linear, conv and recurrent
+            layers only (not norms, biases, the CLS token, positional or embedding tables).
         warmup: warmup length, as a fraction of all optimizer steps (< 1) or a step count.
         backbone_ckpt: start the backbone from this checkpoint's ``backbone.*`` weights (for
             example a multi-task run's), then train as configured.
