@@ -1,0 +1,115 @@
+"""Where a bf16-mixed training step of the Backbone spends its time, by torch.profiler.
+
+The step: Backbone (depth 4, 4 heads, MLP 4x), B 8 sets of N 512 vectors, forward under
+``torch.autocast("cpu", dtype=torch.bfloat16)``, a float32 loss, backward, AdamW. Each op's
+self CPU time goes to one class: matmuls (mm, addmm, bmm, linear), attention (the SDPA
+kernels and their backward), casts (dtype conversions: ``_to_copy`` / ``copy_``), the
+optimizer (AdamW's foreach ops), elementwise and reductions (the rest: norms, GELU,
+residual adds, the loss). The fp32 step is profiled the same way, for comparison.
+
+    python bench/bf16_profile.py              # d_model 128 and 256, writes bench/results/bf16_profile.json
+    python bench/bf16_profile.py --steps 3    # fewer profiled steps
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from bench.common import table, write_json  # noqa: E402
+
+B, N, DEPTH, HEADS, MLP = 8, 512, 4, 4, 4
+CLASSES = ("matmul", "attention", "casts", "optimizer", "elementwise")
+
+
+def op_class(name: str) -> str:
+    """The class of one aten op (by its profiler name)."""
+    n = name.removeprefix("aten::")
+    if "scaled_dot_product" in n or "flash_attention" in n or "_efficient_attention" in n:
+        return "attention"
+    if n in ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "dot"):
+        return "matmul"
+    if n in ("_to_copy", "copy_", "to", "_copy_from", "_copy_from_and_resize"):
+        return "casts"
+    if n.startswith("_foreach") or "adamw" in n or n.startswith("_fused_adam"):
+        return "optimizer"
+    return "elementwise"
+
+
+def make_step(d: int, bf16: bool):
+    from vecset.backbone import Backbone, VectorSet
+
+    torch.manual_seed(0)
+    net = Backbone(d_model=d, depth=DEPTH, heads=HEADS, mlp_ratio=MLP).train()
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=0.01)
+    x = torch.randn(B, N, d)
+    mask = torch.ones(B, N, dtype=torch.bool)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            out = net(VectorSet(x=x, mask=mask)).x
+        out.float().pow(2).mean().backward()
+        opt.step()
+
+    return step
+
+
+def profile(d: int, bf16: bool, steps: int) -> dict:
+    """Self CPU time per class over ``steps`` profiled steps (after one warm-up), and the
+    top ops."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as tprofile
+
+    step = make_step(d, bf16)
+    step()
+    t = time.perf_counter()
+    for _ in range(steps):
+        step()
+    plain_s = (time.perf_counter() - t) / steps  # without the profiler's overhead
+    with tprofile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    per = {c: 0.0 for c in CLASSES}
+    ops = []
+    for ev in prof.key_averages():
+        if not ev.key.startswith("aten::"):
+            continue
+        us = ev.self_cpu_time_total / steps
+        per[op_class(ev.key)] += us
+        ops.append({"op": ev.key, "class": op_class(ev.key), "self_ms": us / 1e3, "calls": ev.count // steps})
+    total = sum(per.values())
+    ops.sort(key=lambda o: -o["self_ms"])
+    return {"d_model": d, "precision": "bf16-mixed" if bf16 else "fp32", "step_s": plain_s,
+            "profiled_self_ms": total / 1e3, **{f"share_{c}": per[c] / total for c in CLASSES},
+            "top_ops": ops[:15]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--d", type=int, nargs="+", default=[128, 256])
+    ap.add_argument("--out", default="bf16_profile")
+    args = ap.parse_args()
+    rows = [profile(d, bf16, args.steps) for d in args.d for bf16 in (False, True)]
+    cols = ["d_model", "precision", "step_s", "profiled_self_ms", *(f"share_{c}" for c in CLASSES)]
+    print(f"Backbone training step, B {B}, N {N}, depth {DEPTH}, {HEADS} heads, AdamW; threads {torch.get_num_threads()}")
+    print(table(rows, cols))
+    for r in rows:
+        print(f"\n{r['precision']} d {r['d_model']}: top ops")
+        print(table(r["top_ops"][:10], ["op", "class", "self_ms", "calls"]))
+    path = write_json(args.out, {"B": B, "N": N, "depth": DEPTH, "heads": HEADS, "mlp_ratio": MLP,
+                                 "threads": torch.get_num_threads(), "load_before": os.getloadavg(),
+                                 "rows": rows})
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
