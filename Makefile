@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # process takes a core (measured, see DESIGN.md)
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: run test lint install clean
+.PHONY: run test lint install clean docs
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,7 +27,13 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 clean:
-	rm -rf runs lightning_logs
+	rm -rf runs lightning_logs site
+
+# the docs site, offline, into site/ (open site/index.html): the guides, the README and the API
+# reference from the docstrings; warnings are errors
+docs: $(STAMP)
+	$(PY) -m pip install -e '.[docs]'
+	$(PY) scripts/build_docs.py --site-dir site
 
 # CPU benchmarks: tables printed, JSON in bench/results/, collected into BENCHMARKS.md
 BENCH_CPU := bench/attention.py bench/long_speech.py bench/features.py bench/training.py bench/conv.py

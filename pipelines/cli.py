@@ -17,6 +17,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Literal
 
 import pytorch_lightning as pl
 import torch
@@ -39,6 +40,7 @@ from vecset.pipelines.training.checkpoint import (
 )
 from vecset.pipelines.training.elapsed import TrainingClock
 from vecset.pipelines.training.metrics_history import HistoryCSVLogger, TrimMetricsHistory
+from vecset.pipelines.training.precision import AUTO, resolve_precision
 
 RUNS_DIR = "runs"
 
@@ -64,6 +66,7 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--plots", type=bool, default=True,
                             help="write the curves and each task's reports and plots into the run directory after test")
+        accept_auto_precision(parser)
 
     def _instantiate_trainer(self, config: dict, callbacks: list):
         # vecset's defaults: a rich progress bar unless turned off, and for predict (or a CLI built
@@ -80,6 +83,12 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         if self._subcommand_config().get("plots", True) and not any(isinstance(c, ReportWriter) for c in configured):
             callbacks.append(ReportWriter())
         config["plugins"] = with_atomic_checkpoint_io(config.get("plugins"))
+        # auto (the default): bf16-mixed where the hardware has bf16 matrix units, else 32-true;
+        # the saved config.yaml keeps the request, results.json the choice
+        self.precision_choice = resolve_precision(config.get("precision"), config.get("accelerator"))
+        config["precision"] = self.precision_choice.precision
+        if int(os.environ.get("LOCAL_RANK", 0)) == 0 and int(os.environ.get("NODE_RANK", 0)) == 0:
+            print(self.precision_choice.line(), flush=True)
         if config.get("enable_progress_bar", True) is not False:
             callbacks.append(ProgressBar())
         if config.get("enable_model_summary", True) is not False and not any(
@@ -133,6 +142,7 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
             "wall_seconds": round(wall, 2),
             "setup_seconds": None if setup is None else round(setup, 2),
             "train_seconds": None if setup is None else round(wall - setup, 2),
+            **self.precision_choice.as_dict(),  # "precision" (what ran) and "precision_reason"
         }
         writer = next((c for c in trainer.callbacks if isinstance(c, ReportWriter)), None)
         if writer is not None:  # it wrote them at the end of the test above
@@ -145,6 +155,16 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         path = run_dir / "results.json"
         path.write_text(json.dumps(results, indent=2))
         print(f"results: {path}")
+
+
+def accept_auto_precision(parser: LightningArgumentParser) -> None:
+    """``trainer.precision`` takes ``auto`` too, and defaults to it (pipelines/training/precision.py);
+    Lightning's own values are checked as before."""
+    action = next(a for a in parser._actions if a.dest == "trainer.precision")
+    action._typehint = Literal[AUTO] | action._typehint  # jsonargparse's ActionTypeHint checks values against it
+    action.default = AUTO
+    action.help = ("auto (the default): bf16-mixed where the CPU has bf16 matrix units (AMX, AVX512-BF16) "
+                   "or the GPU supports bf16, else 32-true; or one of Lightning's values, e.g. 32-true")
 
 
 def default_loggers() -> list:
@@ -199,6 +219,9 @@ def silence_inapplicable_advice(resuming: bool) -> None:
     # pipelines/predict/test_speech_chunked_predict.py); Lightning cannot know and warns on every predict
     warnings.filterwarnings("ignore", category=UserWarning,
                             message=r"You are using a custom batch sampler `ChunkBatches` for prediction")
+    # bf16-mixed keeps fp32 weights, so the summary's 32-bit size estimate is right (trainer.precision: auto)
+    warnings.filterwarnings("ignore", category=UserWarning,
+                            message=r"Precision bf16-mixed is not supported by the model summary")
     if resuming:
         # --ckpt_path last continues the run directory on purpose: its checkpoints/ is in use
         warnings.filterwarnings("ignore", category=UserWarning,

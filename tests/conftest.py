@@ -18,3 +18,13 @@ def session_vecset_cache(tmp_path_factory):
 @pytest.fixture(autouse=True)
 def own_vecset_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("VECSET_CACHE", str(tmp_path_factory.mktemp("vecset-cache")))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fp32_when_auto():
+    """``trainer.precision: auto`` resolves to fp32 in the suite, on every machine (a CPU with bf16
+    units would otherwise run it in bf16-mixed, and its seeded values would depend on the machine);
+    tests/pipelines/training/test_precision.py tests the choice itself. Subprocesses inherit it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VECSET_AUTO_PRECISION", "32-true")
+        yield

@@ -141,10 +141,10 @@ class SpeechFramesDataModule(VecsetDataModule):
         noise_snr_db: training only: white noise at an SNR drawn uniformly from [low, high] dB
             (finite, in [-20, 100]) on a ``noise_prob`` share of the draws; None: none.
         augment_seed: with (epoch, index) seeds each draw (``speech_utterances.py``).
-        With ``speed_factors`` or ``noise_snr_db`` set, the training waveforms are kept (int16)
-        and each training item is perturbed, featurized and labelled when drawn; the global
-        normalization statistics still come from the plain training frames. Validation and test
-        are never augmented. SpecAugment (masking) is the encoder's (``SpeechEncoder``).
+            With ``speed_factors`` or ``noise_snr_db`` set, the training waveforms are kept (int16)
+            and each training item is perturbed, featurized and labelled when drawn; the global
+            normalization statistics still come from the plain training frames. Validation and test
+            are never augmented. SpecAugment (masking) is the encoder's (``SpeechEncoder``).
     """
 
     def __init__(self, root: str = "data/speech", train: str = "train.lst", val: str = "dev.lst",

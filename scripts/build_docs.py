@@ -1,0 +1,63 @@
+"""Build the docs site offline: the guides, the README as home page, and the API reference.
+
+The guides link to files outside docs/ (the README, bench/results/*.json, bench/logs/,
+data/README.md), so they are staged with those files into one tree, laid out as in the
+repository, and MkDocs builds that tree with the repository's mkdocs.yml (mkdocstrings reads
+the docstrings of the checkout). ``--strict`` (the default) turns every warning, a broken link
+or an unresolvable API name, into an error.
+
+    python scripts/build_docs.py [--site-dir site] [--no-strict]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# what the site holds, as paths of the repository (folders copied whole)
+STAGED = ["README.md", "BENCHMARKS.md", "docs", "data/README.md", "bench/logs", "bench/results"]
+
+
+def stage(dest: Path) -> None:
+    for rel in STAGED:
+        src = ROOT / rel
+        if not src.exists():
+            raise FileNotFoundError(f"{src} is missing: the docs site stages {', '.join(STAGED)}")
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            # the ablation study's per-run records are many and linked from no page
+            shutil.copytree(src, target, ignore=shutil.ignore_patterns("runs", "tmp", "*.pyc"))
+        else:
+            shutil.copy2(src, target)
+
+
+def build(site_dir: Path, strict: bool = True) -> Path:
+    from mkdocs.commands.build import build as mkdocs_build
+    from mkdocs.config import load_config
+
+    with tempfile.TemporaryDirectory(prefix="vecset-docs-") as tmp:
+        src = Path(tmp) / "src"
+        stage(src)
+        config = load_config(str(ROOT / "mkdocs.yml"), docs_dir=str(src), site_dir=str(site_dir.resolve()),
+                             strict=strict)
+        mkdocs_build(config)
+    return site_dir
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--site-dir", type=Path, default=ROOT / "site")
+    parser.add_argument("--no-strict", action="store_true", help="report warnings without failing")
+    args = parser.parse_args()
+    logging.basicConfig(format="%(levelname)s %(message)s", level=logging.INFO)
+    site = build(args.site_dir, strict=not args.no_strict)
+    print(f"site: {site / 'index.html'}")
+
+
+if __name__ == "__main__":
+    main()
