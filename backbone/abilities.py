@@ -109,7 +109,8 @@ class Decoder(Protocol):
 
 @runtime_checkable
 class TaskKind(Protocol):
-    """A head that says what it predicts: ``task`` is ``"classification"`` or ``"regression"``."""
+    """A head that says what it predicts: ``task`` is ``"classification"``, ``"regression"``
+    (SequenceHead) or ``"labeling"`` (LabelingHead)."""
 
     task: str
 
