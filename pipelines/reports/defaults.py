@@ -3,23 +3,20 @@
 A config overrides them by listing the reports on the ``ReportWriter`` callback (see
 ``callback.py``); these are what ``ReportWriter()`` with no ``reports`` writes. The table is keyed
 by the data module's class path and looked up along its class hierarchy, so a subclass of an
-image data module gets the image reports; importing it imports no data module.
+image data module gets the image reports, and a data module of one's own the base entry.
 
-=========================================  ===============================================
-data module (and its subclasses)           default reports
-=========================================  ===============================================
-any ``VecsetDataModule``                   per-class report (``class_names``) or parity
-                                           report (``target_names``), else none
-``ImageDataModule`` (digits, folders,      per-class report, attention maps (8 images),
-CIFAR-10, Fashion-MNIST)                   the 16 most confident mistakes
-``SpeechFramesDataModule``                 per-phone report, segments of 3 utterances,
-                                           one layer's attention over the frames
-``CMUDictDataModule``                      alignment heatmaps of 4 test words
-``CoNLLUDataModule``, ``GraphNodeDataModule``  per-class report, attention between vectors
-``MoleculeDataModule``                     parity + uncertainty (regression) or per-class
-                                           (+ ROC/PR for two classes); pooling attention
-``KernelRegressionDataModule``             fits, attention and RMSEs of the kernel
-=========================================  ===============================================
+- any ``VecsetDataModule``: the per-class report (with ``class_names``) or the parity report
+  (with ``target_names``), else none;
+- ``ImageDataModule`` (digits, image folders, CIFAR-10, Fashion-MNIST): the per-class report,
+  attention maps of 8 test images, the 16 most confident mistakes;
+- ``SpeechFramesDataModule``: the per-phone report, the segments of 3 test utterances, one
+  block's attention over the frames;
+- ``CMUDictDataModule``: alignment heatmaps of 4 test words;
+- ``CoNLLUDataModule``, ``GraphNodeDataModule``: the per-class report, one block's attention
+  between the vectors;
+- ``MoleculeDataModule``: parity and uncertainty (regression) or per-class (and ROC/PR for two
+  classes), then the atoms' pooling attention;
+- ``KernelRegressionDataModule``: the kernel's fits, attention and RMSEs.
 """
 
 from __future__ import annotations
