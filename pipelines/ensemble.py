@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from vecset.backbone.abilities import regression_std, task_kind
 from vecset.pipelines.cli import RUNS_DIR, config_name, run_cli
 from vecset.pipelines.training.checkpoint import claim_version
 
@@ -61,9 +62,9 @@ def member_outputs(checkpoint: str, datamodule, split: str = "test") -> tuple[np
     from vecset.pipelines.reports.uncertainty import predicted_mean_std
 
     model = load_member(checkpoint)
-    if getattr(model.head, "task", None) != "regression" or not hasattr(model.head, "mean_std"):
+    if not regression_std(model.head):
         raise ValueError(f"{checkpoint}: not a regression head (SequenceHead task=regression)")
-    return predicted_mean_std(model, datamodule._loader(datamodule.splits[split]))
+    return predicted_mean_std(model, split_loader(datamodule, split))
 
 
 def member_probabilities(checkpoint: str, datamodule, split: str = "test") -> tuple[np.ndarray, np.ndarray]:
@@ -73,19 +74,24 @@ def member_probabilities(checkpoint: str, datamodule, split: str = "test") -> tu
     model = load_member(checkpoint)
     probs, labels = [], []
     with inference(model):
-        for batch in datamodule._loader(datamodule.splits[split]):
+        for batch in split_loader(datamodule, split):
             probs.append(model(to_device(batch, model.device)).softmax(-1).cpu())
             labels.append(batch["y"].long())
     return torch.cat(probs).numpy(), torch.cat(labels).numpy()
+
+
+def split_loader(datamodule, split: str):
+    """The data module's own loader of ``split`` (``val`` or ``test``), in its order."""
+    return {"val": datamodule.val_dataloader, "test": datamodule.test_dataloader}[split]()
 
 
 def load_member(checkpoint: str):
     from vecset.pipelines.training.task import TaskModule
 
     model = TaskModule.load_from_checkpoint(checkpoint, map_location="cpu")
-    if getattr(model.head, "task", None) not in ("regression", "classification"):
+    if task_kind(model.head) not in ("regression", "classification"):
         raise ValueError(f"{checkpoint}: an ensemble combines SequenceHead regression or classification heads, "
-                         f"this head's task is {getattr(model.head, 'task', None)!r}")
+                         f"this head's task is {task_kind(model.head)!r}")
     return model
 
 
@@ -181,7 +187,7 @@ def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
             cli.datamodule.setup("fit")
     dm = cli.datamodule  # the same split for every member: the split depends on the data config only
     out_dir = root / f"version_{claim_version(root)}"  # created exclusively: two ensembles never share one
-    task = getattr(cli.model.head, "task", None)
+    task = task_kind(cli.model.head)
     summary = (combine_classifiers if task == "classification" else combine_regressors)(runs, dm, out_dir)
     summary = {"members": members, "fit_args": fit_args, **summary,
                "member_best_val": [r["best_val"] for r in runs],
@@ -282,7 +288,7 @@ def combine_classifiers(runs: list[dict], dm, out_dir: Path) -> dict:
                         *np.round(prob[i], 6), names[label[i]], *np.round(probs[:, i].reshape(-1), 6)])
     if len(names) == 2:
         binary = {"positive_class": names[1], **scores["test"]["ensemble"]}
-        if hasattr(dm, "class_balance"):
+        if dm.class_balance() is not None:
             binary["class_balance"] = dm.class_balance()
         (out_dir / "test_binary.json").write_text(json.dumps(binary, indent=2, allow_nan=False))
         for split in ("val", "test"):

@@ -3,6 +3,9 @@ inputs were (for the prediction writers of ``pipelines/predict``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import pytorch_lightning as pl
 
 from vecset.backbone.data_spec import DataSpec
@@ -17,10 +20,13 @@ class VecsetDataModule(pl.LightningDataModule):
       targets, texts or frames, feature width), the one hand-over from data to model;
     - ``describe(sample_id)``: what the sample's input was (a file, a CSV line), for messages
       and the prediction rows (``pipelines/predict`` writes the predictions, not the data);
-    - ``reports()``: the reports written after test (``pipelines/reports``, run by
-      ``ReportWriter``; a data module names them, it never runs the model itself).
+    - ``test_items()``: the test split's items in the test loader's order, as its reader made
+      them (what reports read besides the test pass; ``collate`` batches a few of them);
+    - ``class_balance()``: per split, the count of each class, or None.
 
-    A data module never calls the model: what the model needs flows through ``data_spec``.
+    A data module never calls the model: what the model needs flows through ``data_spec``. It
+    names no reports either: those are configured on ``ReportWriter``, with defaults per job
+    in ``pipelines/reports/defaults.py``.
     """
 
     class_names: list[str] | None = None
@@ -63,17 +69,11 @@ class VecsetDataModule(pl.LightningDataModule):
         it, for any split, so a data module that overrides it gives ids unique over its splits."""
         return str(sample_id)
 
-    def reports(self) -> list:
-        """The reports of this task, run after test: by default the per-class report
-        (accuracy per class, confusion matrix) of a task with ``class_names``, the parity
-        report of one with ``target_names`` (regression), none otherwise. Subclasses add or
-        replace them (speech: per-phone; images: attention maps; ...)."""
-        # imported here: the reports bring matplotlib, which importing the data need not
-        from vecset.pipelines.reports.classification import ClassificationReport
-        from vecset.pipelines.reports.regression import ParityReport
+    def test_items(self) -> Sequence[Any]:
+        """The test split's items (after ``setup``), in ``test_dataloader``'s order: dicts of
+        the fields ``collate`` batches, or a subclass's item type (speech: ``Utterance``)."""
+        raise NotImplementedError(f"{type(self).__name__} defines no test_items()")
 
-        if self.class_names:
-            return [ClassificationReport()]
-        if getattr(self, "target_names", None):
-            return [ParityReport()]
-        return []
+    def class_balance(self) -> dict[str, dict[str, int]] | None:
+        """Per split, the number of items of each class; None where the data does not count them."""
+        return None

@@ -39,7 +39,6 @@ class CMUDictDataModule(VecsetDataModule):
         batch_size: words per batch.
         predict_file: ``vecset predict`` reads words from it (one per line); default: the
             test split.
-        num_plots: test words whose alignment heatmaps are drawn after test.
         fit_max_letters: if > 0, training and validation words longer than this many
             characters are left out (counted and logged); the test split keeps every length:
             a length-generalization study trains on short words and tests on all
@@ -52,7 +51,7 @@ class CMUDictDataModule(VecsetDataModule):
     def __init__(self, stress: bool = False, pronunciations: Pronunciations = "first", split_seed: int = 0,
                  fractions: tuple[float, float, float] = (0.9, 0.05, 0.05), max_words: int | None = None,
                  dict_file: str | None = None, batch_size: int = 256, predict_file: str | None = None,
-                 num_plots: int = 4, num_workers: int = 0, fit_max_letters: int = 0) -> None:
+                 num_workers: int = 0, fit_max_letters: int = 0) -> None:
         super().__init__()
         if fit_max_letters < 0:
             raise ValueError(f"fit_max_letters must be >= 0 (0: every word), got {fit_max_letters}")
@@ -63,7 +62,7 @@ class CMUDictDataModule(VecsetDataModule):
             raise ValueError(f"fractions must be three positive numbers summing to 1, got {fractions}")
         self.stress, self.pronunciations, self.split_seed = stress, pronunciations, split_seed
         self.fractions, self.max_words, self.dict_file = tuple(fractions), max_words, dict_file
-        self.batch_size, self.predict_file, self.num_plots = batch_size, predict_file, num_plots
+        self.batch_size, self.predict_file = batch_size, predict_file
         self.num_workers = num_workers
         self.words: list[str] = []
         self.predict_words: list[str] = []
@@ -136,15 +135,13 @@ class CMUDictDataModule(VecsetDataModule):
     def predict_split(self) -> str:
         return "predict" if self.predict_file else "test"
 
-    # -- what the inputs were, reports -------------------------------------------------------
+    # -- what the inputs were, the test items -------------------------------------------------
     def describe(self, sample_id: int) -> str:
         """The word: the dictionary's (ids are word indices) or the predict file's."""
         if self.predict_words and sample_id >= self.predict_offset:
             return self.predict_words[sample_id - self.predict_offset]
         return self.words[sample_id]
 
-    def reports(self) -> list:
-        """Alignment heatmaps of the first ``num_plots`` test words (``pipelines/reports/seq2seq.py``)."""
-        from vecset.pipelines.reports.seq2seq import AlignmentReport
-
-        return [AlignmentReport(self.num_plots)]
+    def test_items(self) -> list[dict]:
+        """The test words: dicts of ``text`` (the word), ``target`` (its phone string) and ``id``."""
+        return self.splits["test"]

@@ -71,12 +71,9 @@ class CoNLLUDataModule(VecsetDataModule):
     def predict_split(self) -> str:
         return "predict"
 
-    def reports(self) -> list:
-        """The per-class report and the attention between the first test sentence's words
-        (``attention.png``)."""
-        from vecset.pipelines.reports.vector_attention import VectorAttentionReport
-
-        return [*super().reports(), VectorAttentionReport()]
+    def test_items(self) -> list[dict]:
+        """The test sentences: dicts of ``forms``, ``tags``, ``id`` and ``line``."""
+        return self.splits["test"]
 
     def attention_example(self) -> tuple[dict, list[str], str, str]:
         """The first test sentence as a batch, each word's form and tag (for ``VectorAttentionReport``)."""

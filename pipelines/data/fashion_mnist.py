@@ -122,8 +122,7 @@ class FashionMNISTDataModule(ImageDataModule):
         predict_files: image files or folders for ``vecset predict`` (PNG, JPEG, ...); each is
             converted to grey and resized to 28x28. The dataset's images are light clothes on
             a black background: invert photos of dark clothes on white before predicting.
-        batch_size, num_workers, attention_images, attention_layer, mistake_images: as in
-            DigitsDataModule.
+        batch_size, num_workers: as in DigitsDataModule.
     """
 
     image_shape = (1, 28, 28)
@@ -132,9 +131,8 @@ class FashionMNISTDataModule(ImageDataModule):
                  augment: bool = True, train_transforms: list[v2.Transform] | None = None,
                  mean: float = MEAN, std: float = STD, max_train: int | None = None,
                  max_val: int | None = None, max_test: int | None = None,
-                 predict_files: list[str] | None = None, batch_size: int = 128, num_workers: int = 0,
-                 attention_images: int = 8, attention_layer: int = -1, mistake_images: int = 16) -> None:
-        super().__init__(batch_size, num_workers, attention_images, attention_layer, mistake_images)
+                 predict_files: list[str] | None = None, batch_size: int = 128, num_workers: int = 0) -> None:
+        super().__init__(batch_size, num_workers)
         if not 0 < val_fraction < 1:
             raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
         check_train_transforms(augment, train_transforms)

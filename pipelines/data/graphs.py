@@ -119,11 +119,9 @@ class GraphNodeDataModule(VecsetDataModule):
                                num_edge_types=self.featurizer.num_edge_types)
         return replace(super().data_spec(stage), graph=graph)
 
-    def reports(self) -> list:
-        """The per-class report and the attention between the nodes (``attention.png``)."""
-        from vecset.pipelines.reports.vector_attention import VectorAttentionReport
-
-        return [*super().reports(), VectorAttentionReport()]
+    def test_items(self) -> list[dict]:
+        """The one graph, with the test nodes' labels (the others' -100)."""
+        return [self.items["test"]]
 
     def attention_example(self) -> tuple[dict, list[str], str, str]:
         """The graph as a batch, each node's name and class (for ``VectorAttentionReport``)."""

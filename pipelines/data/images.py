@@ -78,7 +78,7 @@ def list_predict_files(files: Sequence[str]) -> list[Path]:
 
 
 class ImageDataModule(VecsetDataModule):
-    """Shared loaders, prediction naming and reports of the image DataModules.
+    """Shared loaders, prediction naming and test items of the image DataModules.
 
     Subclasses fill ``self.sets`` ({"train", "val", "test"} -> Dataset), ``class_names`` and
     ``image_shape`` (the (C, H, W) of every image a batch holds: the model checks at setup that
@@ -90,12 +90,9 @@ class ImageDataModule(VecsetDataModule):
     image_shape: tuple[int, int, int] | None = None
     predict_files: list[str] | None = None
 
-    def __init__(self, batch_size: int, num_workers: int, attention_images: int, attention_layer: int,
-                 mistake_images: int = 16) -> None:
+    def __init__(self, batch_size: int, num_workers: int) -> None:
         super().__init__()
         self.batch_size, self.num_workers = batch_size, num_workers
-        self.attention_images, self.attention_layer = attention_images, attention_layer
-        self.mistake_images = mistake_images
         self.sets: dict[str, Dataset] = {}
         self.predict_paths: list[Path] = []
         self.predict_offset = 0
@@ -117,15 +114,9 @@ class ImageDataModule(VecsetDataModule):
                           num_workers=self.num_workers, collate_fn=self.collate,
                           persistent_workers=self.num_workers > 0)
 
-    def reports(self) -> list:
-        """The confusion matrix with per-class accuracy, and the attention maps of
-        ``attention_images`` test images (``pipelines/reports/classification.py``, ``images.py``),
-        and the ``mistake_images`` most confident test mistakes (``mistakes.py``)."""
-        from vecset.pipelines.reports.images import AttentionMapsReport
-        from vecset.pipelines.reports.mistakes import MistakesReport
-
-        return [*super().reports(), AttentionMapsReport(self.attention_images, self.attention_layer),
-                MistakesReport(self.mistake_images)]
+    def test_items(self) -> Dataset:
+        """The test images: ``items[i]`` is a dict of ``image`` (C, H, W), ``y`` and ``id``."""
+        return self.sets["test"]
 
     def display_image(self, image: Tensor) -> np.ndarray:
         """(C, H, W) model input -> (H, W) or (H, W, 3) array in [0, 1] for plotting."""
@@ -162,11 +153,6 @@ class DigitsDataModule(ImageDataModule):
             background is -1); None: the random affine below.
         degrees, translate, scale: the default affine's ranges (``v2.RandomAffine``).
         num_workers: DataLoader workers (0: in the main process; the data is tiny).
-        attention_images: how many test images the attention plot shows.
-        attention_layer: backbone block whose attention is plotted when the head does not
-            pool by attention.
-        mistake_images: how many of the most confident test mistakes the mistakes grid
-            shows (0: no grid).
     """
 
     class_names = [str(d) for d in range(10)]
@@ -174,9 +160,8 @@ class DigitsDataModule(ImageDataModule):
 
     def __init__(self, batch_size: int = 64, augment: bool = True,
                  train_transforms: list[v2.Transform] | None = None, degrees: float = 10.0,
-                 translate: float = 0.1, scale: Sequence[float] = (0.9, 1.1), num_workers: int = 0,
-                 attention_images: int = 8, attention_layer: int = -1, mistake_images: int = 16) -> None:
-        super().__init__(batch_size, num_workers, attention_images, attention_layer, mistake_images)
+                 translate: float = 0.1, scale: Sequence[float] = (0.9, 1.1), num_workers: int = 0) -> None:
+        super().__init__(batch_size, num_workers)
         check_train_transforms(augment, train_transforms)
         self.augment = augment
         self.train_transforms = v2.Compose(list(train_transforms)) if train_transforms is not None else \
@@ -279,8 +264,7 @@ class ImageFolderDataModule(ImageDataModule):
         skip_non_images: skip (count and log) files without an image extension instead of failing.
         predict_files: image files or folders for ``vecset predict``, converted to ``channels``
             and resized to the training images' size.
-        batch_size, num_workers, attention_images, attention_layer, mistake_images: as in
-            DigitsDataModule.
+        batch_size, num_workers: as in DigitsDataModule.
     """
 
     def __init__(self, root: str, channels: int = 3, convert: bool = False,
@@ -288,9 +272,8 @@ class ImageFolderDataModule(ImageDataModule):
                  std: Sequence[float] | None = None, augment: bool = False,
                  train_transforms: list[v2.Transform] | None = None, val_fraction: float = 0.1,
                  test_fraction: float = 0.1, split_seed: int = 0, skip_non_images: bool = False,
-                 predict_files: list[str] | None = None, batch_size: int = 64, num_workers: int = 0,
-                 attention_images: int = 8, attention_layer: int = -1, mistake_images: int = 16) -> None:
-        super().__init__(batch_size, num_workers, attention_images, attention_layer, mistake_images)
+                 predict_files: list[str] | None = None, batch_size: int = 64, num_workers: int = 0) -> None:
+        super().__init__(batch_size, num_workers)
         check_train_transforms(augment, train_transforms)
         if channels not in (1, 3):
             raise ValueError(f"channels must be 1 (grey) or 3 (RGB), got {channels}")
@@ -440,8 +423,7 @@ class Cifar10DataModule(ImageDataModule):
         train_transforms: torchvision v2 transforms for training images (``class_path`` /
             ``init_args``), run on the (3, 32, 32) uint8 image before scaling; None: a random
             crop of 32 after 4 pixels of padding and a horizontal flip.
-        batch_size, num_workers, attention_images, attention_layer, mistake_images: as in
-            DigitsDataModule.
+        batch_size, num_workers: as in DigitsDataModule.
     """
 
     image_shape = (3, 32, 32)
@@ -450,9 +432,8 @@ class Cifar10DataModule(ImageDataModule):
 
     def __init__(self, root: str, val_fraction: float = 0.1, split_seed: int = 0, augment: bool = True,
                  train_transforms: list[v2.Transform] | None = None, batch_size: int = 128,
-                 num_workers: int = 0, attention_images: int = 8, attention_layer: int = -1,
-                 mistake_images: int = 16) -> None:
-        super().__init__(batch_size, num_workers, attention_images, attention_layer, mistake_images)
+                 num_workers: int = 0) -> None:
+        super().__init__(batch_size, num_workers)
         check_train_transforms(augment, train_transforms)
         self.root, self.val_fraction, self.split_seed, self.augment = Path(root), val_fraction, split_seed, augment
         self.train_transforms = list(train_transforms) if train_transforms is not None else [

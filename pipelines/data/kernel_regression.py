@@ -80,8 +80,6 @@ class KernelRegressionDataModule(VecsetDataModule):
             return f"validation query x={float(self.val_grid[j]):.3f}"
         return f"test query x={float(self.grid[j - len(self.val_grid)]):.3f}"
 
-    def reports(self) -> list:
-        """fits.png, attention.png and kernel_regression.json (``pipelines/reports/kernel_regression.py``)."""
-        from vecset.pipelines.reports.kernel_regression import KernelRegressionReport
-
-        return [KernelRegressionReport()]
+    def test_items(self) -> list[dict]:
+        """The test queries (the grid): dicts of ``query``, ``keys``, ``values``, ``y`` and ``id``."""
+        return self.splits["test"]

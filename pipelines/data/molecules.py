@@ -336,23 +336,16 @@ class MoleculeDataModule(VecsetDataModule):
         item = self._by_id()[sample_id]
         return item["line"], item["smiles"]
 
-    # -- reports after test ------------------------------------------------------------
-    def reports(self) -> list:
-        """Regression: the parity plot and test errors, and the uncertainty report when the
-        model gives a std (``regression.py``, ``uncertainty.py``). Classification: per-class
-        accuracy and confusion matrix, and for two classes ROC-AUC, PR-AUC and the class
-        balance (``classification.py``, ``binary.py``). Both: the atoms' pooling attention
-        (``molecules.py``)."""
-        from vecset.pipelines.reports.binary import BinaryReport
-        from vecset.pipelines.reports.molecules import PoolingAttentionReport
-        from vecset.pipelines.reports.uncertainty import UncertaintyReport
+    # -- what reports read ------------------------------------------------------------
+    def test_items(self) -> list[dict]:
+        """The test molecules: dicts of the featurized graph (``x`` (n_atoms, F), ...), ``y``,
+        ``smiles``, ``line`` and ``id``."""
+        return self.splits["test"]
 
-        extra = [UncertaintyReport()] if self.class_names is None else (
-            [BinaryReport()] if len(self.class_names) == 2 else [])
-        return [*super().reports(), *extra, PoolingAttentionReport()]
-
-    def class_balance(self) -> dict[str, dict[str, int]]:
-        """Per split, the number of molecules of each class (classification)."""
+    def class_balance(self) -> dict[str, dict[str, int]] | None:
+        """Per split, the number of molecules of each class (classification; None for regression)."""
+        if self.class_names is None:
+            return None
         return {k: {c: int(sum(int(it["y"]) == i for it in v)) for i, c in enumerate(self.class_names)}
                 for k, v in self.splits.items()}
 

@@ -124,8 +124,6 @@ class SpeechFramesDataModule(VecsetDataModule):
             on each side, so memory does not grow with the file's length and the output equals
             the whole file's (docs/speech.md); 0 reads each file whole.
         max_utterances: keep only the first n utterances of each split (quick runs; 0 = all).
-        plot_utterances: test utterances drawn with true and predicted segments after test
-            (0: no segments and no attention picture).
         predict_segments: what ``vecset predict``'s ``.phn`` files hold: ``decoder``, the head's
             segment decoder's segments (the argmax runs when the head has none), or ``argmax``,
             the runs of the per-frame argmax labels merged.
@@ -151,7 +149,7 @@ class SpeechFramesDataModule(VecsetDataModule):
                  test: str = "test.lst", phone_set: PhoneSet = "festival",
                  features: str = "fbank", num_mel_bins: int = 40, num_ceps: int = 13,
                  batch_size: int = 8, predict_paths: list[str] | None = None, predict_chunk_frames: int = 2000,
-                 max_utterances: int = 0, plot_utterances: int = 3, num_workers: int = 0,
+                 max_utterances: int = 0, num_workers: int = 0,
                  predict_segments: Literal["decoder", "argmax"] = "decoder", fit_max_frames: int = 0,
                  speed_factors: list[float] | None = None, noise_snr_db: list[float] | None = None,
                  noise_prob: float = 0.5, augment_seed: int = 0) -> None:
@@ -176,7 +174,7 @@ class SpeechFramesDataModule(VecsetDataModule):
         # their loader, planned by the predict side from the model's receptive field
         # (pipelines/predict/chunks.py, PredictionWriter.setup): the data never asks the model
         self.chunk_loader: DataLoader | None = None
-        self.max_utterances, self.plot_utterances = max_utterances, plot_utterances
+        self.max_utterances = max_utterances
         if predict_segments not in ("decoder", "argmax"):
             raise ValueError(f"predict_segments must be 'decoder' or 'argmax', got {predict_segments!r}")
         self.predict_segments = predict_segments
@@ -343,16 +341,8 @@ class SpeechFramesDataModule(VecsetDataModule):
     def describe(self, sample_id: int) -> str:
         return str(self.files[sample_id].path)
 
-    # -- reports after test -----------------------------------------------------------------
-    def reports(self) -> list:
-        """Per-phone accuracy, the segments of ``plot_utterances`` test utterances and the
-        attention over the first one's frames (``pipelines/reports/speech.py``)."""
-        from vecset.pipelines.reports.speech import (
-            FrameAttentionReport,
-            PerPhoneReport,
-            SegmentsReport,
-        )
-
-        if not self.plot_utterances:
-            return [PerPhoneReport()]
-        return [PerPhoneReport(), SegmentsReport(self.plot_utterances), FrameAttentionReport()]
+    # -- what reports read ------------------------------------------------------------------
+    def test_items(self) -> list[Utterance]:
+        """The test utterances (``encoders/speech/reader.py``'s ``Utterance``: ``id``, ``x``
+        (T, F) features, ``y``, ``segments``, ``words``, ``sample_rate``), in the loader's order."""
+        return self.sets["test"].items

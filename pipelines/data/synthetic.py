@@ -76,6 +76,10 @@ class SyntheticSetDataModule(VecsetDataModule):
             spec = replace(spec, train_targets=torch.cat([it["y"] for it in self.sets["train"].items]))
         return spec
 
+    def test_items(self) -> list[dict]:
+        """The test sets: dicts of ``x`` (n, 1), ``y`` and ``id``."""
+        return self.sets["test"].items
+
     def _loader(self, split: str, shuffle: bool = False) -> DataLoader:  # evaluation splits only
         # a disjoint share per process under DDP, so no sample counts twice in the metrics
         sampler, batch_size = eval_sampler(self.sets[split], self.batch_size)

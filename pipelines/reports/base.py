@@ -5,7 +5,13 @@ A report is a small object with ``write(ctx) -> list[Path]``: it reads the task 
 ``ctx.out_dir`` and returns their paths. Figures go through ``ctx.save_figure`` /
 ``ctx.save_image``, which write the file and add the picture to TensorBoard when the run
 has a TensorBoardLogger. ``ReportWriter`` (callback.py) builds the contexts and runs the
-reports; a data module names its reports in ``reports()``.
+reports it is configured with (defaults per job: defaults.py).
+
+What a report may read: the test pass (``ctx.test_outputs()``, run once per task and shared
+by all its reports), the test items (``ctx.test_items(n)``, the data module's
+``test_items()``), the data module's public names (``class_names``, ``target_names``,
+``collate``, ``describe``, ...) and the model's parts through the abilities they declare
+(``backbone/abilities.py``), never a private attribute or a split's internals.
 """
 
 from __future__ import annotations
@@ -48,12 +54,17 @@ class ReportContext:
     step: int = 0
     _outputs: list[ScoredBatch] | None = field(default=None, init=False, repr=False)
 
-    def test_outputs(self, keep_output: bool = False) -> list[ScoredBatch]:
-        """The test split run through the model once (then kept for the task's other reports);
-        ``keep_output``: with the head's raw outputs (a second pass if the kept one has none)."""
-        if self._outputs is None or (keep_output and self._outputs and self._outputs[0].output is None):
-            self._outputs = collect_test_outputs(self.model, self.data.test_dataloader(), keep_output)
+    def test_outputs(self) -> list[ScoredBatch]:
+        """The test split run through the model once, with the head's raw outputs, then kept:
+        every report of the task reads this one pass."""
+        if self._outputs is None:
+            self._outputs = collect_test_outputs(self.model, self.data.test_dataloader(), keep_output=True)
         return self._outputs
+
+    def test_items(self, n: int | None = None) -> list:
+        """The first ``n`` (None: all) of the data module's ``test_items()``."""
+        items = self.data.test_items()
+        return [items[i] for i in range(len(items) if n is None else min(n, len(items)))]
 
     def tag(self, name: str) -> str:
         stem = Path(name).stem

@@ -23,18 +23,14 @@ from torchmetrics.functional.classification import (
 )
 
 from vecset.pipelines.reports.base import Report, ReportContext, plt
-from vecset.pipelines.reports.outputs import inference, to_device
+from vecset.pipelines.reports.outputs import ScoredBatch
 
 
-def positive_probabilities(model, loader) -> tuple[torch.Tensor, torch.Tensor]:
-    """P(class 1) (n,) from the head's logits (softmax) and the labels (n,) over ``loader``."""
-    probs, labels = [], []
-    with inference(model):
-        for batch in loader:
-            out = model(to_device(batch, model.device))
-            probs.append(out.softmax(-1)[:, 1].cpu())
-            labels.append(batch["y"].long())
-    return torch.cat(probs), torch.cat(labels)
+def positive_probabilities(outputs: list[ScoredBatch]) -> tuple[torch.Tensor, torch.Tensor]:
+    """P(class 1) (n,) from the head's logits (softmax) and the labels (n,) of the test pass."""
+    probs = torch.cat([o.output.float().softmax(-1)[:, 1] for o in outputs])
+    labels = torch.cat([o.batch["y"].long() for o in outputs])
+    return probs, labels
 
 
 def binary_scores(prob: torch.Tensor, label: torch.Tensor, names: list[str] | None = None) -> dict:
@@ -99,10 +95,11 @@ class BinaryReport(Report):
         names = list(ctx.data.class_names)
         if len(names) != 2:
             return []
-        prob, label = positive_probabilities(ctx.model, ctx.data.test_dataloader())
+        prob, label = positive_probabilities(ctx.test_outputs())
         scores = {"positive_class": names[1], **binary_scores(prob, label, names)}
-        if hasattr(ctx.data, "class_balance"):
-            scores["class_balance"] = ctx.data.class_balance()
+        balance = ctx.data.class_balance()
+        if balance is not None:
+            scores["class_balance"] = balance
         path = ctx.out_dir / "test_binary.json"
         path.write_text(json.dumps(scores, indent=2, allow_nan=False, default=lambda v: np.asarray(v).tolist()))
         for line in undefined_scores(scores):

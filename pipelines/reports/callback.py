@@ -5,13 +5,27 @@ It runs at the end of every test: ``vecset fit`` tests the best checkpoint after
 
 - ``curves.png`` of the run (training loss and every validation metric per epoch, a panel
   per task's metric in a multi-task run), from the CSV logger's metrics.csv;
-- every task's reports: those its data module lists in ``reports()`` (a data module without
-  that method gets none), into the run directory, or ``<run_dir>/<task>/`` for each task of
-  a multi-task run. Each report sees its task as a single-task model (``TaskView``).
+- every task's reports, into the run directory, or ``<run_dir>/<task>/`` for each task of
+  a multi-task run. Each report sees its task as a single-task model (``TaskView``); the
+  task's test split runs through the model once, and every report reads that pass.
+
+Which reports: ``reports``, a list (a single-task run) or a dict task -> list (a multi-task
+run; a task it leaves out gets its defaults), else the job's defaults
+(``defaults.py``, by the data module's class). In a config, as a trainer callback::
+
+    trainer:
+      callbacks:
+        - class_path: vecset.pipelines.reports.callback.ReportWriter
+          init_args:
+            reports:
+              - class_path: vecset.pipelines.reports.classification.ClassificationReport
+              - class_path: vecset.pipelines.reports.images.AttentionMapsReport
+                init_args: {images: 4}
 
 Figures are also added to TensorBoard when the trainer has a TensorBoardLogger. The CLI adds
-this callback unless ``--plots false``; ``written`` holds the paths of the last test's files
-(``results.json``'s ``plots``). Only the global-zero process writes.
+this callback with the defaults unless one is configured or ``--plots false``; ``written``
+holds the paths of the last test's files (``results.json``'s ``plots``). Only the global-zero
+process writes.
 """
 
 from __future__ import annotations
@@ -22,7 +36,7 @@ from pathlib import Path
 import pytorch_lightning as pl
 from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
 
-from vecset.pipelines.reports.base import ReportContext
+from vecset.pipelines.reports.base import Report, ReportContext
 from vecset.pipelines.reports.curves import CurvesReport
 from vecset.pipelines.training.multitask import MultiTaskModule
 
@@ -38,8 +52,30 @@ def task_contexts(model: pl.LightningModule, datamodule, run_dir: Path, writers:
     return [ReportContext(model, datamodule, run_dir, None, writers, step)]
 
 
-def write_reports(trainer: pl.Trainer, model: pl.LightningModule, datamodule, run_dir: Path) -> list[Path]:
-    """curves.png of the run, then each task's reports; the paths written."""
+Reports = list[Report] | dict[str, list[Report]] | None
+
+
+def task_reports(reports: Reports, ctx: ReportContext) -> list[Report]:
+    """The reports of ``ctx``'s task: the configured ones, or the job's defaults."""
+    if isinstance(reports, dict):
+        if ctx.task is None:
+            raise ValueError("ReportWriter's reports is a dict of tasks, but this run has one task: give a list")
+        if ctx.task in reports:
+            return list(reports[ctx.task])
+    elif reports is not None:
+        if ctx.task is not None:
+            raise ValueError(f"ReportWriter's reports is a list, but this run has several tasks (e.g. {ctx.task!r}): "
+                             "give a dict task -> list (a task left out gets its defaults)")
+        return list(reports)
+    # imported when writing: the reports' own imports (RDKit drawing, speech scoring) wait till then
+    from vecset.pipelines.reports.defaults import default_reports
+
+    return default_reports(ctx.data)
+
+
+def write_reports(trainer: pl.Trainer, model: pl.LightningModule, datamodule, run_dir: Path,
+                  reports: Reports = None) -> list[Path]:
+    """curves.png of the run, then each task's reports (``reports``, or the defaults); the paths written."""
     writers = [lg.experiment for lg in trainer.loggers if isinstance(lg, TensorBoardLogger)]
     step = trainer.global_step
     paths = []
@@ -47,10 +83,10 @@ def write_reports(trainer: pl.Trainer, model: pl.LightningModule, datamodule, ru
     if csv is not None:
         paths += CurvesReport(csv).write(ReportContext(model, datamodule, run_dir, None, writers, step))
     for ctx in task_contexts(model, datamodule, run_dir, writers, step):
-        reports = ctx.data.reports() if hasattr(ctx.data, "reports") else []
-        if reports:
+        chosen = task_reports(reports, ctx)
+        if chosen:
             ctx.out_dir.mkdir(parents=True, exist_ok=True)
-        for report in reports:
+        for report in chosen:
             paths += report.write(ctx)
     for w in writers:
         w.flush()
@@ -58,15 +94,33 @@ def write_reports(trainer: pl.Trainer, model: pl.LightningModule, datamodule, ru
 
 
 class ReportWriter(pl.Callback):
-    """Writes the reports after each test (see the module docstring)."""
+    """Writes the reports after each test (see the module docstring).
 
-    def __init__(self) -> None:
+    Args:
+        reports: the reports to write: a list (one task), a dict task -> list (a multi-task
+            run), or None: each task's defaults (``defaults.py``).
+    """
+
+    def __init__(self, reports: list[Report] | dict[str, list[Report]] | None = None) -> None:
+        self.reports = reports
         self.written: list[Path] = []
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        """A list in a multi-task run (or a dict in a single-task one) is refused before any step."""
+        multi = isinstance(pl_module, MultiTaskModule)
+        if isinstance(self.reports, dict) and not multi:
+            raise ValueError("ReportWriter's reports is a dict of tasks, but this run has one task: give a list")
+        if isinstance(self.reports, dict) and (unknown := sorted(set(self.reports) - set(pl_module.tasks))):
+            raise ValueError(f"ReportWriter's reports name tasks {unknown} the model does not have "
+                             f"(its tasks: {sorted(pl_module.tasks)})")
+        if self.reports is not None and not isinstance(self.reports, dict) and multi:
+            raise ValueError("ReportWriter's reports is a list, but this run has several tasks: give a dict "
+                             "task -> list (a task left out gets its defaults)")
 
     def on_test_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         run_dir = Path(trainer.log_dir)  # a broadcast under DDP: every process must ask
         if not trainer.is_global_zero or trainer.datamodule is None:
             return
         run_dir.mkdir(parents=True, exist_ok=True)
-        self.written = write_reports(trainer, pl_module, trainer.datamodule, run_dir)
+        self.written = write_reports(trainer, pl_module, trainer.datamodule, run_dir, self.reports)
         log.info("reports: %s", ", ".join(str(p) for p in self.written))

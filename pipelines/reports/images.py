@@ -5,7 +5,8 @@ The attention map of an image is what the model reads when it pools: the weights
 ``SequenceHead(pooling="attention")``'s query over the pixel/patch vectors, or, for other
 poolings, the attention of one backbone block (``Backbone.capture_attention``) averaged over
 heads and over queries (the CLS row with a CLS token). It is reshaped to the encoder's
-grid, upsampled to the image and overlaid on it.
+grid, upsampled to the image and overlaid on it. The parts declare what is read
+(``backbone/abilities.py``): ``PoolingWeights`` or ``AttentionWeights``, and ``Grid``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 import torch.nn.functional as F
 from torch import Tensor
 
+from vecset.backbone.abilities import AttentionWeights, Grid, has_cls, pools_by_attention
 from vecset.pipelines.reports.base import Report, ReportContext, plt
 from vecset.pipelines.reports.outputs import inference, to_device
 
@@ -34,7 +36,7 @@ def attention_grid(model, batch: dict, layer: int = -1) -> tuple[Tensor, Tensor,
         batch = to_device(batch, model.device)
         H, W = batch["image"].shape[-2:]
         gh, gw = model.encoder.grid(H, W)
-        if getattr(model.head, "pooling", None) == "attention":
+        if pools_by_attention(model.head):
             probs = model(batch).softmax(-1)
             weights = model.head.last_pool_weights  # (B, N)
             what = "pooling query"
@@ -42,7 +44,7 @@ def attention_grid(model, batch: dict, layer: int = -1) -> tuple[Tensor, Tensor,
             with model.backbone.capture_attention(layer) as get:
                 probs = model(batch).softmax(-1)
                 a = get().mean(1)  # (B, N, N) mean over heads
-            vs_cls = getattr(model.backbone, "cls", None) is not None
+            vs_cls = has_cls(model.backbone)
             if vs_cls:  # the CLS query's row over the image vectors (its self-weight left out)
                 weights = a[:, 0, 1:] / a[:, 0, 1:].sum(-1, keepdim=True)  # (B, N)
             else:
@@ -90,15 +92,17 @@ class AttentionMapsReport(Report):
         self.images, self.layer = images, layer
 
     def write(self, ctx: ReportContext) -> list[Path]:
-        test = ctx.data.sets["test"]
-        n = min(self.images, len(test))
-        if n <= 0:
+        items = ctx.test_items(max(self.images, 0))
+        if not items:
             return []
-        if not (getattr(ctx.model.head, "pooling", None) == "attention" or hasattr(ctx.model.backbone, "capture_attention")):
+        if not isinstance(ctx.model.encoder, Grid):
+            log.info("no attention maps: the encoder %s declares no grid of vectors", type(ctx.model.encoder).__name__)
+            return []
+        if not (pools_by_attention(ctx.model.head) or isinstance(ctx.model.backbone, AttentionWeights)):
             # a convolutional baseline with mean pooling has no attention to show
             log.info("no attention maps: %s has no attention to capture and the head does not pool by attention",
                      type(ctx.model.backbone).__name__)
             return []
-        batch = ctx.data.collate([test[i] for i in range(n)])
+        batch = ctx.data.collate(items)
         fig = attention_maps_figure(ctx.model, batch, list(ctx.data.class_names), ctx.data.display_image, self.layer)
         return [ctx.save_figure(fig, "attention_maps.png", dpi=110)]

@@ -20,33 +20,32 @@ import numpy as np  # noqa: E402
 from torch import Tensor  # noqa: E402
 
 from vecset.pipelines.reports.base import Report, ReportContext  # noqa: E402
-from vecset.pipelines.reports.outputs import inference, to_device  # noqa: E402
+from vecset.pipelines.reports.outputs import ScoredBatch  # noqa: E402
 
 
-def worst_mistakes(model, loader, n: int) -> list[dict]:
-    """The ``n`` wrongly classified images of ``loader`` with the highest predicted probability,
-    most confident first: dicts of ``image`` (C, H, W), ``y``, ``pred``, ``prob`` (of the
-    prediction), ``prob_true`` and ``id``. Kept on the CPU; the model's modes are restored."""
+def worst_mistakes(outputs: list[ScoredBatch], n: int) -> list[dict]:
+    """The ``n`` wrongly classified images of the test pass (``outputs``: batches with the
+    head's logits) with the highest predicted probability, most confident first: dicts of
+    ``image`` (C, H, W), ``y``, ``pred``, ``prob`` (of the prediction), ``prob_true`` and ``id``."""
     kept: list[dict] = []
-    with inference(model):
-        for batch in loader:
-            batch = to_device(batch, model.device)
-            probs = model(batch).softmax(-1)  # (B, C)
-            prob, pred = probs.max(-1)  # (B,)
-            wrong = (pred != batch["y"]).nonzero().flatten()
-            for i in wrong[prob[wrong].argsort(descending=True)[:n]].tolist():  # this batch's worst n
-                kept.append({"image": batch["image"][i].cpu(), "y": int(batch["y"][i]), "pred": int(pred[i]),
-                             "prob": float(prob[i]), "prob_true": float(probs[i, batch["y"][i]]),
-                             "id": int(batch["ids"][i])})
-            kept = sorted(kept, key=lambda m: -m["prob"])[:n]
+    for o in outputs:
+        batch = o.batch
+        probs = o.output.float().softmax(-1)  # (B, C)
+        prob, pred = probs.max(-1)  # (B,)
+        wrong = (pred != batch["y"]).nonzero().flatten()
+        for i in wrong[prob[wrong].argsort(descending=True)[:n]].tolist():  # this batch's worst n
+            kept.append({"image": batch["image"][i], "y": int(batch["y"][i]), "pred": int(pred[i]),
+                         "prob": float(prob[i]), "prob_true": float(probs[i, batch["y"][i]]),
+                         "id": int(batch["ids"][i])})
+        kept = sorted(kept, key=lambda m: -m["prob"])[:n]
     return kept
 
 
-def worst_mistakes_figure(model, loader, class_names: list[str], display: Callable[[Tensor], np.ndarray],
-                          n: int = 16):
-    """A grid of the ``n`` most confident mistakes on ``loader`` (``worst_mistakes``), each
+def worst_mistakes_figure(outputs: list[ScoredBatch], class_names: list[str],
+                          display: Callable[[Tensor], np.ndarray], n: int = 16):
+    """A grid of the ``n`` most confident mistakes of the test pass (``worst_mistakes``), each
     titled true / predicted (probability); ``display`` turns a model input into pixels."""
-    mistakes = worst_mistakes(model, loader, n)
+    mistakes = worst_mistakes(outputs, n)
     cols = max(1, min(len(mistakes), math.ceil(math.sqrt(n))))
     rows = max(1, math.ceil(len(mistakes) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(1.9 * cols, 2.1 * rows + 0.4), squeeze=False)
@@ -74,6 +73,6 @@ class MistakesReport(Report):
     def write(self, ctx: ReportContext) -> list[Path]:
         if self.images <= 0:
             return []
-        fig = worst_mistakes_figure(ctx.model, ctx.data.test_dataloader(), list(ctx.data.class_names),
-                                    ctx.data.display_image, n=self.images)
+        fig = worst_mistakes_figure(ctx.test_outputs(), list(ctx.data.class_names), ctx.data.display_image,
+                                    n=self.images)
         return [ctx.save_figure(fig, "worst_mistakes.png", dpi=110)]

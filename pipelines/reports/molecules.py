@@ -9,12 +9,14 @@ from pathlib import Path
 
 import numpy as np
 
+from vecset.backbone.abilities import pools_by_attention
 from vecset.pipelines.reports.base import Report, ReportContext, plt
 from vecset.pipelines.reports.outputs import inference, to_device
 
 
 def pooling_weights(model, items: list[dict], collate) -> list[np.ndarray]:
-    """Per molecule, the attention the pooling query gives each atom, (n_atoms,)."""
+    """Per molecule, the attention the pooling query gives each atom, (n_atoms,) (the head
+    declares ``PoolingWeights``: its last forward's weights)."""
     with inference(model):
         model(to_device(collate(items), model.device))
         w = model.head.last_pool_weights.cpu()  # (B, N)
@@ -62,7 +64,7 @@ class PoolingAttentionReport(Report):
         self.molecules = molecules
 
     def write(self, ctx: ReportContext) -> list[Path]:
-        items = ctx.data.splits["test"][: self.molecules]
-        if getattr(ctx.model.head, "pooling", None) != "attention" or not items:
+        items = ctx.test_items(self.molecules)
+        if not pools_by_attention(ctx.model.head) or not items:
             return []
         return [ctx.save_image(pooling_attention_image(ctx.model, items, ctx.data.collate), "pool_attention.png")]

@@ -63,7 +63,7 @@ class ParityReport(Report):
 
     def write(self, ctx: ReportContext) -> list[Path]:
         pred, true = scored_values(ctx)
-        names = list(getattr(ctx.data, "target_names", None) or [f"value_{t}" for t in range(pred.shape[1])])
+        names = list(ctx.data.target_names or [f"value_{t}" for t in range(pred.shape[1])])
         path = ctx.out_dir / "test_regression.json"
         path.write_text(json.dumps(errors(pred, true, names), indent=2))
         return [ctx.save_figure(parity_figure(pred, true, names), "parity.png", dpi=110), path]

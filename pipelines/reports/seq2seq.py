@@ -7,13 +7,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from torch import Tensor
+
 from vecset.pipelines.reports.base import Report, ReportContext, plt
 from vecset.pipelines.reports.outputs import inference, to_device
 
 
 def alignment_figure(weights, inputs: list[str], outputs: list[str], title: str = ""):
     """Attention heatmap: rows = output tokens, columns = input tokens (weights (T, N))."""
-    w = weights.detach().cpu().numpy() if hasattr(weights, "detach") else weights
+    w = weights.detach().cpu().numpy() if isinstance(weights, Tensor) else weights
     fig, ax = plt.subplots(figsize=(0.5 * max(len(inputs), 4) + 1.5, 0.4 * max(len(outputs), 4) + 1.2))
     im = ax.imshow(w, cmap="viridis", aspect="auto", vmin=0)
     ax.set_xticks(range(len(inputs)), inputs)
@@ -39,7 +41,7 @@ class AlignmentReport(Report):
         self.words = words
 
     def write(self, ctx: ReportContext) -> list[Path]:
-        items = ctx.data.splits["test"][: self.words]
+        items = ctx.test_items(self.words)
         if not items:
             return []
         model = ctx.model

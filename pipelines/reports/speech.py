@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from vecset.backbone.abilities import AttentionWeights, Decoder
 from vecset.pipelines.reports.base import Report, ReportContext, plt
 from vecset.pipelines.reports.outputs import inference, to_device
 from vecset.pipelines.reports.segment_scores import SegmentScores
@@ -30,7 +31,7 @@ def utterances(ctx: ReportContext) -> list[Utterance]:
     """Every test utterance's frame labels, from the test outputs (the labels the test
     accuracy scored), cut to the utterance's frames."""
     out = []
-    for o in ctx.test_outputs(keep_output=True):  # the logits too, for decoded_labels
+    for o in ctx.test_outputs():
         y = o.batch["y"]  # (B, T) padded
         pred = torch.as_tensor(o.pred).reshape(y.shape)  # (B, T)
         for i, sid in enumerate(o.batch["ids"].tolist()):
@@ -42,11 +43,12 @@ def utterances(ctx: ReportContext) -> list[Utterance]:
 def decoded_labels(ctx: ReportContext) -> dict[int, np.ndarray]:
     """Sample id -> (T,) labels from the head's segment decoder over the utterance's logits;
     empty when the head has no decoder."""
-    decoder = ctx.model.head.segment_decoder()
+    head = ctx.model.head
+    decoder = head.segment_decoder() if isinstance(head, Decoder) else None
     if decoder is None:
         return {}
     out = {}
-    for o in ctx.test_outputs(keep_output=True):
+    for o in ctx.test_outputs():
         for i, sid in enumerate(o.batch["ids"].tolist()):
             n = int(o.batch["mask"][i].sum())
             out[sid] = decoder(o.output[i, :n])
@@ -58,7 +60,7 @@ def segment_and_word_scores(ctx: ReportContext, outputs: list[Utterance]) -> dic
     frame accuracy inside unseen / seen / no words (``words``) of the test utterances."""
     dm = ctx.data
     names = list(dm.class_names)
-    items = {u.id: u for u in dm.sets["test"].items}  # Utterance (encoders/speech/reader.py)
+    items = {u.id: u for u in dm.test_items()}  # Utterance (encoders/speech/reader.py)
     decoded = decoded_labels(ctx)
     seg = SegmentScores(names)
     vocab = dm.split_vocabulary("train")
@@ -194,7 +196,7 @@ def segments_figure(dm, outputs: list[Utterance], decoded: dict[int, np.ndarray]
     """For each (id, predicted, true): log-mel frames, then true and predicted (argmax) segments,
     and the segment decoder's when ``decoded`` (sample id -> labels) has them."""
     names = dm.class_names
-    items = {u.id: u for u in dm.sets["test"].items}
+    items = {u.id: u for u in dm.test_items()}
     decoded = decoded or {}
     rows = 5 if decoded else 4
     ratios = [4, 0.7, 0.7, 0.7, 1.4] if decoded else [4, 0.7, 0.7, 1.4]
@@ -228,7 +230,7 @@ def segments_figure(dm, outputs: list[Utterance], decoded: dict[int, np.ndarray]
 
 def attention_figure(dm, model, sample_id: int, layer: int = -1, max_frames: int = 300):
     """Attention weights (mean over heads) of one layer for one test utterance."""
-    item = next(u for u in dm.sets["test"].items if u.id == sample_id)
+    item = next(u for u in dm.test_items() if u.id == sample_id)
     with inference(model):
         batch = to_device(dm.collate([{"x": item.x, "id": sample_id}]), model.device)
         vs = model.encoder(batch)
@@ -238,7 +240,7 @@ def attention_figure(dm, model, sample_id: int, layer: int = -1, max_frames: int
     fig, ax = plt.subplots(figsize=(6, 5.5))
     im = ax.imshow(a, cmap="viridis", origin="upper", interpolation="nearest")
     # the encoder's window overrides the backbone's (as in Backbone.forward)
-    win = vs.window if vs.window is not None else getattr(model.backbone.blocks[layer].attn, "window", None)
+    win = vs.window if vs.window is not None else model.backbone.blocks[layer].attn.window  # AttentionWeights
     ax.set_title(f"layer {layer} attention, mean over heads (window={win})\n{dm.describe(sample_id)}", fontsize=8)
     ax.set_xlabel("key frame")
     ax.set_ylabel("query frame")
@@ -286,9 +288,9 @@ class FrameAttentionReport(Report):
         self.layer, self.max_frames = layer, max_frames
 
     def write(self, ctx: ReportContext) -> list[Path]:
-        items = ctx.data.sets["test"].items
-        backbone = getattr(ctx.model, "backbone", None)
-        if not items or not hasattr(backbone, "attention_weights"):
+        items = ctx.test_items(1)
+        backbone = ctx.model.backbone
+        if not items or not isinstance(backbone, AttentionWeights):
             log.info("speech: %s has no attention weights to plot", type(backbone).__name__)
             return []
         fig = attention_figure(ctx.data, ctx.model, items[0].id, self.layer, self.max_frames)

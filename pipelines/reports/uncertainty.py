@@ -25,8 +25,9 @@ import numpy as np
 import torch
 from scipy.stats import norm, spearmanr
 
+from vecset.backbone.abilities import regression_std
 from vecset.pipelines.reports.base import Report, ReportContext, plt
-from vecset.pipelines.reports.outputs import inference, to_device
+from vecset.pipelines.reports.outputs import ScoredBatch, collect_test_outputs
 from vecset.pipelines.reports.regression import parity_panel
 
 
@@ -118,29 +119,34 @@ def write_uncertainty(mean: np.ndarray, std: np.ndarray, true: np.ndarray, names
             save(parity_errorbar_figure(mean[:, 0], std[:, 0], true[:, 0], names[0]), "parity_errorbars.png")]
 
 
+def outputs_mean_std(head, outputs: list[ScoredBatch]) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    """Mean and std (n, T) in target units from ``head.mean_std`` of the kept outputs (std None
+    when the head gives none) and the measured values."""
+    means, stds, trues = [], [], []
+    with torch.no_grad():
+        for o in outputs:
+            mean, std = head.mean_std(o.output.to(next(head.parameters(), o.output).device))
+            means.append(mean.cpu())
+            stds.append(None if std is None else std.cpu())
+            trues.append(o.batch["y"].reshape(mean.shape))
+    std = None if stds[0] is None else torch.cat(stds).numpy()
+    return torch.cat(means).numpy(), std, torch.cat(trues).numpy()
+
+
 def predicted_mean_std(model, loader) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """Mean and std (n, T) in target units from ``model.head.mean_std`` (std None when the
     head gives none) and the measured values, over ``loader``."""
-    means, stds, trues = [], [], []
-    with inference(model):
-        for batch in loader:
-            on_device = to_device(batch, model.device)
-            mean, std = model.head.mean_std(model(on_device))
-            means.append(mean.cpu())
-            stds.append(None if std is None else std.cpu())
-            trues.append(batch["y"].reshape(mean.shape))
-    std = None if stds[0] is None else torch.cat(stds).numpy()
-    return torch.cat(means).numpy(), std, torch.cat(trues).numpy()
+    return outputs_mean_std(model.head, collect_test_outputs(model, loader, keep_output=True))
 
 
 class UncertaintyReport(Report):
     """The files above for a regression head whose ``mean_std`` gives a std (none otherwise)."""
 
     def write(self, ctx: ReportContext) -> list[Path]:
-        if not hasattr(ctx.model.head, "mean_std") or getattr(ctx.model.head, "task", "regression") != "regression":
+        if not regression_std(ctx.model.head):
             return []
-        mean, std, true = predicted_mean_std(ctx.model, ctx.data.test_dataloader())
+        mean, std, true = outputs_mean_std(ctx.model.head, ctx.test_outputs())
         if std is None:
             return []
-        names = list(getattr(ctx.data, "target_names", None) or [f"value_{t}" for t in range(mean.shape[1])])
+        names = list(ctx.data.target_names or [f"value_{t}" for t in range(mean.shape[1])])
         return write_uncertainty(mean, std, true, names, ctx.out_dir, ctx.save_figure)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vecset.backbone.abilities import AttentionWeights
 from vecset.pipelines.reports.base import Report, ReportContext, plt
 from vecset.pipelines.reports.outputs import inference, to_device
 
@@ -71,8 +72,8 @@ class VectorAttentionReport(Report):
         self.layer, self.max_vectors = layer, max_vectors
 
     def write(self, ctx: ReportContext) -> list[Path]:
-        backbone = getattr(ctx.model, "backbone", None)
-        if not hasattr(backbone, "attention_weights"):
+        backbone = ctx.model.backbone
+        if not isinstance(backbone, AttentionWeights):
             log.info("no attention.png: %s has no attention weights to plot", type(backbone).__name__)
             return []
         batch, labels, unit, source = ctx.data.attention_example()

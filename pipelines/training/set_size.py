@@ -7,6 +7,7 @@ import math
 import torch
 from torch import nn
 
+from vecset.backbone.abilities import AttentionWeights, Grid, has_cls
 from vecset.backbone.attention import available_memory
 
 
@@ -16,7 +17,8 @@ def check_set_size(encoder: nn.Module, backbone: nn.Module, dm, device: torch.de
     fails allocating its weights.
 
     The DataModule tells the size of its images (``image_shape``, (C, H, W)) and how many a
-    batch holds (``batch_size``), the encoder the grid of vectors one image makes (``grid``).
+    batch holds (``batch_size``), the encoder the grid of vectors one image makes (it declares
+    ``Grid``), the backbone its blocks' heads and window (``AttentionWeights``).
     Full attention over a batch of B sets of N vectors weighs B x heads x N x N pairs: the
     plain formulation, the dense masked path and the attention plots hold them (the fused
     kernel holds less but takes the same N^2 time); truncated attention (window w) holds
@@ -24,16 +26,16 @@ def check_set_size(encoder: nn.Module, backbone: nn.Module, dm, device: torch.de
     the device (``available_memory``, as the attention's own check before it allocates them);
     the size suggested in the error fits at the same batch size.
     """
+    # the data's image_shape / batch_size: data module attributes (None: not images), not model abilities
     shape = getattr(dm, "image_shape", None)
-    blocks = getattr(backbone, "blocks", None)
-    if shape is None or not hasattr(encoder, "grid") or not blocks or not hasattr(blocks[0], "attn"):
+    if shape is None or not isinstance(encoder, Grid) or not isinstance(backbone, AttentionWeights):
         return  # not images, or a backbone without attention (the baselines)
     _, H, W = shape
     B = max(1, int(getattr(dm, "batch_size", 1) or 1))  # the sets one step holds
     gh, gw = encoder.grid(H, W)
-    cls = int(getattr(backbone, "cls", None) is not None)
+    cls = int(has_cls(backbone))
     n = gh * gw + cls
-    attn = blocks[0].attn
+    attn = backbone.blocks[0].attn
     param = next(backbone.parameters())
     keys = n if attn.window is None else min(n, 3 * max(attn.window, 1))
     need = B * attn.heads * n * keys * param.element_size()
@@ -50,7 +52,8 @@ def check_set_size(encoder: nn.Module, backbone: nn.Module, dm, device: torch.de
                  f"weights (batch x heads x N x 3 window, {dtype})")
     per_pair = B * attn.heads * param.element_size()
     fit = math.isqrt(free // per_pair) if attn.window is None else free // (per_pair * keys)  # the largest N that fits
-    side = math.isqrt(max(fit - cls, 0)) * getattr(encoder, "patch_size", 1)  # a square image of <= fit vectors
+    step = math.ceil(H / gh)  # pixels a vector covers on a side (patch size x the stem's strides)
+    side = math.isqrt(max(fit - cls, 0)) * step  # a square image of <= fit vectors
     example = f" (e.g. [{side}, {side}])" if side else ""
     where = f"task {task!r}: " if task else ""
     extra = ", plus the CLS vector" if cls else ""

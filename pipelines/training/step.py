@@ -9,6 +9,7 @@ import pytorch_lightning as pl
 from torch import Tensor, nn
 from torchmetrics import MeanMetric, MetricCollection
 
+from vecset.backbone.abilities import Width
 from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
 
@@ -31,7 +32,7 @@ def check_widths(encoder: Encoder, backbone: nn.Module, head: Head, task: str | 
     """The widths the encoder returns, the backbone takes and returns, and the head reads agree,
     checked when the model is built (else a task stops at its first step, naming no task). The
     encoder's ``out_width`` and the head's ``in_width`` are those they declare; the backbone's
-    is its ``d_model`` (Backbone and the baselines); ``nn.Identity`` passes widths through."""
+    is its ``d_model`` (``Width``: Backbone and the baselines); ``nn.Identity`` passes widths through."""
     where = f"task {task!r}: " if task else ""
     enc, head_in = encoder.out_width, head.in_width
     bb = type(backbone).__name__
@@ -41,9 +42,9 @@ def check_widths(encoder: Encoder, backbone: nn.Module, head: Head, task: str | 
                              f"head {type(head).__name__} reads width {head_in} (the backbone {bb} passes them "
                              "through): give both the same d_model")
         return
-    width = getattr(backbone, "d_model", None)
-    if width is None:
+    if not isinstance(backbone, Width):
         return
+    width = backbone.d_model
     if enc is not None and enc != width:
         raise ValueError(f"{where}the encoder {type(encoder).__name__} returns vectors of width {enc}, but the "
                          f"backbone {bb} expects d_model={width}: every task's encoder projects to the shared "

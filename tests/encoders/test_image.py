@@ -521,7 +521,7 @@ def test_cli_fit_and_predict_digits(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     tiny = ["--trainer.max_epochs", "1", "--trainer.limit_train_batches", "3", "--trainer.limit_val_batches", "1",
             "--trainer.enable_model_summary", "false",
-            "--model.init_args.backbone.init_args.depth", "1", "--data.init_args.attention_images", "2"]
+            "--model.init_args.backbone.init_args.depth", "1"]
     cfg = str(ROOT / "configs" / "digits_pixel.yaml")
     run_cli(["fit", "--config", cfg, *tiny])
     run = tmp_path / "runs" / "digits_pixel" / "version_0"

@@ -15,7 +15,9 @@ from vecset.encoders.image import collate_images
 from vecset.heads import SequenceHead
 from vecset.pipelines import DigitsDataModule, TaskModule
 from vecset.pipelines.reports.base import ReportContext
-from vecset.pipelines.reports.images import attention_grid
+from vecset.pipelines.reports.defaults import default_reports
+from vecset.pipelines.reports.images import AttentionMapsReport, attention_grid
+from vecset.pipelines.reports.mistakes import MistakesReport
 
 
 def _tiny_model(pooling: str, cls_token: bool = False, window: int | None = None) -> TaskModule:
@@ -37,13 +39,16 @@ def test_attention_grid_is_a_distribution_over_patches(pooling, cls_token, windo
 
 
 def test_reports_written_with_the_logged_test_accuracy(tmp_path):
-    dm = DigitsDataModule(attention_images=4)
+    dm = DigitsDataModule()
     model = _tiny_model("attention")
     trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
                          enable_checkpointing=False)
     acc = trainer.test(model, datamodule=dm, verbose=False)[0]["test_acc"]
     model.eval()
-    paths = [p for r in dm.reports() for p in r.write(ReportContext(model, dm, tmp_path))]
+    reports = default_reports(dm)
+    assert [type(r) for r in reports[1:]] == [AttentionMapsReport, MistakesReport]
+    reports[1] = AttentionMapsReport(images=4)
+    paths = [p for r in reports for p in r.write(ReportContext(model, dm, tmp_path))]
     assert [p.name for p in paths] == ["test_per_class.json", "confusion_matrix.png", "attention_maps.png",
                                        "worst_mistakes.png"]
     assert all(p.stat().st_size > 1000 for p in paths[1:])
@@ -59,7 +64,8 @@ def test_image_reports_skip_attention_maps_for_the_cnn(tmp_path):
 
     torch.manual_seed(0)
     model = TaskModule(PixelEncoder(1, 8, positional="none"), GridResNet(8, widths=(8,), blocks=1), SequenceHead(8, 10))
-    dm = DigitsDataModule(attention_images=4, mistake_images=4)
+    dm = DigitsDataModule()
     dm.setup("test")
-    paths = [p for r in dm.reports() for p in r.write(ReportContext(model, dm, tmp_path))]
+    reports = [*default_reports(dm)[:1], AttentionMapsReport(images=4), MistakesReport(images=4)]
+    paths = [p for r in reports for p in r.write(ReportContext(model, dm, tmp_path))]
     assert [p.name for p in paths] == ["test_per_class.json", "confusion_matrix.png", "worst_mistakes.png"]

@@ -13,6 +13,7 @@ from vecset.encoders.graph import GraphEncoder
 from vecset.heads import SequenceHead
 from vecset.pipelines.data.molecules import MoleculeDataModule
 from vecset.pipelines.reports.base import ReportContext
+from vecset.pipelines.reports.defaults import default_reports
 from vecset.pipelines.reports.molecules import PoolingAttentionReport, pooling_weights
 from vecset.pipelines.reports.regression import ParityReport
 from vecset.pipelines.reports.uncertainty import UncertaintyReport
@@ -42,7 +43,7 @@ def test_pooling_attention_of_each_atom_sums_to_one_and_is_drawn(tmp_path, molec
     weights = pooling_weights(model, items, molecules.collate)
     assert [len(w) for w in weights] == [it["x"].shape[0] for it in items]
     assert all(abs(float(w.sum()) - 1) < 1e-5 for w in weights)
-    assert [type(r) for r in molecules.reports()] == [ParityReport, UncertaintyReport, PoolingAttentionReport]
+    assert [type(r) for r in default_reports(molecules)] == [ParityReport, UncertaintyReport, PoolingAttentionReport]
     assert UncertaintyReport().write(ReportContext(model, molecules, tmp_path)) == []  # an MSE head has no std
     (path,) = PoolingAttentionReport(molecules=3).write(ReportContext(model, molecules, tmp_path))
     assert path.name == "pool_attention.png" and path.stat().st_size > 1000

@@ -10,6 +10,7 @@ from vecset.encoders import TextEncoder
 from vecset.heads import Seq2SeqHead, TransformerDecoder
 from vecset.pipelines.data.cmudict import CMUDictDataModule
 from vecset.pipelines.reports.base import ReportContext
+from vecset.pipelines.reports.defaults import default_reports
 from vecset.pipelines.reports.seq2seq import AlignmentReport
 from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.task import TaskModule
@@ -19,14 +20,16 @@ def test_alignment_heatmaps_of_the_first_test_words(tmp_path):
     d = tmp_path / "dict.txt"
     d.write_text("".join(f"{w}  {' '.join('AH B K'.split()[: i % 3 + 1])}\n"
                          for i, w in enumerate(f"W{c}{k}" for c in "ABCDEFGH" for k in range(5))))
-    dm = CMUDictDataModule(dict_file=str(d), num_plots=2, batch_size=8)
+    dm = CMUDictDataModule(dict_file=str(d), batch_size=8)
     dm.setup("fit")
     torch.manual_seed(0)
     model = TaskModule(TextEncoder(16, level="char", lowercase=True), Backbone(16, depth=1, heads=2),
                        Seq2SeqHead(16, TransformerDecoder(16, depth=1, heads=2, mlp_ratio=2.0), max_len=6))
     hand_over(dm, "fit", model.encoder, model.head)  # the vocabularies, as at the start of fit
     model.train()
-    (report,) = dm.reports()
+    (default,) = default_reports(dm)
+    assert isinstance(default, AlignmentReport) and default.words == 4
+    report = AlignmentReport(words=2)
     paths = report.write(ReportContext(model, dm, tmp_path))
     words = [it["text"] for it in dm.splits["test"][:2]]
     assert [p.name for p in paths] == [f"alignment_{k}_{w}.png" for k, w in enumerate(words)]

@@ -17,6 +17,7 @@ from vecset.encoders.speech import SpeechEncoder
 from vecset.heads import LabelingHead
 from vecset.pipelines.data.speech import SpeechFramesDataModule
 from vecset.pipelines.reports.base import ReportContext
+from vecset.pipelines.reports.defaults import default_reports
 from vecset.pipelines.reports.speech import (
     FrameAttentionReport,
     PerPhoneReport,
@@ -67,7 +68,7 @@ def test_per_phone_report_scores_the_frames_the_test_accuracy_counts(tmp_path, s
     paths = [p for r in (PerPhoneReport(), SegmentsReport(utterances=2), FrameAttentionReport()) for p in r.write(ctx)]
     assert [p.name for p in paths] == ["test_per_phone.json", "speech_segments.png", "attention.png"]
     rep = json.loads((tmp_path / "test_per_phone.json").read_text())
-    frames = sum(len(u.x) for u in speech_test.sets["test"].items)
+    frames = sum(len(u.x) for u in speech_test.test_items())
     assert rep["frames"] == frames and rep["frame_accuracy"] == round(acc, 4)
     assert (tmp_path / "test_per_phone.csv").read_text().startswith("phone,frames,accuracy")
     assert all(p.stat().st_size > 1000 for p in paths[1:])
@@ -77,8 +78,10 @@ def test_per_phone_report_scores_the_frames_the_test_accuracy_counts(tmp_path, s
 def test_no_attention_picture_for_a_backbone_without_attention(tmp_path, speech_test):
     model = _model(WindowMLP(16, context=2))
     assert FrameAttentionReport().write(ReportContext(model, speech_test, tmp_path)) == []
-    # no utterances drawn: no attention picture either (as before)
-    assert [type(r) for r in SpeechFramesDataModule(plot_utterances=0).reports()] == [PerPhoneReport]
+    # the job's defaults: per-phone scores, segments of 3 utterances, the attention picture
+    defaults = default_reports(SpeechFramesDataModule())
+    assert [type(r) for r in defaults] == [PerPhoneReport, SegmentsReport, FrameAttentionReport]
+    assert defaults[1].utterances == 3
 
 
 def test_attention_plot_of_a_long_windowed_utterance_expands_only_the_plotted_frames(tmp_path, monkeypatch):
@@ -93,8 +96,7 @@ def test_attention_plot_of_a_long_windowed_utterance_expands_only_the_plotted_fr
     model = TaskModule(SpeechEncoder(40, 8, positional="none", window=4),  # the encoder's window
                        Backbone(8, depth=1, heads=2, mlp_ratio=1.0), LabelingHead(8, 50))
     item = types.SimpleNamespace(id=7, x=torch.randn(T, 40))  # an Utterance's fields
-    dm = types.SimpleNamespace(sets={"test": types.SimpleNamespace(items=[item])}, describe=lambda i: f"utt {i}",
-                               collate=pad_sets)
+    dm = types.SimpleNamespace(test_items=lambda: [item], describe=lambda i: f"utt {i}", collate=pad_sets)
     monkeypatch.setattr(A, "available_memory", lambda device: 32 * 2**20)  # pretend 32 MiB free
     titles = []
     set_title = matplotlib.axes.Axes.set_title

@@ -15,6 +15,7 @@ from vecset.heads import LabelingHead
 from vecset.pipelines.data.conllu import CoNLLUDataModule
 from vecset.pipelines.data.graphs import GraphNodeDataModule
 from vecset.pipelines.reports.base import ReportContext, plt
+from vecset.pipelines.reports.defaults import default_reports
 from vecset.pipelines.reports.vector_attention import (
     VectorAttentionReport,
     attention_heatmap,
@@ -37,7 +38,7 @@ def karate(cls_token: bool = False) -> tuple[TaskModule, GraphNodeDataModule]:
 
 def test_karate_attention_between_the_nodes(tmp_path, monkeypatch):
     model, dm = karate()
-    assert any(isinstance(r, VectorAttentionReport) for r in dm.reports())
+    assert any(isinstance(r, VectorAttentionReport) for r in default_reports(dm))
     batch, labels, unit, source = dm.attention_example()
     assert unit == "node" and len(labels) == 34 and labels[0] == "0 Mr. Hi" and labels[33] == "33 Officer"
     assert source == "networkx.karate_club_graph() (34 nodes)"
@@ -82,7 +83,7 @@ def test_pos_attention_between_a_sentences_words(tmp_path, monkeypatch):
     head = LabelingHead(32, 17)
     hand_over(dm, "fit", enc, head)  # the vocabulary
     model = TaskModule(enc, Backbone(32, 2, 4, 2.0), head)
-    assert any(isinstance(r, VectorAttentionReport) for r in dm.reports())
+    assert any(isinstance(r, VectorAttentionReport) for r in default_reports(dm))
     batch, labels, unit, source = dm.attention_example()
     forms = dm.splits["test"][0]["forms"]
     assert unit == "word" and labels[:2] == ["I PRON", "saw VERB"] and len(labels) == len(forms)
