@@ -201,9 +201,11 @@ def attention_share(n: int, repeats: int, step: dict[str, dict], gflops: float) 
 PRECISIONS = {"fp32": (False, None), "bf16-mixed": (True, None), "bf16-mixed+compile": (True, "default")}
 
 
-def precision_table(ns: list[int], ds: list[int], repeats: int, precisions: list[str]) -> dict:
+def precision_table(ns: list[int], ds: list[int], repeats: int, precisions: list[str],
+                    compile_ns: list[int] | None = None) -> dict:
     """The ``--precisions`` table: at each (N, d) every model x precision step (and the
-    ``kernels_only`` bound in fp32 and bf16) taking turns, compiled ones compiled first."""
+    ``kernels_only`` bound in fp32 and bf16) taking turns, compiled ones compiled first (only at
+    the N in ``compile_ns`` when given: each compiles for a minute or more on a busy 2-core CPU)."""
     import os
     import time
 
@@ -216,6 +218,8 @@ def precision_table(ns: list[int], ds: list[int], repeats: int, precisions: list
             steps, first = {}, {}
             for prec in precisions:
                 bf16, mode = PRECISIONS[prec]
+                if mode is not None and compile_ns is not None and n not in compile_ns:
+                    continue
                 for model in ("vecset", "torch_encoder"):
                     steps[(model, prec)] = make_step(model, n, compile_mode=mode, d=d, bf16=bf16)
                     if mode is not None:
@@ -265,6 +269,8 @@ def main() -> None:
     ap.add_argument("--precisions", nargs="*", default=None, metavar="PRECISION",
                     help=f"the precision table (attention_precision.json); names from {list(PRECISIONS)}, all when none")
     ap.add_argument("--out", default=None, help="JSON name of the precision table (default attention_precision)")
+    ap.add_argument("--compile-ns", type=int, nargs="+", default=None,
+                    help="N values at which the precision table's compiled rows run (default: every N)")
     ap.add_argument("--ds", type=int, nargs="+", default=[128, 256], help="d_model values of the precision table")
     args = ap.parse_args()
     if args.precisions is not None:
@@ -273,7 +279,7 @@ def main() -> None:
         precs = args.precisions or list(PRECISIONS)
         ns = args.ns or [128, 512, 2048]
         load = os.getloadavg()
-        res = precision_table(ns, args.ds, args.repeats, precs)
+        res = precision_table(ns, args.ds, args.repeats, precs, args.compile_ns)
         cols = ["model", "precision", "d_model", "N", "B", "median_s", "min_s", "max_s", "repeats", "gflops",
                 "fraction_of_own_matmul_rate", "fraction_of_bf16_matmul_rate", "speed_vs_torch_encoder",
                 "speed_vs_vecset_fp32", "speed_vs_torch_encoder_fp32", "compile_and_first_step_s", "load_1min"]
