@@ -26,8 +26,8 @@ the plain formulation that the step could reach if the fused core ran at that ra
 in the same precision (fp32; bf16-mixed: ``torch.autocast("cpu", bfloat16)``, weights fp32; and
 bf16-mixed under ``torch.compile``), at N = 128 / 512 / 2048 and d_model 128 and 256, all steps
 of one (N, d) taking turns; the fp32 and bf16 matrix-multiply rates (2048^3) measured in the
-same run, each step's fraction of its own precision's rate and of the bf16 rate, and the load
-average at each (N, d). ``attention.json`` keeps the fp32, d 256 table above.
+same run (at each (N, d), taking turns with its steps: the same load), each step's fraction of its
+own precision's rate and of the bf16 rate, and the load average at each (N, d). ``attention.json`` keeps the fp32, d 256 table above.
 """
 
 from __future__ import annotations
@@ -229,8 +229,16 @@ def precision_table(ns: list[int], ds: list[int], repeats: int, precisions: list
             for prec, dtype in (("fp32", torch.float32), ("bf16-mixed", torch.bfloat16)):
                 if prec in precisions:
                     steps[("kernels_only", prec)] = kernels_only_step(n, d, dtype=dtype)
+            # the matrix-multiply rates take turns with the steps too: the same load for both
+            a32, b32 = torch.randn(2048, 2048), torch.randn(2048, 2048)
+            a16, b16 = a32.bfloat16(), b32.bfloat16()
+            fns = {key: step for key, (_, step) in steps.items()}
+            fns.update({"mm_fp32": lambda a=a32, b=b32: a @ b, "mm_bf16": lambda a=a16, b=b16: a @ b})
             load = os.getloadavg()
-            timing = interleaved({key: step for key, (_, step) in steps.items()}, repeats)
+            timing = interleaved(fns, repeats)
+            rates = {p: 2 * 2048**3 / timing.pop(f"mm_{p}")["median_s"] / 1e9 for p in ("fp32", "bf16")}
+            print(f"  d={d} N={n}: matrix-multiply rate fp32 {rates['fp32']:.0f}, bf16 {rates['bf16']:.0f} GFLOP/s",
+                  flush=True)
             flop = step_flops(TOKENS // n, n, d, DEPTH, MLP)
             by = {}
             for (model, prec), t in timing.items():
@@ -239,7 +247,8 @@ def precision_table(ns: list[int], ds: list[int], repeats: int, precisions: list
                 row = {"model": model, "precision": prec, "d_model": d, "N": n, "B": steps[(model, prec)][0], **t,
                        "vectors_per_s": steps[(model, prec)][0] * n / t["median_s"], "step_gflop": flop / 1e9,
                        "gflops": gf, "fraction_of_own_matmul_rate": gf / own,
-                       "fraction_of_bf16_matmul_rate": gf / rates["bf16"], "load_1min": load[0]}
+                       "fraction_of_bf16_matmul_rate": gf / rates["bf16"], "matmul_gflops_fp32": rates["fp32"],
+                       "matmul_gflops_bf16": rates["bf16"], "load_1min": load[0]}
                 if (model, prec) in first:
                     row["compile_and_first_step_s"] = first[(model, prec)]
                 by[(model, prec)] = row

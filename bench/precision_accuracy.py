@@ -28,6 +28,7 @@ def main() -> None:
     ap.add_argument("--config", required=True)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--out", default="precision_accuracy")
+    ap.add_argument("--precisions", nargs="+", default=list(PRECISIONS), choices=PRECISIONS)
     ap.add_argument("--args", nargs=argparse.REMAINDER, default=[], help="more vecset fit arguments (last)")
     args = ap.parse_args()
     path = RESULTS / f"{args.out}.json"
@@ -35,7 +36,7 @@ def main() -> None:
     rows = old.get("rows", [])
     name = Path(args.config).stem
     for seed in args.seeds:
-        for prec in PRECISIONS:
+        for prec in args.precisions:
             load = os.getloadavg()
             # auto must really choose here: the test suite's override would pin it to fp32
             env = {"VECSET_AUTO_PRECISION": ""}
