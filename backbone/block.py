@@ -30,11 +30,15 @@ class _DepthwiseConv1d(torch.autograd.Function):
     def backward(ctx, grad: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         x, weight = ctx.saved_tensors
         C, K, N = x.shape[1], weight.shape[-1], x.shape[-1]
+        # backward runs outside autocast: under bf16-mixed, grad and x are bf16 and weight fp32;
+        # the input's gradient is computed in grad's dtype, the weight's and bias's sums in fp32
+        # and returned in the parameters' dtype
         # out[t] = sum_k w[k] x[t + k - K//2]: the input's gradient correlates with the flipped kernel
-        grad_x = F.conv1d(grad, weight.flip(-1), padding=K // 2, groups=C)
-        xp = F.pad(x, (K // 2, K // 2))
-        grad_w = torch.stack([(grad * xp[..., k:k + N]).sum((0, 2)) for k in range(K)], dim=-1)
-        return grad_x, grad_w[:, None], grad.sum((0, 2))
+        grad_x = F.conv1d(grad, weight.flip(-1).to(grad.dtype), padding=K // 2, groups=C)
+        acc = torch.promote_types(grad.dtype, torch.float32)  # fp32, or float64 where given
+        g, xp = grad.to(acc), F.pad(x, (K // 2, K // 2)).to(acc)
+        grad_w = torch.stack([(g * xp[..., k:k + N]).sum((0, 2)) for k in range(K)], dim=-1)
+        return grad_x.to(x.dtype), grad_w[:, None].to(weight.dtype), g.sum((0, 2)).to(weight.dtype)
 
 
 class ConvModule(nn.Module):

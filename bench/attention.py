@@ -20,6 +20,14 @@ the plain formulation that the step could reach if the fused core ran at that ra
     python bench/attention.py --quick        # N in {128, 512}, fewer repeats
     python bench/attention.py --dropout 0.1  # both models with dropout (attention_dropout.json)
     python bench/attention.py --compile default  # also under torch.compile (attention_compile.json)
+    python bench/attention.py --precisions       # fp32 / bf16-mixed / bf16-mixed + compile (attention_precision.json)
+
+``--precisions`` (``precision_table``): vecset's Backbone and ``nn.TransformerEncoder`` side by side
+in the same precision (fp32; bf16-mixed: ``torch.autocast("cpu", bfloat16)``, weights fp32; and
+bf16-mixed under ``torch.compile``), at N = 128 / 512 / 2048 and d_model 128 and 256, all steps
+of one (N, d) taking turns; the fp32 and bf16 matrix-multiply rates (2048^3) measured in the
+same run (at each (N, d), taking turns with its steps: the same load), each step's fraction of its
+own precision's rate and of the bf16 rate, and the load average at each (N, d). ``attention.json`` keeps the fp32, d 256 table above.
 """
 
 from __future__ import annotations
@@ -60,30 +68,34 @@ def build(model: str, d: int = D, depth: int = DEPTH, heads: int = HEADS, mlp: i
     return bb
 
 
-def make_step(model: str, n: int, dropout: float = 0.0, compile_mode: str | None = None):
-    """(B, step): one forward + backward of ``model`` on B x n vectors. ``compile_mode``
-    wraps the module in ``torch.compile`` (the first call compiles)."""
+def make_step(model: str, n: int, dropout: float = 0.0, compile_mode: str | None = None, d: int = D,
+              bf16: bool = False):
+    """(B, step): one forward + backward of ``model`` on B x n vectors of width ``d``.
+    ``compile_mode`` wraps the module in ``torch.compile`` (the first call compiles); ``bf16``
+    runs the forward under ``torch.autocast("cpu", bfloat16)`` (the loss in float32)."""
     from vecset.backbone import VectorSet
 
     B = max(1, TOKENS // n)
-    net = build(model, dropout=dropout).train()
+    net = build(model, d=d, dropout=dropout).train()
     fwd = net if compile_mode is None else torch.compile(net, mode=None if compile_mode == "default" else compile_mode)
     g = torch.Generator().manual_seed(n)
-    x = torch.randn(B, n, D, generator=g)
+    x = torch.randn(B, n, d, generator=g)
     mask = torch.ones(B, n, dtype=torch.bool)
 
     def step():
         net.zero_grad(set_to_none=True)
-        if model == "torch_encoder":
-            out = fwd(x, src_key_padding_mask=~mask)
-        else:
-            out = fwd(VectorSet(x=x, mask=mask)).x
-        out.pow(2).mean().backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            if model == "torch_encoder":
+                out = fwd(x, src_key_padding_mask=~mask)
+            else:
+                out = fwd(VectorSet(x=x, mask=mask)).x
+        out.float().pow(2).mean().backward()
 
     return B, step
 
 
-def kernels_only_step(n: int, d: int = D, depth: int = DEPTH, heads: int = HEADS, mlp: int = MLP):
+def kernels_only_step(n: int, d: int = D, depth: int = DEPTH, heads: int = HEADS, mlp: int = MLP,
+                      dtype: torch.dtype = torch.float32):
     """(B, step): the training step's matrix multiplies and fused attention kernels alone, on
     the step's shapes and layouts: per block, each projection's forward (x W^T), input
     gradient (g W) and weight gradient (g^T x), and SDPA forward + backward. Everything else
@@ -94,10 +106,10 @@ def kernels_only_step(n: int, d: int = D, depth: int = DEPTH, heads: int = HEADS
     B, T, h = max(1, TOKENS // n), max(1, TOKENS // n) * n, int(mlp * d)
     g = torch.Generator().manual_seed(n)
     shapes = [(d, 3 * d), (d, d), (d, h), (h, d)]  # (in, out): qkv, out_proj, MLP in, MLP out
-    acts = {w: torch.randn(T, w, generator=g) for w in (d, 3 * d, h)}
-    weights = [torch.randn(o, i, generator=g) / i**0.5 for i, o in shapes]
-    q, k, v = (torch.randn(B, heads, n, d // heads, generator=g).requires_grad_() for _ in range(3))
-    grad_out = torch.randn(B, heads, n, d // heads, generator=g)
+    acts = {w: torch.randn(T, w, generator=g).to(dtype) for w in (d, 3 * d, h)}
+    weights = [(torch.randn(o, i, generator=g) / i**0.5).to(dtype) for i, o in shapes]
+    q, k, v = (torch.randn(B, heads, n, d // heads, generator=g).to(dtype).requires_grad_() for _ in range(3))
+    grad_out = torch.randn(B, heads, n, d // heads, generator=g).to(dtype)
 
     def step():
         for _ in range(depth):
@@ -156,9 +168,9 @@ def time_interleaved(n: int, repeats: int, dropout: float = 0.0, compile_mode: s
             for m, t in timing.items()}
 
 
-def matmul_gflops(repeats: int) -> float:
-    """This CPU's float32 matrix-multiply rate (2048 x 2048 @ 2048 x 2048), GFLOP/s."""
-    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+def matmul_gflops(repeats: int, dtype: torch.dtype = torch.float32) -> float:
+    """This CPU's matrix-multiply rate in ``dtype`` (2048 x 2048 @ 2048 x 2048), GFLOP/s."""
+    a, b = torch.randn(2048, 2048).to(dtype), torch.randn(2048, 2048).to(dtype)
     return 2 * 2048**3 / interleaved({"mm": lambda: a @ b}, repeats)["mm"]["median_s"] / 1e9
 
 
@@ -186,6 +198,74 @@ def attention_share(n: int, repeats: int, step: dict[str, dict], gflops: float) 
             "bound_speed_vs_reference": step["reference"]["median_s"] / (shared + flops / gflops / 1e9)}
 
 
+PRECISIONS = {"fp32": (False, None), "bf16-mixed": (True, None), "bf16-mixed+compile": (True, "default")}
+
+
+def precision_table(ns: list[int], ds: list[int], repeats: int, precisions: list[str],
+                    compile_ns: list[int] | None = None) -> dict:
+    """The ``--precisions`` table: at each (N, d) every model x precision step (and the
+    ``kernels_only`` bound in fp32 and bf16) taking turns, compiled ones compiled first (only at
+    the N in ``compile_ns`` when given: each compiles for a minute or more on a busy 2-core CPU)."""
+    import os
+    import time
+
+    rates = {"fp32": matmul_gflops(repeats), "bf16": matmul_gflops(repeats, torch.bfloat16)}
+    print(f"matrix-multiply rate (2048^3): fp32 {rates['fp32']:.0f}, bf16 {rates['bf16']:.0f} GFLOP/s "
+          f"(load {os.getloadavg()[0]:.2f})", flush=True)
+    rows = []
+    for d in ds:
+        for n in ns:
+            steps, first = {}, {}
+            for prec in precisions:
+                bf16, mode = PRECISIONS[prec]
+                if mode is not None and compile_ns is not None and n not in compile_ns:
+                    continue
+                for model in ("vecset", "torch_encoder"):
+                    steps[(model, prec)] = make_step(model, n, compile_mode=mode, d=d, bf16=bf16)
+                    if mode is not None:
+                        t = time.perf_counter()
+                        steps[(model, prec)][1]()  # compiles
+                        first[(model, prec)] = time.perf_counter() - t
+            for prec, dtype in (("fp32", torch.float32), ("bf16-mixed", torch.bfloat16)):
+                if prec in precisions:
+                    steps[("kernels_only", prec)] = kernels_only_step(n, d, dtype=dtype)
+            # the matrix-multiply rates take turns with the steps too: the same load for both
+            a32, b32 = torch.randn(2048, 2048), torch.randn(2048, 2048)
+            a16, b16 = a32.bfloat16(), b32.bfloat16()
+            fns = {key: step for key, (_, step) in steps.items()}
+            fns.update({"mm_fp32": lambda a=a32, b=b32: a @ b, "mm_bf16": lambda a=a16, b=b16: a @ b})
+            load = os.getloadavg()
+            timing = interleaved(fns, repeats)
+            rates = {p: 2 * 2048**3 / timing.pop(f"mm_{p}")["median_s"] / 1e9 for p in ("fp32", "bf16")}
+            print(f"  d={d} N={n}: matrix-multiply rate fp32 {rates['fp32']:.0f}, bf16 {rates['bf16']:.0f} GFLOP/s",
+                  flush=True)
+            flop = step_flops(TOKENS // n, n, d, DEPTH, MLP)
+            by = {}
+            for (model, prec), t in timing.items():
+                own = rates["bf16" if prec.startswith("bf16") else "fp32"]
+                gf = flop / t["median_s"] / 1e9
+                row = {"model": model, "precision": prec, "d_model": d, "N": n, "B": steps[(model, prec)][0], **t,
+                       "vectors_per_s": steps[(model, prec)][0] * n / t["median_s"], "step_gflop": flop / 1e9,
+                       "gflops": gf, "fraction_of_own_matmul_rate": gf / own,
+                       "fraction_of_bf16_matmul_rate": gf / rates["bf16"], "matmul_gflops_fp32": rates["fp32"],
+                       "matmul_gflops_bf16": rates["bf16"], "load_1min": load[0]}
+                if (model, prec) in first:
+                    row["compile_and_first_step_s"] = first[(model, prec)]
+                by[(model, prec)] = row
+                rows.append(row)
+            for (model, prec), row in by.items():
+                if ("torch_encoder", prec) in by and model != "torch_encoder":
+                    row["speed_vs_torch_encoder"] = by[("torch_encoder", prec)]["median_s"] / row["median_s"]
+                if ("vecset", "fp32") in by:
+                    row["speed_vs_vecset_fp32"] = by[("vecset", "fp32")]["median_s"] / row["median_s"]
+                if model == "torch_encoder" and ("torch_encoder", "fp32") in by:
+                    row["speed_vs_torch_encoder_fp32"] = by[("torch_encoder", "fp32")]["median_s"] / row["median_s"]
+            for (model, prec), row in by.items():
+                print(f"  d={d} N={n:5d} {model:14s} {prec:19s} {row['median_s']:.3f} s/step "
+                      f"(load {load[0]:.2f})", flush=True)
+    return {"matmul_gflops_fp32": rates["fp32"], "matmul_gflops_bf16": rates["bf16"], "rows": rows}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--one", nargs=3, metavar=("MODEL", "N", "DROPOUT"), help="memory of one case (internal)")
@@ -195,7 +275,31 @@ def main() -> None:
     ap.add_argument("--compile", dest="compile_mode", default=None, metavar="MODE",
                     help="also time the Backbone under torch.compile(mode=MODE): default, max-autotune-no-cudagraphs")
     ap.add_argument("--ns", type=int, nargs="+", default=None, help="sequence lengths (default 128 512 2048)")
+    ap.add_argument("--precisions", nargs="*", default=None, metavar="PRECISION",
+                    help=f"the precision table (attention_precision.json); names from {list(PRECISIONS)}, all when none")
+    ap.add_argument("--out", default=None, help="JSON name of the precision table (default attention_precision)")
+    ap.add_argument("--compile-ns", type=int, nargs="+", default=None,
+                    help="N values at which the precision table's compiled rows run (default: every N)")
+    ap.add_argument("--ds", type=int, nargs="+", default=[128, 256], help="d_model values of the precision table")
     args = ap.parse_args()
+    if args.precisions is not None:
+        import os
+
+        precs = args.precisions or list(PRECISIONS)
+        ns = args.ns or [128, 512, 2048]
+        load = os.getloadavg()
+        res = precision_table(ns, args.ds, args.repeats, precs, args.compile_ns)
+        cols = ["model", "precision", "d_model", "N", "B", "median_s", "min_s", "max_s", "repeats", "gflops",
+                "fraction_of_own_matmul_rate", "fraction_of_bf16_matmul_rate", "speed_vs_torch_encoder",
+                "speed_vs_vecset_fp32", "speed_vs_torch_encoder_fp32", "compile_and_first_step_s", "load_1min"]
+        print(f"\ntraining step, {HEADS} heads, depth {DEPTH}, B x N = {TOKENS}; matrix-multiply rate fp32 "
+              f"{res['matmul_gflops_fp32']:.0f}, bf16 {res['matmul_gflops_bf16']:.0f} GFLOP/s")
+        print(table(res["rows"], cols))
+        path = write_json(args.out or "attention_precision", {
+            "heads": HEADS, "depth": DEPTH, "mlp_ratio": MLP, "tokens_per_batch": TOKENS, "threads": torch.get_num_threads(),
+            "load_before": load, "load_after": os.getloadavg(), **res})
+        print(f"wrote {path}")
+        return
     if args.one:
         print(json.dumps(memory_one(args.one[0], int(args.one[1]), float(args.one[2]))))
         return

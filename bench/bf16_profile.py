@@ -9,6 +9,11 @@ residual adds, the loss). The fp32 step is profiled the same way, for comparison
 
     python bench/bf16_profile.py              # d_model 128 and 256, writes bench/results/bf16_profile.json
     python bench/bf16_profile.py --steps 3    # fewer profiled steps
+    python bench/bf16_profile.py --ab         # each bf16 change on and off, steps taking turns (bf16_profile_ab.json)
+
+``--ab``: the Backbone training step (B x N = 4096, AdamW) at N 128 / 512 and d 128 / 256 in fp32,
+in bf16-mixed with every change of the bf16 path undone (``before``) and as it is (``after``),
+taking turns step by step; the ratios are from that one run.
 """
 
 from __future__ import annotations
@@ -43,16 +48,24 @@ def op_class(name: str) -> str:
     return "elementwise"
 
 
-def make_step(d: int, bf16: bool):
+def make_step(d: int, bf16: bool, b: int = B, n: int = N, setting=None):
+    """One training step; ``setting`` (a context manager factory) wraps it, e.g. to undo a change."""
+    from contextlib import nullcontext
+
     from vecset.backbone import Backbone, VectorSet
 
     torch.manual_seed(0)
     net = Backbone(d_model=d, depth=DEPTH, heads=HEADS, mlp_ratio=MLP).train()
     opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=0.01)
-    x = torch.randn(B, N, d)
-    mask = torch.ones(B, N, dtype=torch.bool)
+    x = torch.randn(b, n, d)
+    mask = torch.ones(b, n, dtype=torch.bool)
+    setting = setting or nullcontext
 
     def step():
+        with setting():
+            _step()
+
+    def _step():
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             out = net(VectorSet(x=x, mask=mask)).x
@@ -92,12 +105,62 @@ def profile(d: int, bf16: bool, steps: int) -> dict:
             "top_ops": ops[:15]}
 
 
+def _before():
+    """The bf16 path with its changes undone: SDPA stays in bf16 at every N."""
+    from contextlib import contextmanager
+
+    from vecset.backbone.attention import paths
+
+    @contextmanager
+    def ctx():
+        old, paths.FP32_SDPA_MAX_N = paths.FP32_SDPA_MAX_N, 0
+        try:
+            yield
+        finally:
+            paths.FP32_SDPA_MAX_N = old
+
+    return ctx
+
+
+def ab(repeats: int, ns: list[int], ds: list[int]) -> list[dict]:
+    from bench.attention import interleaved
+
+    rows = []
+    for d in ds:
+        for n in ns:
+            b = max(1, 4096 // n)
+            steps = {"fp32": make_step(d, False, b, n), "bf16_before": make_step(d, True, b, n, _before()),
+                     "bf16_after": make_step(d, True, b, n)}
+            load = os.getloadavg()[0]
+            t = interleaved(steps, repeats)
+            row = {"d_model": d, "N": n, "B": b, **{f"{k}_s": v["median_s"] for k, v in t.items()},
+                   "repeats": repeats, "after_vs_before": t["bf16_before"]["median_s"] / t["bf16_after"]["median_s"],
+                   "after_vs_fp32": t["fp32"]["median_s"] / t["bf16_after"]["median_s"],
+                   "before_vs_fp32": t["fp32"]["median_s"] / t["bf16_before"]["median_s"], "load_1min": load}
+            print(row, flush=True)
+            rows.append(row)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--d", type=int, nargs="+", default=[128, 256])
     ap.add_argument("--out", default="bf16_profile")
+    ap.add_argument("--ab", action="store_true")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--ns", type=int, nargs="+", default=[128, 512])
     args = ap.parse_args()
+    if args.ab:
+        load = os.getloadavg()
+        rows = ab(args.repeats, args.ns, args.d)
+        print(table(rows, list(rows[0])))
+        path = write_json(args.out if args.out != "bf16_profile" else "bf16_profile_ab",
+                          {"depth": DEPTH, "heads": HEADS, "mlp_ratio": MLP, "threads": torch.get_num_threads(),
+                           "changes": {"sdpa_fp32": "SDPA in fp32 (casts in and out) for N <= 512 on a CPU without AMX"},
+                           "load_before": load, "load_after": os.getloadavg(), "rows": rows})
+        print(f"wrote {path}")
+        return
     rows = [profile(d, bf16, args.steps) for d in args.d for bf16 in (False, True)]
     cols = ["d_model", "precision", "step_s", "profiled_self_ms", *(f"share_{c}" for c in CLASSES)]
     print(f"Backbone training step, B {B}, N {N}, depth {DEPTH}, {HEADS} heads, AdamW; threads {torch.get_num_threads()}")

@@ -181,7 +181,11 @@ class MultiHeadSelfAttention(nn.Module):
 
     def _fast(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, bias: Tensor | None,
               window: int | None, padded: bool | None = None) -> Tensor:
-        """The fused (SDPA) path, dense or blocked."""
+        """The fused (SDPA) path, dense or blocked; on bf16 inputs where fp32 kernels are faster
+        (``paths.sdpa_in_fp32``) it runs them in fp32 and returns bf16."""
+        if paths.sdpa_in_fp32(q):
+            with torch.autocast(q.device.type, enabled=False):  # autocast would cast SDPA's inputs back to bf16
+                return self._fast(q.float(), k.float(), v.float(), mask, bias, window, padded).to(q.dtype)
         B, H, N, _ = q.shape
         scale = self.score_fn.sdpa_scale()
         key_bias = self.score_fn.key_bias(k)  # (B, H, N) or None

@@ -13,6 +13,7 @@ A test holds the fused and blocked paths equal to the reference one.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 
 import torch
 import torch.nn.functional as F
@@ -21,6 +22,25 @@ from torch import Tensor, nn
 from vecset.backbone.attention.bands import blocks_to_band, from_blocks, key_windows, to_blocks
 from vecset.backbone.attention.normalizations import Normalization
 from vecset.backbone.attention.scores import ScoreFunction
+
+# On a CPU with AVX512-BF16 but no AMX, PyTorch's flash-attention kernels (forward + backward)
+# ran slower in bf16 than in fp32 up to N = 512, the casts to and from fp32 included (1.05-1.20x
+# at N 128 and 512, d 128 and 256), and faster from N = 2048 (0.74-0.82x): bench/results/
+# bf16_profile_ab.json. With AMX the bf16 kernels use the tile units; they stay in bf16 there.
+FP32_SDPA_MAX_N = 512
+
+
+@cache
+def _cpu_has_amx() -> bool:
+    probe = getattr(torch.cpu, "_is_amx_tile_supported", None)
+    return bool(probe and probe())
+
+
+def sdpa_in_fp32(q: Tensor) -> bool:
+    """Whether SDPA on bf16 ``q`` (B, H, N, Dh) runs faster in fp32 on this machine (a CPU without
+    AMX, N <= FP32_SDPA_MAX_N); eager only: under torch.compile the kernels stay as traced."""
+    return (q.dtype == torch.bfloat16 and q.device.type == "cpu" and q.shape[-2] <= FP32_SDPA_MAX_N
+            and not torch.compiler.is_compiling() and not _cpu_has_amx())
 
 
 def reference(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, fbias: Tensor | None, score: ScoreFunction,

@@ -58,3 +58,45 @@ def test_bf16_backbone_output_is_float32_and_close():
             out = bb(vs).x
     assert out.dtype == torch.float32
     torch.testing.assert_close(out, ref, atol=5e-2, rtol=5e-2)
+
+
+@pytest.mark.parametrize("amx", [False, True])
+def test_sdpa_fp32_choice_follows_the_probe(monkeypatch, amx):
+    """bf16 SDPA runs in fp32 only on a CPU without AMX and up to FP32_SDPA_MAX_N positions."""
+    from vecset.backbone.attention import paths
+
+    monkeypatch.setattr(paths, "_cpu_has_amx", lambda: amx)
+    short = torch.zeros(1, 1, paths.FP32_SDPA_MAX_N, 4, dtype=torch.bfloat16)
+    long = torch.zeros(1, 1, paths.FP32_SDPA_MAX_N + 1, 4, dtype=torch.bfloat16)
+    assert paths.sdpa_in_fp32(short) is (not amx)
+    assert paths.sdpa_in_fp32(long) is False
+    assert paths.sdpa_in_fp32(short.float()) is False  # fp32 inputs: nothing to change
+
+
+@pytest.mark.parametrize("window", [None, 4])
+def test_bf16_sdpa_in_fp32_equals_bf16_sdpa_and_reference(monkeypatch, window):
+    """The fused path with SDPA upcast to fp32 and with SDPA kept in bf16 both agree with the
+    float32 reference path; the output stays bf16 either way."""
+    from vecset.backbone.attention import paths
+
+    torch.manual_seed(2)
+    attn = MultiHeadSelfAttention(16, heads=2, window=window).train()
+    if window:
+        attn.local_impl = "blocked"
+    x = torch.randn(3, 37, 16)
+    mask = torch.ones(3, 37, dtype=torch.bool)
+    mask[2, 30:] = False
+    attn.path = "reference"
+    ref, gref, wref = outputs_and_grads(attn, x, mask, bf16=False)
+    attn.path = "auto"
+    results = {}
+    for upcast in (True, False):
+        monkeypatch.setattr(paths, "_cpu_has_amx", lambda up=upcast: not up)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert attn(x, mask).dtype == torch.bfloat16
+        results[upcast] = outputs_and_grads(attn, x, mask, bf16=True)
+    assert not torch.equal(results[True][0], results[False][0])  # the two kernels did differ
+    for out, gx, gw in results.values():
+        torch.testing.assert_close(out[mask], ref[mask], **TOL)
+        torch.testing.assert_close(gw / wref.abs().max(), wref / wref.abs().max(), **TOL)
+        torch.testing.assert_close(gx[mask] / gref.abs().max(), gref[mask] / gref.abs().max(), **TOL)

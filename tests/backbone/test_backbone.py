@@ -340,3 +340,29 @@ def test_compiled_backbone_equals_eager_with_gradients():
     torch.testing.assert_close(cgx, gx, atol=1e-5, rtol=1e-4)
     for name in grads:
         torch.testing.assert_close(cgrads[name], grads[name], atol=1e-5, rtol=1e-4, msg=name)
+
+
+def test_conv_module_long_path_trains_under_bf16_autocast(monkeypatch):
+    """bf16-mixed (the auto precision on a CPU with bf16 units): the long-input depthwise path's
+    backward, which runs outside autocast on bf16 gradients and fp32 weights, gives the same
+    gradients as PyTorch's Conv1d under the same autocast, in the parameters' dtype."""
+    import vecset.backbone.block as block
+
+    torch.manual_seed(0)
+    conv = block.ConvModule(D, 15)
+    x = torch.randn(2, block.SLOW_DEPTHWISE_BACKWARD + 8, D, requires_grad=True)
+    mask = torch.ones(x.shape[:2], dtype=torch.bool)
+    params = (x, conv.depthwise.weight, conv.depthwise.bias)
+
+    def grads():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = conv(x, mask)
+        return torch.autograd.grad(out.float().pow(2).sum(), params)
+
+    ours = grads()  # through _DepthwiseConv1d
+    monkeypatch.setattr(block, "SLOW_DEPTHWISE_BACKWARD", 10**9)
+    theirs = grads()  # PyTorch's Conv1d
+    for a, r, p in zip(ours, theirs, params, strict=True):
+        assert a.dtype == p.dtype == torch.float32
+        scale = r.abs().max()
+        torch.testing.assert_close(a / scale, r / scale, atol=2e-2, rtol=2e-2)
