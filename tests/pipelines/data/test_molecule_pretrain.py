@@ -105,3 +105,15 @@ def test_fine_tuning_your_own_csv_from_the_pretrained_checkpoint(pretrained, cap
     # trained on from the pretrained weights: moved, but started there (one epoch at lr 1e-3)
     w = cli.model.backbone.blocks[0].attn.in_proj.weight.detach()
     assert (w - state["backbone.blocks.0.attn.in_proj.weight"]).abs().max() < 0.05
+
+
+@pytest.mark.parametrize("config", ["freesolv.yaml", "solubility.yaml", "b3db.yaml"])
+def test_the_shipped_checkpoint_fits_every_molecule_config(config, capsys):
+    """The documented command with the shipped checkpoint: every encoder and backbone tensor loads."""
+    cli = run_cli(["--config", str(ROOT / "configs" / config), "--model.init_args.init_from",
+                   str(ROOT / "data" / "molecules" / "pretrained_moses_10k.ckpt"),
+                   "--model.init_args.init_parts", "[encoder,backbone]"], run=False)
+    report = cli.model.warm_start_report
+    for part in ("encoder", "backbone"):
+        assert report[part].new == [] and report[part].skipped == [] and report[part].loaded
+    assert "warm start from" in capsys.readouterr().out
