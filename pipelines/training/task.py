@@ -24,6 +24,7 @@ from vecset.pipelines.training.step import (
     task_step,
     train_loss_mean,
 )
+from vecset.pipelines.training.warm_start import PARTS, freeze_parts, warm_start
 
 
 def warmup_cosine(step: int, total: int, warmup: int) -> float:
@@ -86,6 +87,12 @@ class TaskModule(pl.LightningModule):
         backbone_ckpt: start the backbone from this checkpoint's ``backbone.*`` weights (for
             example a multi-task run's), then train as configured.
         freeze_backbone: keep those backbone weights fixed (train encoder and head only).
+        init_from: warm start: a whole checkpoint (this or another job's, e.g. a pretraining
+            run's) whose tensors of the same name and shape start ``init_parts``; one table says
+            what was loaded, new and skipped (``warm_start.py``). Weights only: unlike
+            ``--ckpt_path`` (resume), the optimizer, schedule and epoch start afresh.
+        init_parts: the parts ``init_from`` loads (``encoder``, ``backbone``, ``head``; None: all).
+        freeze: parts kept fixed (no gradient), e.g. ``[encoder, backbone]`` to train a head only.
 
     A config's ``optimizer:``/``lr_scheduler:`` sections replace this default AdamW +
     warmup + cosine schedule (LightningCLI's mechanism).
@@ -93,7 +100,8 @@ class TaskModule(pl.LightningModule):
 
     def __init__(self, encoder: Encoder, backbone: nn.Module, head: Head, lr: float = 1e-3,
                  weight_decay: float = 0.01, warmup: float = 0.05, backbone_ckpt: str | None = None,
-                 freeze_backbone: bool = False) -> None:
+                 freeze_backbone: bool = False, init_from: str | None = None,
+                 init_parts: list[str] | None = None, freeze: list[str] | None = None) -> None:
         super().__init__()
         check_parts(encoder, head)
         check_widths(encoder, backbone, head)
@@ -108,6 +116,14 @@ class TaskModule(pl.LightningModule):
             load_backbone(backbone, backbone_ckpt, freeze_backbone)
         elif freeze_backbone:
             raise ValueError("freeze_backbone=True needs backbone_ckpt (a frozen random backbone learns nothing)")
+        parts = dict(zip(PARTS, (encoder, backbone, head), strict=True))
+        self.warm_start_report = None  # part -> PartLoad, when init_from was given
+        if init_from:
+            self.warm_start_report = warm_start(parts, init_from, init_parts, freeze)
+        elif init_parts:
+            raise ValueError(f"init_parts={init_parts} needs init_from (the checkpoint to load them from)")
+        elif freeze:  # freezing without loading: e.g. a fixed random encoder, on purpose
+            freeze_parts(parts, freeze)
         self.train_metrics = stage_metrics(head, "train")
         self.val_metrics = stage_metrics(head, "val")
         self.test_metrics = stage_metrics(head, "test")

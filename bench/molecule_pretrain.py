@@ -1,0 +1,89 @@
+"""Fine-tuning from the pretrained molecule checkpoint against no pretraining (issue #31): the
+same config, seed and split, two runs side by side (so they share the machine's load), the
+checkpoint of each chosen by its validation metric only; prints a table and writes
+bench/results/molecule_pretrain_<set>.json.
+
+    python bench/molecule_pretrain.py --set freesolv --splits 0
+    python bench/molecule_pretrain.py --set solubility
+    python bench/molecule_pretrain.py --set b3db
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CKPT = "data/molecules/pretrained_moses_10k.ckpt"
+CONFIGS = {"freesolv": "configs/freesolv.yaml", "solubility": "configs/solubility.yaml", "b3db": "configs/b3db.yaml"}
+METRIC = {"freesolv": "test_rmse", "solubility": "test_rmse", "b3db": "roc_auc"}
+
+
+def launch(name: str, config: str, split: int, init: str, extra: list[str]) -> tuple[subprocess.Popen, Path]:
+    run = f"bench_pretrain_{name}_s{split}_{init}"
+    env = os.environ | {"VECSET_RUN_NAME": run, "VECSET_RUN_VERSION": "0", "OMP_WAIT_POLICY": "PASSIVE"}
+    args = [str(Path(sys.executable).parent / "vecset"), "fit", "--config", config, "--trainer.enable_progress_bar=false",
+            "--data.init_args.split_seed", str(split), *extra]
+    if name != "b3db":  # B3DB's ROC-AUC is in its report (test_binary.json): plots stay on there
+        args.append("--plots=false")
+    if init == "pretrained":
+        args += ["--model.init_args.init_from", CKPT, "--model.init_args.init_parts", "[encoder, backbone]"]
+    log = open(ROOT / "runs" / f"{run}.log", "w")
+    return subprocess.Popen(["nice", "-n", "5", *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), \
+        ROOT / "runs" / run / "version_0"
+
+
+def collect(name: str, run: Path) -> dict:
+    res = json.loads((run / "results.json").read_text())
+    out = {"run_dir": str(run.relative_to(ROOT)), "best_val": res["best_val"], "monitor": res["monitor"],
+           "epochs": res["epochs"], "train_seconds": res["train_seconds"], "test": res["test"]}
+    if name == "b3db":
+        binary = next(run.rglob("test_binary.json"), None)
+        if binary is not None:
+            b = json.loads(binary.read_text())
+            out["roc_auc"], out["pr_auc"] = b.get("roc_auc"), b.get("pr_auc")
+    return out
+
+
+def score(run: dict, metric: str) -> float:
+    return run[metric] if metric == "roc_auc" else run["test"][metric]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", required=True, choices=sorted(CONFIGS))
+    ap.add_argument("--splits", type=int, nargs="+", default=[0])
+    ap.add_argument("--extra", nargs="*", default=[], help="more CLI arguments for both runs")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    (ROOT / "runs").mkdir(exist_ok=True)
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    rows = []
+    for split in args.splits:
+        t0 = time.time()
+        procs = {init: launch(args.set, CONFIGS[args.set], split, init, args.extra) for init in ("none", "pretrained")}
+        for init, (p, _) in procs.items():
+            if p.wait():
+                raise SystemExit(f"{args.set} split {split} {init}: exit {p.returncode}, see runs/*.log")
+        row = {"split": split, "wall_seconds": round(time.time() - t0, 1)}
+        row |= {init: collect(args.set, run) for init, (_, run) in procs.items()}
+        rows.append(row)
+        m = METRIC[args.set]
+        print(f"{args.set} split {split}: {m} none {score(row['none'], m):.4f}  "
+              f"pretrained {score(row['pretrained'], m):.4f}"
+              f"  (val {row['none']['best_val']:.4f} / {row['pretrained']['best_val']:.4f})", flush=True)
+    out = Path(args.out or ROOT / "bench" / "results" / f"molecule_pretrain_{args.set}.json")
+    out.write_text(json.dumps({"command": "python bench/molecule_pretrain.py " + " ".join(sys.argv[1:]),
+                               "checkpoint": CKPT, "config": CONFIGS[args.set], "metric": METRIC[args.set],
+                               "loadavg_at_start": load, "loadavg_at_end": Path("/proc/loadavg").read_text().split()[:3],
+                               "splits": rows, "notes": ""}, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

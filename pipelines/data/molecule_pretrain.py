@@ -1,0 +1,139 @@
+"""MoleculePretrainDataModule: a CSV of SMILES without labels -> masked graph batches with the
+targets of self-supervised pretraining (``heads/pretext.py``'s PretextHead).
+
+Each molecule is featurized once (``encoders/graph``'s reader, with RDKit 2-D descriptors; the
+featurized molecules are cached on disk like the labelled sets': ``encoders/graph/cache.py``);
+the descriptors are standardized with the training part's statistics (``DescriptorScaler``) and
+become the target ``desc_target``, never an input. Every batch masks ``mask_rate`` of each
+molecule's atoms (``encoders.graph.masking.mask_atoms``): new masks every training epoch (drawn
+from ``split_seed``), the same masks every validation pass (drawn from each batch's ids).
+Split: ``val_fraction`` of the molecules, drawn with ``split_seed``, validate; the rest train;
+test is the validation part (pretraining has no held-out task of its own: the downstream sets'
+validation splits choose the settings, ``docs/molecules.md``).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+from vecset.backbone.data_spec import DataSpec
+from vecset.encoders.graph import (
+    DescriptorScaler,
+    FeatureCache,
+    MoleculeFeaturizer,
+    read_molecule_csv,
+)
+from vecset.encoders.graph.masking import element_slots, mask_atoms
+from vecset.pipelines.console import track
+from vecset.pipelines.data.base import VecsetDataModule
+
+log = logging.getLogger(__name__)
+
+
+class MaskedCollate:
+    """``pad_graphs`` (through the featurizer), then ``mask_atoms``, plus ``desc_target`` (B, F_d).
+    ``fixed``: the masks of a batch depend on its ids only (validation), else on a generator
+    that advances from ``seed`` (training)."""
+
+    def __init__(self, featurizer: MoleculeFeaturizer, rate: float, hide_bonds: bool, seed: int,
+                 fixed: bool) -> None:
+        self.featurizer, self.rate, self.hide_bonds, self.fixed = featurizer, rate, hide_bonds, fixed
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __call__(self, items: list[dict]) -> dict:
+        batch = self.featurizer.collate(items)
+        gen = torch.Generator().manual_seed(int(batch["ids"].sum()) * 7919 + 1) if self.fixed else self.generator
+        batch = mask_atoms(batch, self.rate, gen, self.featurizer.nodes, self.hide_bonds)
+        batch["desc_target"] = torch.stack([it["desc_target"] for it in items])
+        return batch
+
+
+class MoleculePretrainDataModule(VecsetDataModule):
+    """Unlabelled molecules for pretraining the graph encoder and backbone.
+
+    Args:
+        csv_path: a CSV with a SMILES column (``data/molecules/moses_10k.csv``).
+        smiles_column: its name.
+        val_fraction: share of the molecules that validate (drawn with ``split_seed``).
+        split_seed: seed of that draw and of the training masks.
+        mask_rate: share of each molecule's atoms masked (at least one).
+        hide_bonds: also hide the bond types of the masked atoms' bonds.
+        max_atoms, max_dist, lap_pe_k: as ``MoleculeDataModule``'s (give the fine-tuning run the same).
+        batch_size, num_workers: the loaders'.
+        cache, cache_dir: the feature cache (``MoleculeDataModule``'s).
+
+    Batches: ``pad_graphs``'s, with ``x`` and ``edge`` masked, ``atom_target`` (B, N) long
+    (-100 where not masked) and ``desc_target`` (B, F_d) float.
+    """
+
+    def __init__(self, csv_path: str, smiles_column: str = "smiles", val_fraction: float = 0.05,
+                 split_seed: int = 0, mask_rate: float = 0.15, hide_bonds: bool = True, max_atoms: int = 100,
+                 max_dist: int = 8, lap_pe_k: int = 0, batch_size: int = 64, num_workers: int = 0,
+                 cache: bool = True, cache_dir: str | None = None) -> None:
+        super().__init__()
+        if not 0 < val_fraction < 1:
+            raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+        self.csv_path, self.smiles_column = Path(csv_path), smiles_column
+        self.val_fraction, self.split_seed = val_fraction, split_seed
+        self.mask_rate, self.hide_bonds = mask_rate, hide_bonds
+        self.batch_size, self.num_workers = batch_size, num_workers
+        self.featurizer = MoleculeFeaturizer(max_atoms, max_dist, lap_pe_k, descriptors=True)
+        self.cache = FeatureCache(cache_dir) if cache else None
+        self.atom_classes = element_slots(self.featurizer.nodes)[1]
+        self.splits: dict[str, list[dict]] = {}
+        self.skipped: list[dict] = []
+        self.scaler: DescriptorScaler | None = None
+
+    def _progress(self):
+        if self.trainer is not None and self.trainer.progress_bar_callback is None:
+            return None
+        return track
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.splits:
+            return
+        table = read_molecule_csv(self.csv_path, self.featurizer, self.smiles_column, cache=self.cache,
+                                  progress=self._progress())
+        items, self.skipped = table.items, table.skipped
+        if self.skipped:
+            log.warning("%s: skipped %d of %d molecules (first: line %s, %s)", self.csv_path, len(self.skipped),
+                        table.rows, self.skipped[0]["line"], self.skipped[0]["reason"])
+        perm = np.random.default_rng(self.split_seed).permutation(len(items))
+        n_val = max(1, int(round(self.val_fraction * len(items))))
+        if len(items) - n_val < 1:
+            raise ValueError(f"{self.csv_path}: {len(items)} usable molecules, too few to pretrain on")
+        self.splits = {"train": [items[i] for i in np.sort(perm[n_val:])],
+                       "val": [items[i] for i in np.sort(perm[:n_val])]}
+        self.splits["test"] = self.splits["val"]
+        self.scaler = DescriptorScaler().fit_items(self.splits["train"])
+        for it in items:
+            it["desc_target"] = self.scaler.transform(it.pop("raw_desc"))
+        log.info("%s: pretraining on %d molecules, validating on %d", self.csv_path, len(self.splits["train"]),
+                 len(self.splits["val"]))
+
+    def _loader(self, split: str, shuffle: bool = False) -> DataLoader:
+        collate = MaskedCollate(self.featurizer, self.mask_rate, self.hide_bonds, self.split_seed,
+                                fixed=split != "train")
+        return DataLoader(self.splits[split], batch_size=self.batch_size, shuffle=shuffle, collate_fn=collate,
+                          num_workers=self.num_workers)
+
+    def data_spec(self, stage: str) -> DataSpec:
+        """The element classes of masked-atom prediction (``class_names``), how the graphs were
+        made (for the encoder), and at fit the standardized descriptors (their count, for the head)."""
+        spec = replace(super().data_spec(stage), class_names=self.atom_classes, origin=str(self.csv_path),
+                       graph=self.featurizer.structure)
+        if spec.fit:
+            spec = replace(spec, train_targets=torch.stack([it["desc_target"] for it in self.splits["train"]]))
+        return spec
+
+    def reports(self) -> list:
+        return []  # the pretext metrics (val atom_acc, desc_rmse) are the report; the downstream sets judge it
+
+
+__all__ = ["MaskedCollate", "MoleculePretrainDataModule"]

@@ -1,0 +1,97 @@
+"""Warm start (pipelines/training/warm_start.py): loaded / new / skipped per part, freezing, the table."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from vecset.backbone import Backbone
+from vecset.encoders.vector import VectorEncoder
+from vecset.heads import LabelingHead
+from vecset.pipelines import TaskModule
+from vecset.pipelines.training.warm_start import warm_start_table
+
+
+def _model(classes: int = 2, depth: int = 2, **kw) -> TaskModule:
+    return TaskModule(VectorEncoder(2, 16), Backbone(16, depth, 4, mlp_ratio=2.0), LabelingHead(16, classes), **kw)
+
+
+@pytest.fixture
+def ckpt(tmp_path):
+    torch.manual_seed(0)
+    source = _model()
+    path = tmp_path / "source.ckpt"
+    torch.save({"state_dict": source.state_dict(), "epoch": 7, "optimizer_states": []}, path)
+    return path, source
+
+
+def test_a_whole_checkpoint_loads_every_part(ckpt, capsys):
+    path, source = ckpt
+    torch.manual_seed(1)
+    model = _model(init_from=str(path))
+    for k, v in source.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[k], v)
+    report = model.warm_start_report
+    assert {k: (len(r.loaded), len(r.new), len(r.skipped)) for k, r in report.items()} == {
+        "encoder": (2, 0, 0), "backbone": (len(source.backbone.state_dict()), 0, 0), "head": (2, 0, 0)}
+    out = capsys.readouterr().out
+    assert out.count("warm start from") == 1 and "weights only" in out
+
+
+def test_a_head_with_other_outputs_is_skipped_not_a_crash(ckpt):
+    path, source = ckpt
+    torch.manual_seed(1)
+    fresh = _model(classes=5).head.state_dict()
+    torch.manual_seed(1)
+    model = _model(classes=5, init_from=str(path))
+    head = model.warm_start_report["head"]
+    assert len(head.loaded) == 0 and len(head.skipped) == 2 and head.new == []
+    torch.testing.assert_close(model.head.state_dict(), fresh)  # its own initialization kept
+    torch.testing.assert_close(model.encoder.proj.weight, source.encoder.proj.weight)
+    text = warm_start_table(model.warm_start_report, str(path))
+    assert "head skipped (shape differs): " in text and "(2, 16) -> (5, 16)" in text
+
+
+def test_a_deeper_backbone_gets_new_blocks_and_init_parts_limits_the_load(ckpt):
+    path, source = ckpt
+    model = _model(depth=3, init_from=str(path), init_parts=["backbone"])
+    bb = model.warm_start_report["backbone"]
+    assert len(bb.new) > 0 and all(k.startswith("blocks.2.") or "norm" in k for k in bb.new)
+    assert bb.values == sum(v.numel() for k, v in model.backbone.state_dict().items() if k in bb.loaded)
+    assert not model.warm_start_report["encoder"].included and model.warm_start_report["encoder"].loaded == []
+    assert not torch.equal(model.encoder.proj.weight, source.encoder.proj.weight)
+
+
+def test_frozen_parts_get_no_gradient(ckpt):
+    path, _ = ckpt
+    model = _model(init_from=str(path), freeze=["encoder", "backbone"])
+    batch = {"x": torch.randn(3, 5, 2), "mask": torch.ones(3, 5, dtype=torch.bool),
+             "y": torch.randint(0, 2, (3, 5))}
+    out = model(batch)
+    model.head.loss(out, batch).backward()
+    assert all(p.grad is None and not p.requires_grad for p in [*model.encoder.parameters(),
+                                                                 *model.backbone.parameters()])
+    assert all(p.grad is not None for p in model.head.parameters())
+    assert "frozen" in warm_start_table(model.warm_start_report, str(path))
+
+
+def test_the_table_text(ckpt):
+    path, _ = ckpt
+    model = _model(classes=3, init_from=str(path), freeze=["backbone"])
+    lines = warm_start_table(model.warm_start_report, "x.ckpt").splitlines()
+    assert lines[0].startswith("warm start from x.ckpt")
+    assert lines[1].split() == ["part", "loaded", "new", "skipped", "values", "trained"]
+    assert lines[2].split() == ["encoder", "2", "0", "0", "48", "yes"]
+    assert lines[3].split()[-1] == "frozen" and lines[4].split()[:4] == ["head", "0", "0", "2"]
+
+
+def test_bad_names_and_a_checkpoint_with_nothing_matching_are_errors(ckpt, tmp_path):
+    path, _ = ckpt
+    with pytest.raises(ValueError, match=r"init_parts names \['decoder'\]"):
+        _model(init_from=str(path), init_parts=["decoder"])
+    with pytest.raises(ValueError, match="needs init_from"):
+        _model(init_parts=["head"])
+    other = tmp_path / "other.ckpt"
+    torch.save({"state_dict": {"model.w": torch.zeros(3)}}, other)
+    with pytest.raises(ValueError, match=r"no tensor of .* matches the checkpoint \(its prefixes: \['model'\]\)"):
+        _model(init_from=str(other))
