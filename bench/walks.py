@@ -73,7 +73,15 @@ def walk(events: list[str]) -> dict:
     collapsed = [f for i, f in enumerate(events) if i == 0 or f != events[i - 1]]
     pe = sum(1 for a, b in zip(collapsed, collapsed[1:], strict=False)
              if {a.split("/")[0], b.split("/")[0]} == {"pipelines", "encoders"})
+    # the same walk with backbone/attention counted as backbone (the folder the attention package was
+    # split into on 2026-12-02) and vecset/__init__'s lazy name lookups left out: comparable with
+    # bench/results/walks_before_house.json, measured before the split
+    same = [("backbone" if f.startswith("backbone") else f) for f in collapsed if f != "vecset"]
+    same = [f for i, f in enumerate(same) if i == 0 or f != same[i - 1]]
     return {"calls": len(events), "switches": max(0, len(collapsed) - 1), "pipelines_encoders": pe,
+            "switches_as_before": max(0, len(same) - 1),
+            "data_encoders": sum(1 for a, b in zip(same, same[1:], strict=False)
+                                 if "pipelines/data" in (a, b) and (a + b).count("encoders")),
             "folders": sorted(set(collapsed)), "path": collapsed}
 
 
@@ -142,8 +150,8 @@ def main() -> None:
     args = ap.parse_args()
     rows = [measure(j) for j in args.jobs]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    print(table([{k: r[k] for k in ("job", "calls", "switches", "pipelines_encoders")} | {"folders": len(r["folders"])}
-                 for r in rows], ["job", "calls", "switches", "pipelines_encoders", "folders"]))
+    cols = ["job", "calls", "switches", "pipelines_encoders", "switches_as_before", "data_encoders"]
+    print(table([{k: r[k] for k in cols} | {"folders": len(r["folders"])} for r in rows], [*cols, "folders"]))
     args.out.write_text(json.dumps({"machine": machine(), "commit": commit, "command": "python bench/walks.py",
                                     "rows": rows}, indent=1))
     print(f"wrote {args.out}")
