@@ -16,7 +16,6 @@ import re
 import sys
 import time
 import warnings
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Literal
 
@@ -72,26 +71,17 @@ def config_name(argv: list[str]) -> str:
     return path.stem
 
 
-_SAVING: ContextVar[bool] = ContextVar("vecset_saving_config", default=False)
-
-
 class VecsetArgumentParser(LightningArgumentParser):
     """LightningCLI's parser; a linked value given twice, differently, is reported as its one
-    line (pipelines/config_links.py), without jsonargparse's wrapping and usage text. A run's
-    saved config.yaml keeps the linked values (jsonargparse would leave every link target out,
-    also one that the config gave itself because its link did not apply, such as a
-    VectorEncoder's in_dim): the file is what ran, and reloads as it is (equal values agree)."""
-
-    def save(self, *args, **kwargs) -> None:
-        token = _SAVING.set(True)  # for the nested parsers of subclasses too: they dump their parts
-        try:
-            super().save(*args, **kwargs)
-        finally:
-            _SAVING.reset(token)
+    line (pipelines/config_links.py), without jsonargparse's wrapping and usage text. Dumped
+    configs (a run's saved config.yaml, ``--print_config``) keep the link targets: jsonargparse
+    would leave every one out, also one that the config gave itself because its link does not
+    apply (a VectorEncoder's in_dim), and the file would not reload. A saved config holds the
+    linked values (they agree); ``--print_config``, printed before links apply, null (a null
+    linked value follows its source)."""
 
     def dump(self, *args, **kwargs) -> str:
-        if _SAVING.get():
-            kwargs["skip_link_targets"] = False
+        kwargs["skip_link_targets"] = False
         return super().dump(*args, **kwargs)
 
     def error(self, message: str, ex: Exception | None = None):
