@@ -25,6 +25,15 @@ from pytorch_lightning.callbacks import ModelSummary as LightningModelSummary
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.utilities.warnings import PossibleUserWarning
 
+from vecset.pipelines.config_links import (
+    add_links,
+    argv_of,
+    link_conflict,
+    multi_task_links,
+    multi_task_names,
+    single_task_links,
+    unset_target,
+)
 from vecset.pipelines.console import ModelSummary, ProgressBar
 from vecset.pipelines.predict.writer import PredictionWriter
 from vecset.pipelines.reports.callback import ReportWriter
@@ -62,11 +71,53 @@ def config_name(argv: list[str]) -> str:
     return path.stem
 
 
+class VecsetArgumentParser(LightningArgumentParser):
+    """LightningCLI's parser; a linked value given twice, differently, is reported as its one
+    line (pipelines/config_links.py), without jsonargparse's wrapping and usage text. Dumped
+    configs (a run's saved config.yaml, ``--print_config``) keep the link targets: jsonargparse
+    would leave every one out, also one that the config gave itself because its link does not
+    apply (a VectorEncoder's in_dim), and the file would not reload. A saved config holds the
+    linked values (they agree); ``--print_config``, printed before links apply, null (a null
+    linked value follows its source)."""
+
+    def dump(self, *args, **kwargs) -> str:
+        kwargs["skip_link_targets"] = False
+        return super().dump(*args, **kwargs)
+
+    def error(self, message: str, ex: Exception | None = None):
+        conflict = link_conflict(ex)
+        if conflict is None or not self.exit_on_error:
+            return super().error(message if conflict is None else str(conflict), ex)
+        self._logger.error(str(conflict))
+        sys.stderr.write(f"error: {conflict}\n")
+        sys.exit(2)
+
+
 class VecsetCLI(CheckpointConfigCheck, LightningCLI):
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("parser_class", VecsetArgumentParser)
+        super().__init__(*args, **kwargs)
+
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--plots", type=bool, default=True,
                             help="write the curves and each task's reports and plots into the run directory after test")
         accept_auto_precision(parser)
+        # values given once: the model width, the speech feature count, the phone set's class count
+        add_links(parser, single_task_links())
+
+    def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
+        """As LightningCLI's, with a multi-task config's links (its task names are its own, so
+        they are added once the config files are known) and a check that every linked value
+        the model needs is set."""
+        tasks = multi_task_names(argv_of(args))
+        parsers = list(getattr(self, "_subcommand_parsers", {}).values()) or [parser]
+        for p in parsers:
+            add_links(p, multi_task_links(tasks))
+        super().parse_arguments(parser, args)
+        sub = self.config.get("subcommand")  # self.subcommand is set after this
+        missing = unset_target(self.config[sub] if sub else self.config, single_task_links() + multi_task_links(tasks))
+        if missing:
+            (self._subcommand_parsers[sub] if sub else parser).error(missing)
 
     def _instantiate_trainer(self, config: dict, callbacks: list):
         # vecset's defaults: a rich progress bar unless turned off, and for predict (or a CLI built

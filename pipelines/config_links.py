@@ -1,0 +1,224 @@
+"""Values a config gives once (docs/configs.md#linked-values).
+
+Some settings must agree: the model width (the backbone's ``d_model`` is the width every
+encoder returns and every head and decoder reads), the speech feature count (the data's
+``num_mel_bins``, or ``num_ceps`` for MFCC, is the speech encoder's ``in_dim``) and the class
+count (the data's ``phone_set`` decides the labeling head's ``num_classes``). The CLI links
+them with jsonargparse's ``link_arguments`` (applied at parse, before anything is built):
+
+    model.init_args.backbone.init_args.d_model  -> the encoder's, the head's and the head's decoder's d_model
+    data.init_args.num_mel_bins (num_ceps)      -> model.init_args.encoder.init_args.in_dim
+    data.init_args.phone_set                    -> model.init_args.head.init_args.num_classes
+
+and the same per task of a ``MultiTaskModule`` (``encoders.<task>``, ``heads.<task>``,
+``data.init_args.tasks.<task>``). A link applies only where both ends exist in the config (a
+backbone without ``d_model`` such as ``torch.nn.Identity``, or data without a phone set,
+leave the target as the config gives it).
+
+A config may still give a linked value, for clarity: where it differs from the source, parsing
+stops with one line naming both keys and both values (``LinkConflict``), before any class is
+built. jsonargparse alone would take the source's value silently. A target left out of the
+config where its class has a default (``TransformerDecoder(d_model=64)``) holds that default
+when the link runs; such a value counts as not given.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DOCS = "docs/configs.md#linked-values"
+
+
+class LinkConflict(ValueError):
+    """A config gives a linked value that differs from its source."""
+
+
+@dataclass(frozen=True)
+class Link:
+    """``target`` (a key, as on the command line) takes its value from ``sources``.
+
+    Args:
+        what: what the value is, for the message ("model width").
+        sources: the keys it is computed from.
+        target: the key it is written to.
+        compute: source values -> (the value, the key it comes from and that key's value as the
+            message shows it).
+    """
+
+    what: str
+    sources: tuple[str, ...]
+    target: str
+    compute: Callable[..., tuple[Any, str, str]]
+
+
+def _first(key: str) -> Callable[[Any], tuple[Any, str, str]]:
+    return lambda value: (value, key, str(value))
+
+
+def _feature_count(data: str) -> Callable[[str, int, int], tuple[int, str, str]]:
+    def count(features: str, num_mel_bins: int, num_ceps: int) -> tuple[int, str, str]:
+        # the featurizer's width (encoders/speech/features.py, Featurizer.dim)
+        if features == "mfcc":
+            return num_ceps, f"{data}.num_ceps", f"{num_ceps} (features: mfcc)"
+        return num_mel_bins, f"{data}.num_mel_bins", str(num_mel_bins)
+    return count
+
+
+def _class_count(data: str) -> Callable[[str], tuple[int, str, str]]:
+    def count(phone_set: str) -> tuple[int, str, str]:
+        from vecset.encoders.speech.phones import phone_names
+
+        n = len(phone_names(phone_set))
+        return n, f"{data}.phone_set", f"{phone_set} ({n} labels)"
+    return count
+
+
+def task_links(encoder: str, head: str, data: str, width: str) -> list[Link]:
+    """One task's links: ``encoder``, ``head`` and ``data`` are the keys of its encoder, its
+    head and its data module (``model.init_args.encoder``, ...), ``width`` the width's source."""
+    d_model = "init_args.d_model"
+    links = [Link("model width", (width,), f"{part}.{d_model}", _first(width))
+             for part in (encoder, head, f"{head}.init_args.decoder")]
+    links.append(Link("speech feature count",
+                      (f"{data}.init_args.features", f"{data}.init_args.num_mel_bins", f"{data}.init_args.num_ceps"),
+                      f"{encoder}.init_args.in_dim", _feature_count(f"{data}.init_args")))
+    links.append(Link("class count (the phone set's labels)", (f"{data}.init_args.phone_set",),
+                      f"{head}.init_args.num_classes", _class_count(f"{data}.init_args")))
+    return links
+
+
+def single_task_links() -> list[Link]:
+    """TaskModule's: model.init_args.{encoder, backbone, head} and the data."""
+    m = "model.init_args"
+    return task_links(f"{m}.encoder", f"{m}.head", "data", f"{m}.backbone.init_args.d_model")
+
+
+def multi_task_links(tasks: Iterable[str]) -> list[Link]:
+    """MultiTaskModule's, per task: model.init_args.{encoders, heads}.<task> and
+    data.init_args.tasks.<task>, with the one shared backbone's width."""
+    m = "model.init_args"
+    return [link for t in tasks for link in task_links(f"{m}.encoders.{t}", f"{m}.heads.{t}",
+                                                       f"data.init_args.tasks.{t}", f"{m}.backbone.init_args.d_model")]
+
+
+def signature_param(class_path: Any, name: str) -> inspect.Parameter | None:
+    """``class_path``'s ``__init__`` argument ``name`` (None when it has none or the class
+    cannot be imported)."""
+    try:
+        module, _, cls = str(class_path).rpartition(".")
+        return inspect.signature(getattr(importlib.import_module(module), cls)).parameters.get(name)
+    except (ImportError, AttributeError, ValueError, TypeError):
+        return None
+
+
+def signature_default(class_path: Any, name: str) -> Any:
+    """The default of ``class_path``'s ``__init__`` argument ``name`` (``inspect.Parameter.empty``
+    when it has none)."""
+    param = signature_param(class_path, name)
+    return inspect.Parameter.empty if param is None else param.default
+
+
+def checked(link: Link) -> Callable[..., Any]:
+    """The link's compute_fn: its sources, then the target's class_path and the target's value
+    as the config gave it (jsonargparse passes them in that order) -> the linked value, or a
+    ``LinkConflict`` naming both keys and both values."""
+    parent, _, name = link.target.rpartition(".init_args.")
+
+    def apply(*values: Any) -> Any:
+        *sources, class_path, given = values
+        value, source, shown = link.compute(*sources)
+        not_given = given is None or given == signature_default(class_path, name)
+        if not not_given and given != value:
+            raise LinkConflict(f"{link.what} given twice: {link.target}={given} but {source}={shown}; give it "
+                               f"once, at {source} (the other follows it: {DOCS})")
+        return value
+
+    apply.__name__ = f"link_{name}"
+    return apply
+
+
+def add_links(parser: Any, links: Sequence[Link]) -> None:
+    """Add ``links`` to ``parser`` (a LightningArgumentParser); a link to a target the parser
+    links already is left as it is (the CLI may add a multi-task config's links again)."""
+    have = {a.target[0] for a in getattr(parser, "_links_group", None)._group_actions} \
+        if hasattr(parser, "_links_group") else set()
+    for link in links:
+        if link.target in have:
+            continue
+        class_path = link.target.rpartition(".init_args.")[0] + ".class_path"
+        parser.link_arguments((*link.sources, class_path, link.target), link.target, compute_fn=checked(link))
+
+
+def link_conflict(ex: BaseException | None) -> LinkConflict | None:
+    """The LinkConflict behind ``ex`` (jsonargparse wraps it), if any."""
+    seen = set()
+    while ex is not None and id(ex) not in seen:
+        if isinstance(ex, LinkConflict):
+            return ex
+        seen.add(id(ex))
+        ex = ex.__cause__ or ex.__context__
+    return None
+
+
+def config_paths(argv: Sequence[str]) -> list[Path]:
+    """The ``--config``/``-c`` files on a command line, in order."""
+    paths = []
+    for i, a in enumerate(argv):
+        if a in ("--config", "-c") and i + 1 < len(argv):
+            paths.append(Path(argv[i + 1]))
+        elif a.startswith("--config="):
+            paths.append(Path(a.split("=", 1)[1]))
+    return paths
+
+
+def multi_task_names(argv: Sequence[str]) -> list[str]:
+    """The task names a command line's config files give a MultiTaskModule (the keys of
+    ``model.init_args.encoders`` and ``heads``), for their links: jsonargparse links name fixed
+    keys, and a multi-task config chooses its own task names."""
+    names: list[str] = []
+    for path in config_paths(argv):
+        try:
+            cfg = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError):
+            continue  # the parser reports it
+        init = ((cfg or {}).get("model") or {}).get("init_args") or {} if isinstance(cfg, dict) else {}
+        for key in ("encoders", "heads"):
+            part = init.get(key) if isinstance(init, dict) else None
+            if isinstance(part, dict):
+                names += [str(t) for t in part if str(t) not in names]
+    return names
+
+
+def argv_of(args: Any) -> list[str]:
+    """The command line LightningCLI parses (``args``, or the process's own)."""
+    if args is None:
+        return sys.argv[1:]
+    return [str(a) for a in args] if isinstance(args, (list, tuple)) else []
+
+
+def unset_target(cfg: Any, links: Sequence[Link]) -> str | None:
+    """A message for the first link target that is still unset after parsing although its
+    class needs it (its link did not apply: the config lacks the source, e.g. a VectorEncoder's
+    in_dim with data that has no num_mel_bins); None when there is none. ``cfg`` is one
+    subcommand's parsed namespace."""
+    for link in links:
+        parent, _, name = link.target.rpartition(".init_args.")
+        try:
+            class_path, value = cfg.get(f"{parent}.class_path"), cfg.get(link.target)
+        except (KeyError, AttributeError, TypeError):
+            continue
+        if class_path is None or value is not None:
+            continue
+        param = signature_param(class_path, name)
+        if param is not None and param.default is inspect.Parameter.empty:
+            return (f"{link.target} is not set: {class_path.rpartition('.')[2]} needs it (it follows "
+                    f"{' / '.join(link.sources)} where the config has that: {DOCS})")
+    return None

@@ -1,0 +1,177 @@
+"""Linked config values (pipelines/config_links.py, docs/configs.md#linked-values): every
+config gives the model width, the speech feature count and the phone set's class count once;
+a value given twice, differently, stops the parse with one line; a saved config reloads."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import pytest
+import yaml
+from torch import nn
+
+from vecset.pipelines.cli import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
+DOCS = "docs/configs.md#linked-values"
+B = "model.init_args.backbone.init_args.d_model"
+
+
+def build(*args: str):
+    """The model and data a CLI command line builds (run=False: nothing runs)."""
+    cli = run_cli([*args, "--trainer.enable_progress_bar=false"], run=False)
+    return cli.model, cli.datamodule
+
+
+def parts(model) -> list[tuple[str, nn.Module, nn.Module]]:
+    if hasattr(model, "encoders"):
+        return [(t, model.encoders[t], model.heads[t]) for t in model.tasks]
+    return [("", model.encoder, model.head)]
+
+
+def edited(tmp_path: Path, name: str, edit) -> Path:
+    cfg = yaml.safe_load((ROOT / "configs" / name).read_text())
+    edit(cfg)
+    path = tmp_path / f"edited_{name}"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def rejected(tmp_path, monkeypatch, capsys, *args: str) -> str:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        run_cli(["fit", *args])
+    assert e.value.code == 2
+    assert not (tmp_path / "runs").exists()  # before anything ran
+    return capsys.readouterr().err
+
+
+def test_every_config_gives_each_linked_value_once_and_builds(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # nothing is written, but were it, not into the checkout
+    for path in CONFIGS:
+        text = path.read_text()
+        body = "\n".join(line.split("#")[0] for line in text.splitlines())
+        # d_model appears once: on the backbone (kernel_regression's Identity backbone has none)
+        assert body.count("d_model:") == (0 if "torch.nn.Identity" in body else 1), path.name
+        if "SpeechFramesDataModule" in body:
+            assert "in_dim:" not in body and "num_classes:" not in body, path.name
+        model, _ = build("--config", str(path))
+        width = getattr(model.backbone, "d_model", None)
+        for task, encoder, head in parts(model):
+            if width is not None:
+                assert encoder.out_width == width and head.in_width == width, (path.name, task)
+
+
+def test_a_mismatched_width_fails_with_one_line_naming_both(tmp_path, monkeypatch, capsys):
+    cfg = edited(tmp_path, "debug.yaml", lambda c: c["model"]["init_args"]["encoder"]["init_args"].update(d_model=16))
+    err = rejected(tmp_path, monkeypatch, capsys, "--config", str(cfg))
+    assert err == (f"error: model width given twice: model.init_args.encoder.init_args.d_model=16 but {B}=32; "
+                   f"give it once, at {B} (the other follows it: {DOCS})\n")
+
+
+def test_a_mismatch_on_the_command_line_fails_too(tmp_path, monkeypatch, capsys):
+    err = rejected(tmp_path, monkeypatch, capsys, "--config", str(ROOT / "configs/debug.yaml"),
+                   "--model.init_args.head.init_args.d_model=48")
+    assert err.splitlines() == [f"error: model width given twice: model.init_args.head.init_args.d_model=48 but "
+                                f"{B}=32; give it once, at {B} (the other follows it: {DOCS})"]
+
+
+def test_a_value_given_twice_but_equal_is_accepted(tmp_path, monkeypatch):
+    cfg = edited(tmp_path, "debug.yaml", lambda c: c["model"]["init_args"]["head"]["init_args"].update(d_model=32))
+    monkeypatch.chdir(tmp_path)
+    model, _ = build("--config", str(cfg))
+    assert model.head.in_width == 32
+
+
+def test_a_multitask_mismatch_names_the_task(tmp_path, monkeypatch, capsys):
+    edit = lambda c: c["model"]["init_args"]["heads"]["mean"]["init_args"].update(d_model=8)  # noqa: E731
+    err = rejected(tmp_path, monkeypatch, capsys, "--config", str(edited(tmp_path, "debug_multitask.yaml", edit)))
+    assert err.splitlines() == [f"error: model width given twice: model.init_args.heads.mean.init_args.d_model=8 but "
+                                f"{B}=32; give it once, at {B} (the other follows it: {DOCS})"]
+
+
+def test_a_phone_set_mismatch_names_the_phone_set(tmp_path, monkeypatch, capsys):
+    edit = lambda c: c["model"]["init_args"]["head"]["init_args"].update(num_classes=61)  # noqa: E731
+    err = rejected(tmp_path, monkeypatch, capsys, "--config", str(edited(tmp_path, "speech_frames_debug.yaml", edit)))
+    assert err.splitlines() == [
+        "error: class count (the phone set's labels) given twice: model.init_args.head.init_args.num_classes=61 but "
+        "data.init_args.phone_set=festival (50 labels); give it once, at data.init_args.phone_set "
+        f"(the other follows it: {DOCS})"]
+
+
+def test_an_unlinked_required_value_left_out_is_named(tmp_path, monkeypatch, capsys):
+    # debug.yaml's data has no num_mel_bins, so the VectorEncoder's in_dim is the config's to give
+    cfg = edited(tmp_path, "debug.yaml", lambda c: c["model"]["init_args"]["encoder"]["init_args"].pop("in_dim"))
+    err = rejected(tmp_path, monkeypatch, capsys, "--config", str(cfg))
+    assert err.splitlines()[-1].startswith("error: model.init_args.encoder.init_args.in_dim is not set: "
+                                           "VectorEncoder needs it")
+
+
+def test_d_model_on_the_command_line_reaches_encoder_head_and_decoder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    model, _ = build("--config", str(ROOT / "configs/debug.yaml"), f"--{B}=48")
+    assert model.backbone.d_model == 48
+    assert model.encoder.proj.weight.shape == (48, 2)  # in_dim 2 -> d_model
+    assert model.head.proj.weight.shape == (2, 48)  # d_model -> 2 classes
+    model, _ = build("--config", str(ROOT / "configs/g2p_debug.yaml"), f"--{B}=24")
+    assert model.encoder.out_width == model.head.in_width == model.head.decoder.d_model == 24
+    model, _ = build("--config", str(ROOT / "configs/debug_multitask.yaml"), f"--{B}=40")
+    assert {t: (e.out_width, h.in_width) for t, e, h in parts(model)} == {"above": (40, 40), "mean": (40, 40)}
+
+
+def test_speech_classes_and_features_follow_the_data(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = str(ROOT / "configs/speech_frames_debug.yaml")
+    model, dm = build("--config", config)
+    assert model.head.proj.weight.shape == (50, 16) and len(dm.class_names) == 50  # festival
+    assert model.encoder.proj.weight.shape == (16, 40)  # num_mel_bins 40 (the data's default)
+    model, dm = build("--config", config, "--data.init_args.phone_set=timit39", "--data.init_args.num_mel_bins=24")
+    assert model.head.num_classes == len(dm.class_names) == 39
+    assert model.encoder.proj.weight.shape == (16, 24)
+    model, _ = build("--config", config, "--data.init_args.features=mfcc", "--data.init_args.num_ceps=13")
+    assert model.encoder.in_dim == 13
+
+
+def test_a_fits_saved_config_reloads(tmp_path):
+    with contextlib.chdir(tmp_path):
+        run_cli(["fit", "--config", str(ROOT / "configs/debug.yaml"), "--trainer.enable_progress_bar=false",
+                 "--trainer.max_epochs=1", "--data.init_args.n_train=128", "--plots=false"])
+        run = tmp_path / "runs" / "debug" / "version_0"
+        saved = run / "config.yaml"
+        text = yaml.safe_load(saved.read_text())
+        # the saved config is what ran: the linked values written out (they agree), and the
+        # encoder's in_dim, which debug.yaml gives itself (no data value links it)
+        assert text["model"]["init_args"]["encoder"]["init_args"] | {} == {"in_dim": 2, "d_model": 32,
+                                                                          "positional": "none", "max_len": None}
+        assert text["model"]["init_args"]["backbone"]["init_args"]["d_model"] == 32
+        ckpt = next((run / "checkpoints").glob("best-*.ckpt"))
+        cli = run_cli(["test", "--config", str(saved), "--ckpt_path", str(ckpt), "--trainer.enable_progress_bar=false",
+                       "--plots=false"])
+        assert cli.model.encoder.out_width == 32
+
+
+def test_a_multitask_saved_config_reloads(tmp_path, monkeypatch):
+    # saved as SaveConfigCallback saves a run's config.yaml (parser.save), without the run
+    monkeypatch.chdir(tmp_path)
+    cli = run_cli(["--config", str(ROOT / "configs/debug_multitask.yaml"), f"--{B}=24"], run=False)
+    cli.parser.save(cli.config, tmp_path / "config.yaml", skip_none=False, multifile=False)
+    saved = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    assert saved["model"]["init_args"]["heads"]["mean"]["init_args"]["d_model"] == 24
+    model, _ = build("--config", str(tmp_path / "config.yaml"))
+    assert {t: (e.out_width, h.in_width) for t, e, h in parts(model)} == {"above": (24, 24), "mean": (24, 24)}
+
+
+def test_a_printed_config_reloads(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit):
+        run_cli(["fit", "--config", str(ROOT / "configs/speech_frames_debug.yaml"), "--print_config"])
+    printed = yaml.safe_load(capsys.readouterr().out)
+    # fit's own options (ckpt_path, weights_only) left out: built here without a subcommand
+    printed = {k: printed[k] for k in ("seed_everything", "trainer", "model", "data")}
+    encoder = printed["model"]["init_args"]["encoder"]["init_args"]
+    assert encoder["d_model"] is None and encoder["in_dim"] is None  # printed before links apply: they follow
+    (tmp_path / "printed.yaml").write_text(yaml.safe_dump(printed))
+    model, _ = build("--config", str(tmp_path / "printed.yaml"))
+    assert model.encoder.proj.weight.shape == (16, 40) and model.head.num_classes == 50
