@@ -81,16 +81,7 @@ class ServedModel(nn.Module):
     def of(cls, module: nn.Module, batch: dict) -> ServedModel:
         """The served model of a TaskModule (``encoder``, ``backbone``, ``head``), its inputs
         found by running it once on ``batch`` (eval mode, no gradients)."""
-        from vecset.pipelines.training.multitask import MultiTaskModule
-
-        if isinstance(module, MultiTaskModule):
-            raise NotExportable("a MultiTaskModule serves several tasks through one backbone; export one "
-                                "task's model (a TaskModule config with its encoder and head)")
-        parts = [getattr(module, name, None) for name in ("encoder", "backbone", "head")]
-        if any(p is None for p in parts) or not isinstance(parts[2], Head):
-            raise NotExportable(f"{type(module).__name__} is not a TaskModule (encoder, backbone, head): "
-                                "nothing to export")
-        encoder, backbone, head = parts
+        encoder, backbone, head = served_parts(module)
         recorded = _ReadKeys(batch)
         module.eval()
         with torch.no_grad():
@@ -103,6 +94,20 @@ class ServedModel(nn.Module):
                                 "tensors (tokenizing, featurizing) runs in Python, which an exported graph "
                                 "cannot hold")
         return cls(encoder, backbone, head, recorded.read, list(served))
+
+
+def served_parts(module: nn.Module) -> tuple[nn.Module, nn.Module, Head]:
+    """A TaskModule's encoder, backbone and head; ``NotExportable`` for anything else."""
+    from vecset.pipelines.training.multitask import MultiTaskModule
+
+    if isinstance(module, MultiTaskModule):
+        raise NotExportable("a MultiTaskModule serves several tasks through one backbone; export one "
+                            "task's model (a TaskModule config with its encoder and head)")
+    parts = [getattr(module, name, None) for name in ("encoder", "backbone", "head")]
+    if any(p is None for p in parts) or not isinstance(parts[2], Head):
+        raise NotExportable(f"{type(module).__name__} is not a TaskModule (encoder, backbone, head): "
+                            "nothing to export")
+    return parts[0], parts[1], parts[2]
 
 
 def example_inputs(model: ServedModel, batch: dict) -> tuple[Tensor, ...]:

@@ -60,3 +60,10 @@ def test_head_without_served_outputs_is_refused():
     model = TaskModule(VectorEncoder(2, 8), Backbone(8, 1, 2), Plain(8, 3))
     with pytest.raises(NotExportable, match="Plain declares no served outputs"):
         ServedModel.of(model, padded([3, 2], 2))
+
+
+def test_step_by_step_decoding_is_refused():
+    from vecset.heads.seq2seq.head import Seq2SeqHead
+
+    with pytest.raises(NotExportable, match="greedy or beam search"):
+        Seq2SeqHead.served_outputs(object.__new__(Seq2SeqHead), {})
