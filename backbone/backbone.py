@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from vecset.backbone.attention import MultiHeadSelfAttention, Normalize, Score
 from vecset.backbone.block import Block
+from vecset.backbone.tracing import is_exporting
 from vecset.backbone.vectorset import VectorSet
 
 # the advice is the head's side of it: a head that pools over every vector needs no CLS
@@ -109,7 +110,8 @@ class Backbone(nn.Module):
             if vs.window is not None:
                 raise ValueError(CLS_WINDOW_ERROR)
             vs = self._prepend_cls(vs)
-        padded = not bool(vs.mask.all())  # once, not once a block (a host sync on a GPU)
+        # once, not once a block (a host sync on a GPU); exporting: the masked path for every input
+        padded = True if is_exporting() else not bool(vs.mask.all())
         run = _compiled_trunk() if self.compile_blocks else _trunk
         return replace(vs, x=run(self, vs.x, vs.mask, vs.bias, vs.window, padded))
 

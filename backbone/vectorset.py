@@ -65,7 +65,10 @@ class VectorSet:
                         f"got {tuple(b.shape)}"
                     )
             elif b.is_floating_point():
-                if not (b.shape == (B, N, N) or (b.dim() == 4 and b.shape[0] == B and b.shape[2:] == (N, N))):
+                # the rank first: comparing a (B, H, N, N) shape with (B, N, N) element by element
+                # would make torch.export guard on H != N
+                if not ((b.dim() == 3 and b.shape == (B, N, N))
+                        or (b.dim() == 4 and b.shape[0] == B and b.shape[2:] == (N, N))):
                     raise ValueError(
                         f"VectorSet.bias (float) must be (B, N, N) = {(B, N, N)} or (B, H, N, N), "
                         f"got {tuple(b.shape)}"

@@ -10,6 +10,7 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
 from vecset.backbone.data_spec import DataSpec
+from vecset.backbone.tracing import NotExportable
 from vecset.backbone.vectorset import VectorSet
 
 if TYPE_CHECKING:
@@ -67,6 +68,13 @@ class Head(nn.Module, ABC):
         it each input's ``log_prob`` (from ``predict``) in order, also across the chunks of a
         long input. Default: none."""
         return None
+
+    def served_outputs(self, out: Any) -> dict[str, Tensor]:
+        """What an exported model (``vecset export``) returns for ``out``, by name: tensors
+        only, computed in the graph (a decoder that turns them into labels runs afterwards, in
+        Python). Default: this head cannot be exported."""
+        raise NotExportable(f"{type(self).__name__} declares no served outputs (Head.served_outputs), so its "
+                            "model cannot be exported; LabelingHead and SequenceHead can")
 
     def receive(self, spec: DataSpec) -> str | None:
         """The hand-over: check the data and take what the head learns from it (a scaler, a

@@ -74,6 +74,11 @@ class LabelingHead(Head):
     def metric_inputs(self, out: Tensor, batch: dict) -> tuple[Tensor, Tensor]:
         return out.argmax(-1).flatten(), batch["y"].flatten()
 
+    def served_outputs(self, out: Tensor) -> dict[str, Tensor]:
+        """The per-vector logits (B, N, C); padded positions are there too (the mask says which
+        are real), and a ``decoder`` runs on their log-softmax afterwards."""
+        return {"logits": out}
+
     def segment_decoder(self) -> SegmentDecoder | None:
         return self.decoder
 

@@ -222,6 +222,14 @@ class SequenceHead(Head):
         mean, _ = self.mean_std(out)
         return mean.flatten(), batch["y"].reshape(mean.shape).flatten()
 
+    def served_outputs(self, out: Tensor) -> dict[str, Tensor]:
+        """Classification: the logits (B, C). Regression: the values in the target's units
+        (B, T), and their ``std`` (B, T) with ``gaussian_nll``, as ``predict`` gives them."""
+        if self.task == "classification":
+            return {"logits": out}
+        mean, std = self.mean_std(out)
+        return {"value": mean} | ({} if std is None else {"std": std})
+
     def predict(self, out: Tensor, batch: dict) -> dict:
         if self.task == "classification":
             prob, label = out.softmax(-1).max(-1)

@@ -323,6 +323,10 @@ def main() -> None:
     """Console entry point ``vecset``; SIGTERM and Ctrl-C end it within seconds, also in the
     middle of a long step (``pipelines/signals.py``)."""
     with stop_on_signals():
+        if sys.argv[1:2] == ["export"]:  # vecset export: pipelines/export/command.py
+            from vecset.pipelines.export.command import main as export_main
+
+            return export_main(sys.argv[2:])
         run_cli()
 
 

@@ -7,6 +7,8 @@ import os
 
 import torch
 
+from vecset.backbone.tracing import is_exporting
+
 LONG_INPUT_HINT = "use truncated attention (window=...) without a pairwise bias for long inputs, or shorter inputs"
 
 
@@ -22,7 +24,10 @@ def available_memory(device: torch.device) -> int | None:
 
 def check_pairwise_memory(shape: tuple[int, ...], copies: float, element_size: int, device: torch.device,
                           what: str, hint: str = LONG_INPUT_HINT) -> None:
-    """Raise a MemoryError before allocating pairwise tensors larger than the free memory."""
+    """Raise a MemoryError before allocating pairwise tensors larger than the free memory (not
+    while exporting: the traced sizes are symbols, and the serving machine is another one)."""
+    if is_exporting():
+        return
     need = copies * element_size * math.prod(shape)
     free = available_memory(device)
     if free is not None and need > free:

@@ -29,6 +29,7 @@ from vecset.backbone.attention.bands import band_mask, band_to_dense, dense_to_b
 from vecset.backbone.attention.memory import check_pairwise_memory
 from vecset.backbone.attention.normalizations import Normalize, make_normalization
 from vecset.backbone.attention.scores import Score, make_score
+from vecset.backbone.tracing import is_exporting
 
 
 class MultiHeadSelfAttention(nn.Module):
@@ -175,8 +176,8 @@ class MultiHeadSelfAttention(nn.Module):
     def _use_blocked(self, n: int, window: int | None, bias: Tensor | None) -> bool:
         """Whether windowed attention runs in blocks: a pairwise bias is already N x N, and
         below 4 x window positions the dense band is as small."""
-        if window is None or bias is not None or self.path == "reference":
-            return False
+        if window is None or bias is not None or self.path == "reference" or is_exporting():
+            return False  # exporting: the dense band holds for every N (a graph cannot choose by N)
         return self.local_impl == "blocked" or (self.local_impl == "auto" and n > 4 * window)
 
     def _fast(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, bias: Tensor | None,

@@ -26,6 +26,7 @@ from torchmetrics import MetricCollection
 from vecset.backbone.attention import MultiHeadSelfAttention, Score
 from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.positional import sinusoid
+from vecset.backbone.tracing import NotExportable
 from vecset.backbone.vectorset import VectorSet
 from vecset.backbone.vocab import Level, Vocabulary, saved_vocabulary, tokenize
 from vecset.heads.contract import Head
@@ -388,6 +389,11 @@ class Seq2SeqHead(Head):
             ids, _ = self.decode(out["memory"], out["memory_mask"])
         preds = [vocab.decode(row.tolist()) for row in ids]
         return preds, self._references(batch)
+
+    def served_outputs(self, out: dict) -> dict[str, Tensor]:
+        raise NotExportable("Seq2SeqHead decodes token by token (greedy or beam search: a loop whose length and "
+                            "beams depend on the tokens it emits), which one exported graph cannot hold; serve it "
+                            "with the PyTorch model (vecset predict)")
 
     def predict(self, out: dict, batch: dict) -> dict:
         """Per item: output tokens, whether ``<eos>`` was reached, the alignment (T, N)."""

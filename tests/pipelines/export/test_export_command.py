@@ -1,0 +1,41 @@
+"""``vecset export --config ... --ckpt_path ...`` on a debug run's checkpoint."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from vecset.pipelines import cli
+
+ROOT = Path(__file__).resolve().parents[3]
+DEBUG = str(ROOT / "configs" / "debug.yaml")
+SMALL = ["--data.init_args.n_train=128", "--data.init_args.n_val=32", "--data.init_args.n_test=32",
+         "--data.init_args.batch_size=16"]
+
+
+def test_export_subcommand_writes_pt2_onnx_and_its_report(tmp_path, monkeypatch):
+    pytest.importorskip("onnxscript")
+    pytest.importorskip("onnxruntime")
+    monkeypatch.chdir(tmp_path)
+    cli.run_cli(["fit", "--config", DEBUG, "--trainer.enable_progress_bar=false", "--trainer.max_epochs=1",
+                 "--plots=false", *SMALL])
+    ckpt = next(Path("runs/debug").glob("version_0/checkpoints/best-*.ckpt"))
+    monkeypatch.setattr(sys, "argv", ["vecset", "export", "--config", DEBUG, "--ckpt_path", str(ckpt), *SMALL])
+    cli.main()
+    out = Path("runs/debug/version_0/exported")
+    report = json.loads((out / "export.json").read_text())
+    assert (out / "model.pt2").is_file() and (out / "model.onnx").is_file()
+    assert report["inputs"]["mask"]["dynamic_axes"] == {"0": "batch", "1": "set_size"}
+    assert report["outputs"] == ["logits"]
+    assert report["max_abs_diff"]["pt2"] <= 1e-5 and report["max_abs_diff"]["onnx"] <= 1e-5
+
+
+def test_export_refuses_a_multitask_model(tmp_path, monkeypatch):
+    from vecset.pipelines.export.command import run_export
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(Exception, match="MultiTaskModule serves several tasks"):
+        run_export(["--config", str(ROOT / "configs" / "debug_multitask.yaml"), "--ckpt_path", "none.ckpt"])

@@ -1,0 +1,47 @@
+"""docs/configs.md's early stopping and learning-rate finder recipes, run from the CLI on a
+tiny debug config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from vecset.pipelines.cli import run_cli
+
+ROOT = Path(__file__).resolve().parents[3]
+SMALL = ["--trainer.enable_progress_bar=false", "--plots=false", "--data.init_args.n_train=256",
+         "--data.init_args.n_val=64", "--data.init_args.n_test=64", "--data.init_args.batch_size=16"]
+
+
+def config_with(tmp_path: Path, callback: dict) -> str:
+    config = yaml.safe_load((ROOT / "configs" / "debug.yaml").read_text())
+    config["trainer"]["callbacks"].append(callback)
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def test_early_stopping_stops_the_fit(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    # min_delta 1: no epoch improves val_acc by a whole unit, so patience 1 stops after epoch 2
+    stop = {"class_path": "pytorch_lightning.callbacks.EarlyStopping",
+            "init_args": {"monitor": "val_acc", "mode": "max", "patience": 1, "min_delta": 1.0}}
+    cli = run_cli(["fit", "--config", config_with(tmp_path, stop), "--trainer.max_epochs=10", *SMALL])
+    assert cli.trainer.early_stopping_callback.stopped_epoch == 1
+    results = json.loads(next(Path("runs/recipe").glob("version_*/results.json")).read_text())
+    assert results["epochs"] == 2 and "test_acc" in results["test"]
+
+
+def test_learning_rate_finder_sets_the_lr(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    finder = {"class_path": "pytorch_lightning.callbacks.LearningRateFinder",
+              "init_args": {"min_lr": 1e-4, "max_lr": 0.1, "num_training_steps": 16}}
+    cli = run_cli(["fit", "--config", config_with(tmp_path, finder), "--trainer.max_epochs=1", *SMALL])
+    found = next(c for c in cli.trainer.callbacks if type(c).__name__ == "LearningRateFinder").optimal_lr
+    suggestion = found.suggestion()
+    assert 1e-4 <= suggestion <= 0.1 and len(found.results["lr"]) == 16
+    assert cli.model.hparams.lr == pytest.approx(suggestion)  # what configure_optimizers used
+    assert not list(Path(".").glob(".lr_find_*.ckpt"))  # its temporary checkpoint is removed

@@ -1,0 +1,74 @@
+"""Weight averaging (pipelines/training/averaging.py): what Lightning's callback saves, that the
+averaged weights are the ones validated, checkpointed and tested, and the library behaviour the
+vecset subclass corrects."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import pytorch_lightning as pl
+import torch
+import yaml
+from pytorch_lightning.callbacks import EMAWeightAveraging as LightningEMA
+
+from vecset.pipelines.cli import run_cli
+from vecset.pipelines.data.synthetic import SyntheticSetDataModule
+from vecset.pipelines.training.averaging import EMAWeightAveraging
+
+ROOT = Path(__file__).resolve().parents[3]
+SMALL = ["--trainer.enable_progress_bar=false", "--trainer.max_epochs=2", "--plots=false",
+         "--data.init_args.n_train=256", "--data.init_args.n_val=64", "--data.init_args.n_test=64"]
+
+
+def evaluate(state_dict: dict, config: dict, stage: str) -> dict:
+    """``stage`` ("validate"/"test") of the config's model holding ``state_dict``, on a plain trainer."""
+    cli = run_cli(["--config", str(ROOT / "configs" / "debug.yaml"), *SMALL[:1], "--trainer.logger=false",
+                   *SMALL[3:]], run=False)
+    cli.model.load_state_dict(state_dict)
+    trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False)
+    return getattr(trainer, stage)(cli.model, datamodule=cli.datamodule, verbose=False)[0]
+
+
+def test_averaged_weights_are_validated_checkpointed_and_tested(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = yaml.safe_load((ROOT / "configs" / "debug.yaml").read_text())
+    config["trainer"]["callbacks"].append({"class_path": "vecset.pipelines.training.averaging.EMAWeightAveraging",
+                                           "init_args": {"decay": 0.9}})
+    (tmp_path / "ema.yaml").write_text(yaml.safe_dump(config))
+    run_cli(["fit", "--config", "ema.yaml", *SMALL])
+    results = json.loads(next(Path("runs/ema").glob("version_*/results.json")).read_text())
+    ckpt = torch.load(results["checkpoint"], weights_only=True)
+    # what Lightning's callback saves: the average as state_dict, the training weights beside it
+    assert "current_model_state" in ckpt and "averaging_state" in ckpt
+    key = "backbone.blocks.0.attn.in_proj.weight"
+    assert not torch.equal(ckpt["state_dict"][key], ckpt["current_model_state"][key])
+    averaged = evaluate(ckpt["state_dict"], config, "validate")
+    assert averaged["val_acc"] == pytest.approx(results["best_val"], abs=1e-6)  # chosen by the average's score
+    tested = evaluate(ckpt["state_dict"], config, "test")
+    assert results["test"]["test_loss"] == pytest.approx(tested["test_loss"], rel=1e-5)
+    training = evaluate(ckpt["current_model_state"], config, "test")
+    assert training["test_loss"] != pytest.approx(tested["test_loss"], rel=1e-5)
+
+
+@pytest.mark.parametrize("callback, holds", [(LightningEMA, "current_model_state"), (EMAWeightAveraging, "state_dict")])
+def test_test_after_fit_in_the_same_trainer(callback, holds, tmp_path):
+    """Lightning 2.6's callback puts the training weights back when the fitted trainer loads a
+    checkpoint to test it; vecset's keeps the averaged ones."""
+    from vecset.backbone import Backbone
+    from vecset.encoders import VectorEncoder
+    from vecset.heads import LabelingHead
+    from vecset.pipelines import TaskModule
+
+    pl.seed_everything(0)
+    model = TaskModule(VectorEncoder(2, 16), Backbone(16, 1, 2, 2.0), LabelingHead(16, 2), lr=3e-3)
+    dm = SyntheticSetDataModule(n_train=128, n_val=32, n_test=32, batch_size=32)
+    trainer = pl.Trainer(accelerator="cpu", max_epochs=2, callbacks=[callback(decay=0.9)], default_root_dir=tmp_path,
+                         logger=False, enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(model, datamodule=dm)
+    best = trainer.checkpoint_callback.best_model_path
+    trainer.test(model, datamodule=dm, ckpt_path=best, verbose=False)
+    ckpt = torch.load(best, weights_only=True)
+    key = "backbone.blocks.0.attn.in_proj.weight"
+    assert torch.equal(model.state_dict()[key], ckpt[holds][key])
