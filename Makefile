@@ -64,12 +64,17 @@ digits-pixel: $(STAMP)
 bench-digits: $(STAMP)
 	$(PY) bench/digits_baselines.py
 # --- speech frame labeling (issue #4) -----------------------------------------------------
-# The full Festival corpus (2000 utterances, ~1.7 h, 15 speakers, WordNet's example sentences)
-# into data/speech_full (not committed); installs the Debian packages (Festival, its English
-# voices, wordnet-base) when run as root and they are missing.
+# The full multi-voice corpus (2000 utterances, WordNet's example sentences; issue #30): 30
+# speakers of six voice families, Festival's kal, ked, slt and espeak-ng's en-us, en-us+f3 and
+# en-us+klatt (5 speakers each, speaker-disjoint splits that hear every family) with
+# leave-one-voice-out lists under data/speech_full/lovo/<family>/ (not committed); installs the
+# Debian packages (festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts wordnet-base,
+# espeak-ng libespeak-ng1) when run as root and they are missing.
+SPEECH_VOICES ?= kal,ked,slt,espeak:en-us,espeak:en-us+f3,espeak:en-us+klatt
 .PHONY: speech-corpus speech-sample speech speech-bench
 speech-corpus: $(STAMP)
-	$(PY) scripts/make_speech_corpus.py --out data/speech_full --utterances 2000 --speakers 15 --jobs 2 --install --force
+	$(PY) scripts/make_speech_corpus.py --out data/speech_full --utterances 2000 --speakers 30 --jobs 2 \
+		--voices $(SPEECH_VOICES) --rotations --install --force
 
 # Regenerates the shipped sample exactly (seed 0, 240 utterances, FLAC): the first 240
 # utterances of the full corpus.

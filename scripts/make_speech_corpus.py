@@ -31,6 +31,19 @@ sample round(t * 16000 / f); the last segment is stretched or clipped to the fil
 (Festival's wave is a few ms longer or shorter than its last segment end), and segments that
 round to zero samples are dropped and counted in corpus.json.
 
+Voice families (``--voices``): Festival's ``kal``, ``ked``, ``slt`` (the default, the shipped
+sample's recipe) and espeak-ng voices ``espeak:<voice>`` (``espeak:en-us``, ``espeak:en-us+f3``,
+``espeak:en-us+klatt``: scripts/espeak_synth.py, phone timings from its phoneme events, words
+exactly the transcript's). Speaker i belongs to family i mod F; an espeak speaker has its own rate,
+pitch and pitch range, and most are resampled as above. With ``--train-voices`` / ``--dev-voices``
+/ ``--test-voices`` the families go to those splits (a family in several splits cycles its speakers
+over them, in the order train, train, dev, test); a test family may not be a train family (an
+error), so the test voices are voices the model never heard. Without them every family is in all
+three splits (in-voice, speaker-disjoint). ``--rotations`` also writes leave-one-voice-out lists:
+``lovo/<family>/{train,dev}.lst`` (the train and dev speakers of the other families),
+``lovo/<family>/test.lst`` (every utterance of the held-out family) and ``test_in_voice.lst``
+(the test speakers of the other families: the in-voice score of the same model).
+
 Determinism: every sentence, speaker and setting is drawn from ``--seed`` before synthesis, and
 Festival is deterministic, so the files are the same for a given seed and job count (the job
 count only changes how utterances are grouped into Festival processes).
@@ -46,6 +59,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -120,6 +134,20 @@ class Speaker:
     stretch: float  # Festival Duration_Stretch (> 1 slower)
     f0_mean: float | None  # target F0 mean in Hz (diphone voices only)
     resample: float  # 1.0 = as synthesized; f shifts pitch/formants by f and tempo by 1/f
+    family: str = ""  # voice family: kal, ked, slt, or the espeak voice's tag (enusf3)
+    synth: str = "festival"  # festival or espeak
+    rate: int | None = None  # espeak words per minute
+    pitch: int | None = None  # espeak pitch (0-100)
+    pitch_range: int | None = None  # espeak pitch range (0-100)
+
+    def recipe(self) -> dict:
+        """The fields that describe a Festival speaker (what corpus.json's speakers held before
+        voice families): the shipped sample's recipe, unchanged."""
+        d = asdict(self)
+        if self.synth == "festival":
+            for k in ("family", "synth", "rate", "pitch", "pitch_range"):
+                d.pop(k)
+        return d
 
 
 SPLIT_CYCLE = ["train", "train", "dev", "test"]
@@ -128,29 +156,98 @@ SPLIT_CYCLE = ["train", "train", "dev", "test"]
 SPLITS = ("train", "dev", "test")
 
 
-def make_speakers(n: int, seed: int) -> list[Speaker]:
+DEFAULT_VOICES = ("kal", "ked", "slt")
+
+
+def family_of(spec: str) -> str:
+    """``kal`` -> ``kal``; ``espeak:en-us+f3`` -> ``enusf3`` (letters and digits of the voice)."""
+    if spec in VOICES:
+        return spec
+    if spec.startswith("espeak:") and len(spec) > 7:
+        return re.sub(r"[^a-z0-9]", "", spec[7:].lower())
+    raise ValueError(f"voice {spec!r}: expected one of {', '.join(VOICES)} (Festival) or espeak:<voice> "
+                     "(espeak-ng --voices=en lists them; a variant as en-us+f3)")
+
+
+def family_splits(voices: list[str], train: list[str] | None = None, dev: list[str] | None = None,
+                  test: list[str] | None = None) -> dict[str, list[str]]:
+    """family -> the splits its speakers cycle over. Without any split list every family is in all
+    three; otherwise each family must be in at least one, and no test family in train."""
+    fams = [family_of(v) for v in voices]
+    if len(set(fams)) != len(fams):
+        raise ValueError(f"--voices names a voice family twice: {voices}")
+    if train is None and dev is None and test is None:
+        return {f: list(SPLITS) for f in fams}
+    lists = {"train": [family_of(v) for v in train or []], "dev": [family_of(v) for v in dev or []],
+             "test": [family_of(v) for v in test or []]}
+    for k, v in lists.items():
+        if not v:
+            raise ValueError(f"--{k}-voices is empty: give every split at least one voice family")
+        unknown = sorted(set(v) - set(fams))
+        if unknown:
+            raise ValueError(f"--{k}-voices names {', '.join(unknown)}, not in --voices ({', '.join(fams)})")
+    both = sorted(set(lists["train"]) & set(lists["test"]))
+    if both:
+        raise ValueError(f"voice famil{'ies' if len(both) > 1 else 'y'} {', '.join(both)} in both --train-voices and "
+                         "--test-voices: the test voices must be voices the model never heard")
+    out = {f: [k for k in SPLITS if f in lists[k]] for f in fams}
+    unused = [f for f, v in out.items() if not v]
+    if unused:
+        raise ValueError(f"voice famil{'ies' if len(unused) > 1 else 'y'} {', '.join(unused)} in no split: "
+                         "list it in --train-voices, --dev-voices or --test-voices, or leave it out of --voices")
+    return out
+
+
+def make_speakers(n: int, seed: int, voices: list[str] | tuple[str, ...] = DEFAULT_VOICES,
+                  splits: dict[str, list[str]] | None = None) -> list[Speaker]:
+    """Speaker i: family i mod F, its j-th speaker (j = i // F) going to the j-th split of the
+    family's cycle (SPLIT_CYCLE filtered to the family's splits, then train where it has it)."""
+    voices = list(voices)
+    nf = len(voices)
+    splits = splits or family_splits(voices)
     # 4 per base voice: the cycle reaches test at a voice's 4th speaker (9 speakers gave no test)
-    if n < 3 * len(SPLIT_CYCLE) or n % 3:
-        raise ValueError(f"--speakers must be a multiple of 3 and at least {3 * len(SPLIT_CYCLE)} (per base voice "
+    need = max(len([k for k in SPLIT_CYCLE if k in v]) for v in splits.values())
+    if n < nf * need or n % nf:
+        raise ValueError(f"--speakers must be a multiple of {nf} and at least {nf * need} (per base voice "
                          f"the speakers go {', '.join(SPLIT_CYCLE)}, so train/dev/test each hear every voice), got {n}")
     speakers = []
     for i in range(n):
-        voice = list(VOICES)[i % 3]
-        j = i // 3  # this voice's j-th speaker
+        spec = voices[i % nf]
+        fam = family_of(spec)
+        cycle = [k for k in SPLIT_CYCLE if k in splits[fam]]
+        j = i // nf  # this voice's j-th speaker
+        split = cycle[j] if j < len(cycle) else ("train" if "train" in cycle else cycle[j % len(cycle)])
         r = random.Random(f"{seed}:speaker:{i}")
-        diphone = VOICES[voice][1]
-        speakers.append(Speaker(
-            name=f"s{i:02d}{voice}",
-            voice=voice,
-            split=SPLIT_CYCLE[j] if j < len(SPLIT_CYCLE) else "train",
-            stretch=round(r.uniform(0.85, 1.2), 3),
-            f0_mean=round(r.uniform(85.0, 145.0), 1) if diphone else None,
-            resample=1.0 if j == 0 else round(r.uniform(0.9, 1.1), 3),
-        ))
+        if spec in VOICES:
+            diphone = VOICES[spec][1]
+            speakers.append(Speaker(
+                name=f"s{i:02d}{spec}", voice=spec, split=split,
+                stretch=round(r.uniform(0.85, 1.2), 3),
+                f0_mean=round(r.uniform(85.0, 145.0), 1) if diphone else None,
+                resample=1.0 if j == 0 else round(r.uniform(0.9, 1.1), 3),
+                family=fam))
+        else:
+            speakers.append(Speaker(
+                name=f"s{i:02d}{fam}", voice=spec[7:], split=split, stretch=1.0, f0_mean=None,
+                resample=1.0 if j == 0 else round(r.uniform(0.9, 1.1), 3), family=fam, synth="espeak",
+                rate=r.randint(140, 200), pitch=r.randint(25, 75), pitch_range=r.randint(30, 90)))
     empty = [k for k in SPLITS if not any(s.split == k for s in speakers)]
-    if empty:  # cannot happen with the check above; kept so a new cycle cannot leave a split empty
+    if empty:
         raise ValueError(f"--speakers {n} leaves {', '.join(empty)} without a speaker")
     return speakers
+
+
+def rotations(speakers: list[Speaker], lists: dict[str, list[str]]) -> dict[str, dict[str, list[str]]]:
+    """Leave-one-voice-out lists per family (module docstring): train/dev of the others, test of
+    the held-out family (all its utterances), test_in_voice of the others."""
+    fam = {s.name: s.family for s in speakers}
+    every = sorted(u for v in lists.values() for u in v)
+    out = {}
+    for f in dict.fromkeys(s.family for s in speakers):
+        other = {k: [u for u in v if fam[u.split("/")[0]] != f] for k, v in lists.items()}
+        out[f] = {"train": other["train"], "dev": other["dev"], "test_in_voice": other["test"],
+                  "test": [u for u in every if fam[u.split("/")[0]] == f]}
+    return out
 
 
 def check_splits(speakers: list[Speaker], utterances: int) -> dict[str, int]:
@@ -353,34 +450,98 @@ def postprocess(key: str, spk: Speaker, text: str, tmp: Path, out: Path, fmt: st
             words.append((s_, e_, w))
         else:  # shorter than half a phone: no span of its own
             dropped_words += 1
+    return write_utterance(out, spk, key.split("__")[1], wav, phn, words, text, fmt,
+                           {"dropped_segments": dropped, "dropped_words": dropped_words})
+
+
+def write_utterance(out: Path, spk: Speaker, stem: str, wav: np.ndarray, phn: list, words: list, text: str,
+                    fmt: str, extra: dict) -> dict:
+    """One utterance's audio (float at 16 kHz), .phn, .wrd and .txt under ``out/<speaker>/``."""
+    n = len(wav)
     d = out / spk.name
     d.mkdir(parents=True, exist_ok=True)
-    stem = key.split("__")[1]
     pcm = np.clip(np.round(wav * 32767), -32768, 32767).astype(np.int16)
     sf.write(d / f"{stem}.{fmt}", pcm, SR, subtype="PCM_16", format=fmt.upper())
     (d / f"{stem}.phn").write_text("".join(f"{s} {e} {p}\n" for s, e, p in phn))
     (d / f"{stem}.wrd").write_text("".join(f"{s} {e} {w}\n" for s, e, w in words))
     (d / f"{stem}.txt").write_text(f"0 {n} {text}\n")
-    return {"utt": f"{spk.name}/{stem}", "samples": n, "dropped_segments": dropped, "dropped_words": dropped_words}
+    return {"utt": f"{spk.name}/{stem}", "samples": n, **extra}
+
+
+# --- espeak-ng ---------------------------------------------------------------------------------
+_ESPEAK = None
+
+
+def espeak_utterance(job: tuple[str, Speaker, str, str, str]) -> dict:
+    """Synthesize and write one espeak utterance (one library instance per process: it is global)."""
+    global _ESPEAK
+    import espeak_synth
+
+    key, spk, text, out, fmt = job
+    if _ESPEAK is None:
+        _ESPEAK = espeak_synth.Espeak()
+    _ESPEAK.set_voice(spk.voice, spk.rate, spk.pitch, spk.pitch_range)
+    try:
+        spoken = _ESPEAK.say(text)
+    except espeak_synth.SkipUtterance as e:
+        return {"utt": key.replace("__", "/"), "skipped": str(e), "text": text}
+    unmapped: Counter = Counter()
+    # espeak's 22050 Hz -> 16 kHz, then the resample factor f as for Festival (16000*f -> 16000,
+    # a whole number of Hz: a small resampling kernel): sample x lands at x * 16000 / (22050 f)
+    src = int(round(SR * spk.resample))
+    label_rate = spoken.rate * src / SR
+    phn, words = espeak_synth.to_corpus_phones(
+        espeak_synth.Spoken(spoken.wav, label_rate, spoken.phones, spoken.words), SR, unmapped)
+    wav = resample(resample(spoken.wav.astype(np.float32) / 32768.0, spoken.rate, SR), src, SR)
+    n = len(wav)
+    phn[-1][1] = n  # the resampled length may differ from the rescaled end by a sample
+    phn = [sg for sg in phn if sg[0] < n]
+    phn[-1][1] = n
+    words = [(a, min(b, n), w) for a, b, w in words]
+    return write_utterance(Path(out), spk, key.split("__")[1], wav, phn, words, text, fmt,
+                           {"dropped_segments": spoken.dropped_zero_length, "dropped_words": 0,
+                            "unmapped": dict(unmapped)})
+
+
+def run_espeak(items: list[tuple[str, Speaker, str]], out: Path, fmt: str) -> list[dict]:
+    """espeak utterances one after another in this process (espeak is fast: about 80 sentences a
+    second on one core, so no worker processes)."""
+    if not items:
+        return []
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import espeak_synth
+
+    why = espeak_synth.missing()
+    if why:
+        raise SystemExit(f"espeak voices requested but {why}")
+    return [espeak_utterance((k, s, t, str(out), fmt)) for k, s, t in items]
 
 
 def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fmt: str,
-             install: bool = False, text_dir: Path = WORDNET_DIR) -> dict:
+             install: bool = False, text_dir: Path = WORDNET_DIR, voices: list[str] | tuple[str, ...] = DEFAULT_VOICES,
+             train_voices: list[str] | None = None, dev_voices: list[str] | None = None,
+             test_voices: list[str] | None = None, write_rotations: bool = False) -> dict:
     if jobs < 1:
         raise SystemExit(f"--jobs must be >= 1, got {jobs}")
     try:
-        spk = make_speakers(speakers, seed)
+        fam_splits = family_splits(list(voices), train_voices, dev_voices, test_voices)
+        spk = make_speakers(speakers, seed, voices, fam_splits)
     except ValueError as e:
         raise SystemExit(str(e)) from None
     check_splits(spk, utterances)  # before Festival: a bad count fails at once
-    check_festival(install)
+    if any(s.synth == "festival" for s in spk):
+        check_festival(install)
+    if any(s.synth == "espeak" for s in spk):
+        check_espeak(install)
     candidates = wordnet_examples(text_dir)
     pool, filtered = filter_sentences(candidates)
     texts = assign_sentences(pool, utterances, seed)
     # utterance i: speaker i mod S (balanced) and the i-th sentence of the seeded order
     items = [(f"{spk[i % len(spk)].name}__u{i:05d}", spk[i % len(spk)], texts[i]) for i in range(utterances)]
     items.sort(key=lambda t: (t[1].name, t[0]))  # group by speaker: one voice switch per group
-    per = math.ceil(len(items) / jobs)
+    espeak_items = [t for t in items if t[1].synth == "espeak"]
+    items_all, items = items, [t for t in items if t[1].synth == "festival"]
+    per = max(1, math.ceil(len(items) / jobs))
     batches = [items[k:k + per] for k in range(0, len(items), per)]
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
@@ -395,11 +556,18 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
         rows = [{"utt": k.replace("__", "/"), "skipped": failed[k], "text": t} if k in failed
                 else postprocess(k, s, t, tmp, out, fmt)
                 for batch, tmp in zip(batches, tmps, strict=True) for k, s, t in batch]
+    t1 = time.time()
+    rows += run_espeak(espeak_items, out, fmt)
+    espeak_s = time.time() - t1
+    items = items_all
     written = [r for r in rows if "skipped" not in r]
     skipped = [r for r in rows if "skipped" in r]
     for r in skipped:
         print(f"skipped {r['utt']} ({r['skipped']}): {r['text']!r}"
               + (f" -> Festival said {r['festival_words']!r}" if "festival_words" in r else ""), file=sys.stderr)
+    unmapped: Counter = Counter()
+    for r in written:
+        unmapped.update(r.pop("unmapped", {}))
     split_of = {s.name: s.split for s in spk}
     text_of = {k.replace("__", "/"): t for k, _, t in items}
     lists = {k: sorted(r["utt"] for r in written if split_of[r["utt"].split("/")[0]] == k) for k in SPLITS}
@@ -411,16 +579,19 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
     stats = split_stats(by_split)
     if any(stats[k]["sentences_shared_with_train"] for k in ("dev", "test")):
         raise AssertionError(f"a dev or test sentence is also in train: {stats}")  # cannot happen: one use each
-    with open(out / "speakers.tsv", "w") as f:
-        f.write("name\tvoice\tsplit\tduration_stretch\tf0_mean\tresample\n")
-        for s in spk:
-            f.write(f"{s.name}\t{s.voice}\t{s.split}\t{s.stretch}\t{s.f0_mean or ''}\t{s.resample}\n")
+    write_speakers(out / "speakers.tsv", spk)
+    rots = rotations(spk, lists) if write_rotations else {}
+    for fam, rot in rots.items():
+        (out / "lovo" / fam).mkdir(parents=True, exist_ok=True)
+        for k, v in rot.items():
+            (out / "lovo" / fam / f"{k}.lst").write_text("".join(u + "\n" for u in v))
     total = sum(r["samples"] for r in written)
     info = {
         "generator": "scripts/make_speech_corpus.py",
-        "festival": subprocess.run(["festival", "--version"], capture_output=True, text=True).stdout.strip(),
+        "festival": subprocess.run(["festival", "--version"], capture_output=True, text=True).stdout.strip()
+        if shutil.which("festival") else None,
         "seed": seed, "jobs": jobs, "utterances_requested": utterances, "utterances": len(written),
-        "speakers": [asdict(s) for s in spk],
+        "speakers": [s.recipe() for s in spk],
         "text": {"source": "WordNet 3.0 example sentences (Debian package wordnet-base)",
                  "licence": "WordNet 3.0 licence (Princeton University; BSD-style, redistribution permitted "
                             "with the copyright notice)",
@@ -435,8 +606,51 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
         "dropped_zero_length_words": sum(r["dropped_words"] for r in written),
         "synthesis_seconds": round(synth_s, 1),
     }
+    if list(voices) != list(DEFAULT_VOICES) or any(v != list(SPLITS) for v in fam_splits.values()):
+        info["voices"] = {"families": {f: {"splits": v, "speakers": [s.name for s in spk if s.family == f]}
+                                       for f, v in fam_splits.items()},
+                          "rotations": {f: {k: len(v) for k, v in r.items()} for f, r in rots.items()}}
+    if espeak_items:
+        info["espeak"] = {"version": espeak_version(), "utterances": len(espeak_items),
+                          "skipped": dict(Counter(r["skipped"] for r in skipped if r["skipped"].startswith("espeak"))),
+                          "unmappable_phonemes": dict(unmapped.most_common()),
+                          "synthesis_seconds": round(espeak_s, 1)}
     (out / "corpus.json").write_text(json.dumps(info, indent=2) + "\n")
     return info
+
+
+def write_speakers(path: Path, spk: list[Speaker]) -> None:
+    """speakers.tsv: one row per speaker, its voice family and synthesizer settings."""
+    with open(path, "w") as f:
+        f.write("name\tfamily\tsynth\tvoice\tsplit\tduration_stretch\tf0_mean\trate\tpitch\tpitch_range\tresample\n")
+        for s in spk:
+            f.write(f"{s.name}\t{s.family}\t{s.synth}\t{s.voice}\t{s.split}\t{s.stretch}\t{s.f0_mean or ''}\t"
+                    f"{s.rate or ''}\t{s.pitch or ''}\t{s.pitch_range or ''}\t{s.resample}\n")
+
+
+def espeak_version() -> str:
+    res = subprocess.run(["espeak-ng", "--version"], capture_output=True, text=True) if shutil.which("espeak-ng") else None
+    return res.stdout.strip() if res else "libespeak-ng1"
+
+
+ESPEAK_PACKAGES = ["espeak-ng", "libespeak-ng1"]
+
+
+def check_espeak(install: bool) -> None:
+    import os
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import espeak_synth
+
+    if espeak_synth.missing() is None:
+        return
+    if install and os.geteuid() == 0 and shutil.which("apt-get"):
+        print(f"installing Debian packages: {' '.join(ESPEAK_PACKAGES)}", file=sys.stderr)
+        subprocess.run(["apt-get", "install", "-y", *ESPEAK_PACKAGES], check=True,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        return
+    raise SystemExit(f"espeak voices requested but espeak-ng is missing. Install it with:\n"
+                     f"  sudo apt-get install {' '.join(ESPEAK_PACKAGES)}")
 
 
 def digest(root: Path) -> str:
@@ -461,20 +675,27 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--install", action="store_true",
                     help="apt-get install the Festival packages when missing (needs root)")
     ap.add_argument("--force", action="store_true", help="write into a non-empty --out")
+    ap.add_argument("--voices", default=",".join(DEFAULT_VOICES),
+                    help="comma-separated voice families: kal, ked, slt (Festival), espeak:<voice> (espeak-ng)")
+    for k in SPLITS:
+        ap.add_argument(f"--{k}-voices", default=None, help=f"families whose speakers go to {k} (comma-separated)")
+    ap.add_argument("--rotations", action="store_true", help="also write leave-one-voice-out lists under lovo/")
     a = ap.parse_args(argv)
+    def csv(v):
+        return None if v is None else [x for x in v.split(",") if x]
     if a.out.exists() and any(a.out.iterdir()):
         if not a.force:
             raise SystemExit(f"{a.out} is not empty; pass --force to overwrite or choose another --out")
         if not (a.out / "corpus.json").exists():
             raise SystemExit(f"{a.out} holds no corpus.json: not a corpus this script wrote; not overwriting it")
         # remove only what an earlier run wrote, so no stale utterance survives
-        import re
         for p in a.out.iterdir():
-            if p.is_dir() and re.fullmatch(r"s\d\d(kal|ked|slt)", p.name):
+            if p.is_dir() and (re.fullmatch(r"s\d{2,}[a-z0-9]+", p.name) or p.name == "lovo"):
                 shutil.rmtree(p)
             elif p.name in ("train.lst", "dev.lst", "test.lst", "speakers.tsv", "corpus.json"):
                 p.unlink()
-    info = generate(a.out, a.utterances, a.speakers, a.seed, a.jobs, a.format, a.install, a.text_dir)
+    info = generate(a.out, a.utterances, a.speakers, a.seed, a.jobs, a.format, a.install, a.text_dir,
+                    tuple(csv(a.voices)), csv(a.train_voices), csv(a.dev_voices), csv(a.test_voices), a.rotations)
     print(f"wrote {info['utterances']} of {a.utterances} utterances ({info['hours']} h, mean {info['mean_seconds']} s) from "
           f"{a.speakers} speakers to {a.out} in {info['synthesis_seconds']} s of synthesis; "
           f"sha256 {digest(a.out)[:16]}")

@@ -24,6 +24,12 @@ text = sys.modules["speech_text"]  # imported by the generator from scripts/
 SAMPLE = SCRIPT.parents[1] / "data" / "speech"
 
 
+def espeak_missing() -> bool:
+    import espeak_synth  # scripts/ is on sys.path: the generator put it there
+
+    return espeak_synth.missing() is not None
+
+
 def test_number_words_and_years():
     got = [text.number_words(n) for n in (0, 7, 15, 20, 21, 100, 105, 1200, 30_000, 1_000_001)]
     assert got == ["zero", "seven", "fifteen", "twenty", "twenty one", "one hundred", "one hundred five",
@@ -150,7 +156,10 @@ def test_nine_speakers_are_refused_as_they_leave_test_without_a_speaker():
 def test_the_shipped_15_speaker_recipe_is_unchanged():
     # data/speech (make speech-sample: 15 speakers, seed 0) must stay byte-identical
     info = json.loads((SAMPLE / "corpus.json").read_text())
-    assert [corpus.asdict(s) for s in corpus.make_speakers(15, seed=info["seed"])] == info["speakers"]
+    assert [s.recipe() for s in corpus.make_speakers(15, seed=info["seed"])] == info["speakers"]
+    tsv = (SAMPLE / "speakers.tsv").read_text().splitlines()
+    assert tsv[0].split("\t")[:3] == ["name", "family", "synth"]
+    assert [ln.split("\t")[1] for ln in tsv[1:]] == ["kal", "ked", "slt"] * 5
 
 
 def test_utterances_that_leave_a_split_empty_are_refused_before_synthesis(tmp_path):
@@ -201,3 +210,67 @@ def test_a_sentence_festival_crashes_on_is_skipped_and_counted(tmp_path):
     failed = corpus.run_festival(batch, tmp_path)  # Festival segfaults on text without a word
     assert failed == {"a__u1": "festival_crashed"}
     assert (tmp_path / "a__u0.done").exists() and (tmp_path / "a__u2.done").exists()
+
+
+VOICES5 = ["kal", "slt", "espeak:en-us+m3", "espeak:en-us+f3", "espeak:en-us+klatt"]
+
+
+def test_voice_families_and_their_splits():
+    assert corpus.family_of("espeak:en-us+f3") == "enusf3" and corpus.family_of("slt") == "slt"
+    with pytest.raises(ValueError, match="expected one of kal, ked, slt"):
+        corpus.family_of("awb")
+    assert corpus.family_splits(["kal", "espeak:en-us"]) == {"kal": ["train", "dev", "test"],
+                                                            "enus": ["train", "dev", "test"]}
+    got = corpus.family_splits(VOICES5, train=["kal", "espeak:en-us+m3", "espeak:en-us+klatt"],
+                               dev=["espeak:en-us+klatt"], test=["slt", "espeak:en-us+f3"])
+    assert got == {"kal": ["train"], "slt": ["test"], "enusm3": ["train"], "enusf3": ["test"],
+                   "enusklatt": ["train", "dev"]}
+    with pytest.raises(ValueError, match=r"slt in both --train-voices and --test-voices: the test voices must be"):
+        corpus.family_splits(VOICES5, train=["kal", "slt"], dev=["kal"], test=["slt"])
+    with pytest.raises(ValueError, match=r"enusklatt in no split"):
+        corpus.family_splits(VOICES5, train=["kal", "espeak:en-us+m3"], dev=["kal"], test=["slt", "espeak:en-us+f3"])
+    with pytest.raises(ValueError, match=r"--dev-voices is empty"):
+        corpus.family_splits(VOICES5, train=["kal"], test=["slt"])
+    with pytest.raises(ValueError, match=r"--test-voices names x, not in --voices \(kal, awb\)"):
+        corpus.family_splits(["kal", "espeak:awb"], train=["kal"], dev=["kal"], test=["espeak:awb", "espeak:x"])
+
+
+def test_voice_disjoint_speakers_and_rotations():
+    splits = corpus.family_splits(VOICES5, train=["kal", "espeak:en-us+m3", "espeak:en-us+klatt"],
+                                  dev=["espeak:en-us+klatt"], test=["slt", "espeak:en-us+f3"])
+    spk = corpus.make_speakers(15, 0, VOICES5, splits)
+    by = {k: {s.family for s in spk if s.split == k} for k in ("train", "dev", "test")}
+    assert by == {"train": {"kal", "enusm3", "enusklatt"}, "dev": {"enusklatt"}, "test": {"slt", "enusf3"}}
+    es = [s for s in spk if s.synth == "espeak"]
+    assert len(es) == 9 and all(140 <= s.rate <= 200 and 25 <= s.pitch <= 75 for s in es)
+    assert es[0].name == "s02enusm3" and es[0].voice == "en-us+m3" and es[0].resample == 1.0
+    # in-voice corpus: every family everywhere; a rotation holds one family out of train and dev
+    spk = corpus.make_speakers(20, 0, VOICES5)
+    lists = {k: [f"{s.name}/u{i:05d}" for i, s in enumerate(spk) if s.split == k] for k in ("train", "dev", "test")}
+    rot = corpus.rotations(spk, lists)
+    assert set(rot) == {"kal", "slt", "enusm3", "enusf3", "enusklatt"}
+    r = rot["enusf3"]
+    assert r["test"] == sorted(u for u in sum(lists.values(), []) if "enusf3" in u) and len(r["test"]) == 4
+    assert not any("enusf3" in u for k in ("train", "dev", "test_in_voice") for u in r[k])
+    assert len(r["train"]) == 8 and len(r["test_in_voice"]) == 4
+
+
+@pytest.mark.skipif(espeak_missing(), reason="espeak-ng is not installed (apt-get install espeak-ng libespeak-ng1)")
+def test_an_espeak_corpus_is_valid_timit_layout_with_the_transcript_words(tmp_path):
+    import soundfile as sf
+
+    info = corpus.generate(tmp_path / "c", utterances=8, speakers=8, seed=3, jobs=1, fmt="wav",
+                           voices=("espeak:en-us+m3", "espeak:en-us+f3"), train_voices=["espeak:en-us+m3"],
+                           dev_voices=["espeak:en-us+m3"], test_voices=["espeak:en-us+f3"], write_rotations=True)
+    root = tmp_path / "c"
+    assert info["utterances"] == 8 and info["espeak"]["skipped"] == {} and set(info["espeak"]["unmappable_phonemes"]) <= {"?"}
+    assert {u.split("/")[0][3:] for u in (root / "test.lst").read_text().split()} == {"enusf3"}
+    assert "enusf3" not in (root / "train.lst").read_text()
+    assert (root / "speakers.tsv").read_text().splitlines()[1].split("\t")[:3] == ["s00enusm3", "enusm3", "espeak"]
+    for wav in root.rglob("*.wav"):
+        n = sf.info(str(wav)).frames
+        segs = read_phn(wav.with_suffix(".phn"), n, list(FESTIVAL_PHONES))
+        assert segs[0].start == 0 and segs[-1].end == n and segs[0].phone == "h#" == segs[-1].phone
+        wrd = [ln.split()[2] for ln in wav.with_suffix(".wrd").read_text().splitlines()]
+        assert wrd == text.words_of(wav.with_suffix(".txt").read_text().split(" ", 2)[2])
+    assert (root / "lovo" / "enusf3" / "test.lst").read_text() == (root / "test.lst").read_text()

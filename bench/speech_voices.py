@@ -1,0 +1,127 @@
+"""Speech frame labeling across voices: leave-one-voice-out (LOVO), in-voice and voice-disjoint side by side.
+
+A corpus built with ``scripts/make_speech_corpus.py --rotations`` holds, per voice family F,
+``lovo/F/{train,dev,test,test_in_voice}.lst``: train and dev are the other families' train and
+dev speakers, ``test`` is every utterance of F (a voice the model never heard) and
+``test_in_voice`` the other families' test speakers (voices it trained on, new speakers and
+sentences). Each model config trains once per rotation (``vecset fit``, best checkpoint by dev
+accuracy, tested on F); the same checkpoint is then tested on ``test_in_voice``. The table has,
+per model, both frame accuracies per held-out family and their means over the rotations.
+
+Usage:
+    python scripts/make_speech_corpus.py --out data/speech_voices --utterances 300 --speakers 20 \
+        --voices kal,ked,slt,espeak:en-us,espeak:en-us+f3 --rotations --format flac
+    python bench/speech_voices.py --root data/speech_voices --epochs 8 --note "$(cat /proc/loadavg)"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+CONFIGS = {
+    "self-attention": "configs/speech_frames.yaml",
+    "window MLP": "configs/speech_frames_mlp.yaml",
+    "BiLSTM": "configs/speech_frames_bilstm.yaml",
+}
+
+
+def fit(config: str, root: str, fam: str, epochs: int, extra: list[str]) -> dict:
+    lovo = f"lovo/{fam}"
+    cmd = [sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", config, "--data.root", root,
+           "--data.train", f"{lovo}/train.lst", "--data.val", f"{lovo}/dev.lst", "--data.test", f"{lovo}/test.lst",
+           "--trainer.max_epochs", str(epochs), "--trainer.enable_progress_bar", "false", *extra]
+    env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if res.returncode:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{res.stderr[-3000:]}")
+    line = next(ln for ln in reversed(res.stdout.splitlines()) if ln.startswith("results: "))
+    results = json.loads(Path(line.split(": ", 1)[1]).read_text())
+    return {"command": " ".join(cmd[1:]), "checkpoint": results["checkpoint"],
+            "voice_disjoint_frame_accuracy": results["test"]["test_acc"], "best_val_accuracy": results["best_val"],
+            "epochs": results["epochs"], "train_seconds": results["wall_seconds"]}
+
+
+def test_on(config: str, checkpoint: str, root: str, test_list: str) -> float:
+    """Test frame accuracy of a checkpoint on another list, with the config's data settings."""
+    import pytorch_lightning as pl
+
+    from vecset.pipelines.data.speech import SpeechFramesDataModule
+    from vecset.pipelines.training.task import TaskModule
+
+    args = dict(yaml.safe_load(Path(config).read_text())["data"]["init_args"])
+    args.update(root=root, test=test_list)
+    dm = SpeechFramesDataModule(**args)
+    model = TaskModule.load_from_checkpoint(checkpoint, map_location="cpu")
+    trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
+                         enable_checkpointing=False)
+    (out,) = trainer.test(model, datamodule=dm, verbose=False)
+    return float(out["test_acc"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", default="data/speech_voices")
+    ap.add_argument("--epochs", type=int, default=8)
+    ap.add_argument("--models", nargs="*", default=["self-attention", "window MLP"], choices=list(CONFIGS))
+    ap.add_argument("--families", nargs="*", default=None, help="held-out families (default: every lovo/ folder)")
+    ap.add_argument("--out", default="bench/results/speech_voices.json")
+    ap.add_argument("--note", default="", help="machine load (cat /proc/loadavg) and anything else to keep")
+    ap.add_argument("extra", nargs="*", help="more CLI overrides, after --")
+    a = ap.parse_args()
+    root = Path(a.root)
+    fams = a.families or sorted(p.name for p in (root / "lovo").iterdir() if p.is_dir())
+    out = Path(a.out)
+    saved = json.loads(out.read_text()) if out.exists() else {}
+    rows = saved.get("results", {}) if saved.get("corpus") == str(root) else {}
+    t0 = time.time()
+    for fam in fams:  # families outer: a partial run has every model on the same rotations
+        for model in a.models:
+            key = f"{model} / {fam}"
+            if key in rows and rows[key].get("epochs_requested") == a.epochs:
+                continue
+            r = fit(CONFIGS[model], a.root, fam, a.epochs, a.extra)
+            r["in_voice_frame_accuracy"] = test_on(CONFIGS[model], r["checkpoint"], a.root,
+                                                   f"lovo/{fam}/test_in_voice.lst")
+            r.update(model=model, held_out=fam, epochs_requested=a.epochs, loadavg_after=os.getloadavg())
+            rows[key] = r
+            print(f"{key}: in-voice {r['in_voice_frame_accuracy']:.3f}  voice-disjoint "
+                  f"{r['voice_disjoint_frame_accuracy']:.3f}  ({r['train_seconds']:.0f} s)", flush=True)
+            write(out, root, rows, a, fams, time.time() - t0)
+    write(out, root, rows, a, fams, time.time() - t0)
+
+
+def write(out: Path, root: Path, rows: dict, a, fams: list[str], seconds: float) -> None:
+    summary = {}
+    for model in dict.fromkeys(r["model"] for r in rows.values()):
+        mine = [r for r in rows.values() if r["model"] == model]
+        iv = [r["in_voice_frame_accuracy"] for r in mine]
+        vd = [r["voice_disjoint_frame_accuracy"] for r in mine]
+        summary[model] = {"rotations": len(mine), "mean_in_voice": round(sum(iv) / len(iv), 4),
+                          "mean_voice_disjoint": round(sum(vd) / len(vd), 4),
+                          "gap_points": round(100 * (sum(iv) - sum(vd)) / len(iv), 1),
+                          "worst_voice_disjoint": min((r["voice_disjoint_frame_accuracy"], r["held_out"]) for r in mine)}
+    corpus = json.loads((root / "corpus.json").read_text())
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({
+        "bench": "bench/speech_voices.py", "corpus": str(root),
+        "corpus_command": "python scripts/make_speech_corpus.py --out data/speech_voices --utterances 300 --speakers 20 "
+                          "--voices kal,ked,slt,espeak:en-us,espeak:en-us+f3 --rotations --format flac",
+        "corpus_hours": corpus.get("hours"), "families": fams,
+        "rotation_sizes": corpus.get("voices", {}).get("rotations"),
+        "summary": summary, "results": rows,
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
+        "note": a.note, "bench_seconds_this_call": round(seconds, 1),
+    }, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
