@@ -306,7 +306,7 @@ def attention_figure(dm, model, sample_id: int, layer: int = -1, max_frames: int
         ax.axvline(q, color="cyan", lw=0.8, ls="--")
         ax.set_ylabel(f"{labels[j]}\nmel bin", fontsize=8)
     axes[0].set_title(f"attention of query frame {q}{phone}, {block_name(model.backbone, layer)}, {heads_name(heads)}, "
-                      f"window={win} (dashed: the query)\n{dm.describe(sample_id)}", fontsize=8)
+                      f"{f'window={win}' if win is not None else 'no window'} (dashed: the query)\n{dm.describe(sample_id)}", fontsize=8)
     if y is not None:
         _segment_row(axes[-1], y[lo:hi], names, "true phone", offset=lo)
     axes[-1].set_xlim(lo - 0.5, hi - 0.5)
