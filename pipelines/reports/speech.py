@@ -3,7 +3,8 @@
 precision / recall / F1 of argmax merging and of the head's segment decoder: segment_scores.py)
 and the frame accuracy inside unseen vs seen words (word_scores.py) in the same JSON; log-mel
 spectrograms with true, predicted and decoded phone segments beneath them
-(``speech_segments.png``), and one layer's attention map over the frames (``attention.png``)."""
+(``speech_segments.png``), and one query frame's attention over the frames, drawn over the
+spectrogram, per head or averaged (``attention.png``)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,19 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
 
 from vecset.backbone.abilities import AttentionWeights, Decoder
+from vecset.pipelines.reports.attention_heads import (
+    Heads,
+    attention_colorbar,
+    block_name,
+    check_heads,
+    heads_name,
+    pick_heads,
+    shared_max,
+)
 from vecset.pipelines.reports.base import Report, ReportContext, plt
 from vecset.pipelines.reports.outputs import inference, to_device
 from vecset.pipelines.reports.segment_scores import SegmentScores
@@ -25,6 +37,8 @@ log = logging.getLogger(__name__)
 
 # (sample id, predicted labels (T,), true labels (T,)) of one test utterance
 Utterance = tuple[int, np.ndarray, np.ndarray]
+
+CMAP = "inferno"
 
 
 def utterances(ctx: ReportContext) -> list[Utterance]:
@@ -178,10 +192,13 @@ def runs(labels: np.ndarray) -> list[tuple[int, int, int]]:
     return out
 
 
-def _segment_row(ax, labels: np.ndarray, names: list[str], title: str, truth: np.ndarray | None = None) -> None:
+def _segment_row(ax, labels: np.ndarray, names: list[str], title: str, truth: np.ndarray | None = None,
+                 offset: int = 0) -> None:
+    """The runs of ``labels`` as coloured spans, frame ``offset`` first."""
     cmap = plt.get_cmap("tab20")
     for s, e, lab in runs(labels):
-        wrong = truth is not None and bool((truth[s:e] != lab).any())
+        s, e = s + offset, e + offset
+        wrong = truth is not None and bool((truth[s - offset:e - offset] != lab).any())
         ax.axvspan(s, e, color=cmap(lab % 20), alpha=0.55 if not wrong else 0.25, lw=0)
         ax.axvline(s, color="k", lw=0.4)
         if e - s >= 3 and lab >= 0:
@@ -189,7 +206,7 @@ def _segment_row(ax, labels: np.ndarray, names: list[str], title: str, truth: np
                     color="red" if wrong else "black")
     ax.set_yticks([])
     ax.set_ylabel(title, rotation=0, ha="right", va="center", fontsize=8)
-    ax.set_xlim(0, len(labels))
+    ax.set_xlim(offset, offset + len(labels))
 
 
 def segments_figure(dm, outputs: list[Utterance], decoded: dict[int, np.ndarray] | None = None):
@@ -228,24 +245,73 @@ def segments_figure(dm, outputs: list[Utterance], decoded: dict[int, np.ndarray]
     return fig
 
 
-def attention_figure(dm, model, sample_id: int, layer: int = -1, max_frames: int = 300):
-    """Attention weights (mean over heads) of one layer for one test utterance."""
+SILENCES = ("h#", "pau", "brth", "sil", "epi")
+
+
+def default_query_frame(y: np.ndarray | None, limit: int, names: list[str] | None = None) -> int:
+    """The middle frame of the longest phone (not a silence, when ``names`` are given) among
+    the first ``limit`` frames, or the middle of them without labels."""
+    if y is None or not len(y):
+        return max(0, limit // 2 - 1)
+    speech = lambda lab: lab >= 0 and not (names and names[lab] in SILENCES)  # noqa: E731
+    best = max(runs(y[:limit]), key=lambda r: (speech(r[2]), r[1] - r[0]))
+    return (best[0] + best[1] - 1) // 2
+
+
+def attention_figure(dm, model, sample_id: int, layer: int = -1, max_frames: int = 300, heads: Heads = "mean",
+                     query_frame: int | None = None):
+    """One query frame's attention row over the frames of one test utterance, drawn over its
+    log-mel spectrogram (grey; the colour's opacity grows with the weight), one panel per
+    chosen head, the true phones beneath; the title names the query frame and its phone.
+
+    The query is ``query_frame`` or, when None, the middle of the longest phone among the
+    first ``max_frames`` frames; only the rows up to it are expanded (a windowed layer keeps
+    its band, never T x T).
+    """
     item = next(u for u in dm.test_items() if u.id == sample_id)
+    T = item.x.shape[0]
+    y = getattr(item, "y", None)  # an Utterance's labels; None (or a bare stand-in's absent field): unlabelled
+    y = y.numpy() if y is not None else None
+    names = list(dm.class_names) if y is not None else None
+    q = min(T - 1, default_query_frame(y, min(T, max_frames), names) if query_frame is None else query_frame)
     with inference(model):
         batch = to_device(dm.collate([{"x": item.x, "id": sample_id}]), model.device)
         vs = model.encoder(batch)
-        # only the plotted queries are expanded: a windowed layer keeps its band, not T x T
-        w = model.backbone.attention_weights(vs, layer=layer, queries=max_frames)  # (1, H, min(T, max_frames), T)
-    a = w[0].mean(0).cpu().numpy()[:, :max_frames]
-    fig, ax = plt.subplots(figsize=(6, 5.5))
-    im = ax.imshow(a, cmap="viridis", origin="upper", interpolation="nearest")
+        w = model.backbone.attention_weights(vs, layer=layer, queries=q + 1)  # (1, H, q + 1, T)
+    rows, labels = pick_heads(w[0, :, q].float().cpu(), heads)  # (P, T)
+    rows = rows.numpy()
+    P = rows.shape[0]
+    # the frames around the query that hold its weight, at least 30 on each side
+    far = np.nonzero((rows > 1e-3 * rows.max()).any(0))[0]
+    span = max(30, int(np.abs(far - q).max()) + 5 if len(far) else 30)
+    lo, hi = max(0, q - span), min(T, q + span + 1)
+    feats = item.x.numpy()[lo:hi].T  # (F, hi - lo) log-mel energies
+    vmax = shared_max([rows])
+    phone = f" (phone '{names[int(y[q])]}')" if y is not None and y[q] >= 0 else ""
     # the encoder's window overrides the backbone's (as in Backbone.forward)
     win = vs.window if vs.window is not None else model.backbone.blocks[layer].attn.window  # AttentionWeights
-    ax.set_title(f"layer {layer} attention, mean over heads (window={win})\n{dm.describe(sample_id)}", fontsize=8)
-    ax.set_xlabel("key frame")
-    ax.set_ylabel("query frame")
-    fig.colorbar(im, ax=ax, fraction=0.046)
-    fig.tight_layout()
+    extent = (lo - 0.5, hi - 0.5, -0.5, feats.shape[0] - 0.5)
+    ratios = [3] * P + ([0.6] if y is not None else [])
+    fig, axes = plt.subplots(len(ratios), 1, figsize=(9, 1.5 * P + 1.6), sharex=True, squeeze=False,
+                             gridspec_kw={"height_ratios": ratios}, layout="constrained")
+    axes = axes[:, 0]
+    cmap = plt.get_cmap(CMAP)
+    norm = Normalize(0.0, vmax)
+    for j in range(P):
+        ax = axes[j]
+        ax.imshow(feats, origin="lower", aspect="auto", cmap="gray", interpolation="nearest", extent=extent)
+        rgba = cmap(norm(np.broadcast_to(rows[j, lo:hi], feats.shape)))
+        rgba[..., 3] = 0.9 * np.clip(rows[j, lo:hi] / vmax, 0, 1)  # transparent where no weight
+        ax.imshow(rgba, origin="lower", aspect="auto", interpolation="nearest", extent=extent)
+        ax.axvline(q, color="cyan", lw=0.8, ls="--")
+        ax.set_ylabel(f"{labels[j]}\nmel bin", fontsize=8)
+    axes[0].set_title(f"attention of query frame {q}{phone}, {block_name(model.backbone, layer)}, {heads_name(heads)}, "
+                      f"{f'window={win}' if win is not None else 'no window'} (dashed: the query)\n{dm.describe(sample_id)}", fontsize=8)
+    if y is not None:
+        _segment_row(axes[-1], y[lo:hi], names, "true phone", offset=lo)
+    axes[-1].set_xlim(lo - 0.5, hi - 0.5)
+    axes[-1].set_xlabel("key frame (10 ms)", fontsize=8)
+    attention_colorbar(fig, ScalarMappable(norm, cmap), list(axes[:P]))
     return fig
 
 
@@ -281,11 +347,18 @@ class FrameAttentionReport(Report):
 
     Args:
         layer: the backbone block.
-        max_frames: query frames drawn (the first ones).
+        max_frames: the query is among the first ``max_frames`` frames (only the rows up to it
+            are expanded).
+        heads: ``"mean"`` (one panel: the mean over the block's heads), ``"each"`` (a panel per
+            head) or a list of head indices.
+        query_frame: the query frame; None: the middle of the longest phone in the first
+            ``max_frames`` frames.
     """
 
-    def __init__(self, layer: int = -1, max_frames: int = 300) -> None:
-        self.layer, self.max_frames = layer, max_frames
+    def __init__(self, layer: int = -1, max_frames: int = 300, heads: str | list[int] = "mean",
+                 query_frame: int | None = None) -> None:
+        self.layer, self.max_frames, self.heads = layer, max_frames, check_heads(heads)
+        self.query_frame = query_frame
 
     def write(self, ctx: ReportContext) -> list[Path]:
         items = ctx.test_items(1)
@@ -293,5 +366,6 @@ class FrameAttentionReport(Report):
         if not items or not isinstance(backbone, AttentionWeights):
             log.info("speech: %s has no attention weights to plot", type(backbone).__name__)
             return []
-        fig = attention_figure(ctx.data, ctx.model, items[0].id, self.layer, self.max_frames)
+        fig = attention_figure(ctx.data, ctx.model, items[0].id, self.layer, self.max_frames, self.heads,
+                               self.query_frame)
         return [ctx.save_figure(fig, "attention.png", dpi=90)]
