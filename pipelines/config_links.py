@@ -24,6 +24,7 @@ when the link runs; such a value counts as not given.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import inspect
 import sys
@@ -222,3 +223,44 @@ def unset_target(cfg: Any, links: Sequence[Link]) -> str | None:
             return (f"{link.target} is not set: {class_path.rpartition('.')[2]} needs it (it follows "
                     f"{' / '.join(link.sources)} where the config has that: {DOCS})")
     return None
+
+
+def filled(cfg: dict, links: Sequence[Link]) -> dict:
+    """A copy of the plain config ``cfg`` (``{"model": {"class_path": ..., "init_args": ...},
+    "data": ...}``) with each link's target filled in from its sources, as the CLI does at parse,
+    for code that builds a config's classes without the CLI (``bench/ablations.py``). A source
+    the config leaves out takes its class's default; a target already set is kept; a link whose
+    target's class is not in the config is skipped."""
+    out = copy.deepcopy(cfg)
+    missing = object()
+
+    def node(key: str) -> tuple[Any, str]:
+        *parents, leaf = key.split(".")
+        d: Any = out
+        for p in parents:
+            d = d.get(p) if isinstance(d, dict) else None
+        return d, leaf
+
+    for link in links:
+        values = []
+        for src in link.sources:
+            parent, leaf = node(src)
+            value = parent.get(leaf, missing) if isinstance(parent, dict) else missing
+            if value is missing:
+                owner, _ = node(src.rsplit(".init_args.", 1)[0] + ".class_path")
+                owner_path = owner.get("class_path") if isinstance(owner, dict) else None
+                value = signature_default(owner_path, leaf) if owner_path else missing
+            if value is missing or value is inspect.Parameter.empty:
+                break
+            values.append(value)
+        else:
+            parent, leaf = node(link.target)
+            holder, _ = node(link.target.rsplit(".init_args.", 1)[0] + ".class_path")
+            if not (isinstance(holder, dict) and "class_path" in holder):
+                continue
+            if signature_param(holder["class_path"], leaf) is None:
+                continue
+            if not isinstance(parent, dict):
+                holder["init_args"] = parent = dict(holder.get("init_args") or {})
+            parent.setdefault(leaf, link.compute(*values)[0])
+    return out

@@ -132,8 +132,5 @@ class MoleculePretrainDataModule(VecsetDataModule):
             spec = replace(spec, train_targets=torch.stack([it["desc_target"] for it in self.splits["train"]]))
         return spec
 
-    def reports(self) -> list:
-        return []  # the pretext metrics (val atom_acc, desc_rmse) are the report; the downstream sets judge it
-
 
 __all__ = ["MaskedCollate", "MoleculePretrainDataModule"]

@@ -16,7 +16,8 @@ image data module gets the image reports, and a data module of one's own the bas
   between the vectors;
 - ``MoleculeDataModule``: parity and uncertainty (regression) or per-class (and ROC/PR for two
   classes), then the atoms' pooling attention;
-- ``KernelRegressionDataModule``: the kernel's fits, attention and RMSEs.
+- ``KernelRegressionDataModule``: the kernel's fits, attention and RMSEs;
+- ``MoleculePretrainDataModule``: none (its validation metrics are the pretext's report).
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ DEFAULTS: dict[str, Callable[[object], list[Report]]] = {
     f"{DATA}.graphs.GraphNodeDataModule": lambda d: [*scored(d), VectorAttentionReport()],
     f"{DATA}.molecules.MoleculeDataModule": molecules,
     f"{DATA}.kernel_regression.KernelRegressionDataModule": lambda d: [KernelRegressionReport()],
+    # the pretext metrics (val atom_acc, desc_rmse) are the report; the downstream sets judge it
+    f"{DATA}.molecule_pretrain.MoleculePretrainDataModule": lambda d: [],
 }
 
 

@@ -22,7 +22,7 @@ PHONES = ["K AE T", "D AO G", "B ER D"]
 
 def test_every_head_subclasses_the_contract():
     found = [getattr(heads, n) for n in heads.__all__ if n.endswith("Head") and n != "Head"]
-    assert {c.__name__ for c in found} == {"LabelingHead", "SequenceHead", "Seq2SeqHead", "NadarayaWatsonHead"}
+    assert {c.__name__ for c in found} == {"LabelingHead", "SequenceHead", "Seq2SeqHead", "NadarayaWatsonHead", "PretextHead"}
     assert all(issubclass(c, Head) for c in found)
     built = [LabelingHead(8, 3), SequenceHead(8, 1, task="regression"), NadarayaWatsonHead(),
              Seq2SeqHead(8, TransformerDecoder(8, 1, 2))]

@@ -175,3 +175,19 @@ def test_a_printed_config_reloads(tmp_path, monkeypatch, capsys):
     (tmp_path / "printed.yaml").write_text(yaml.safe_dump(printed))
     model, _ = build("--config", str(tmp_path / "printed.yaml"))
     assert model.encoder.proj.weight.shape == (16, 40) and model.head.num_classes == 50
+
+
+def test_filled_gives_a_plain_config_the_linked_values_as_the_cli_does():
+    from vecset.pipelines.config_links import filled, single_task_links
+
+    cfg = {"model": {"class_path": "vecset.pipelines.TaskModule", "init_args": {
+        "encoder": {"class_path": "vecset.encoders.SpeechEncoder", "init_args": {"window": 4}},
+        "backbone": {"class_path": "vecset.backbone.Backbone", "init_args": {"d_model": 24, "depth": 1, "heads": 2}},
+        "head": {"class_path": "vecset.heads.LabelingHead", "init_args": {"num_classes": 7}}}},
+        "data": {"class_path": "vecset.pipelines.data.speech.SpeechFramesDataModule",
+                 "init_args": {"num_mel_bins": 20, "phone_set": "timit39"}}}
+    out = filled(cfg, single_task_links())
+    enc, head = out["model"]["init_args"]["encoder"]["init_args"], out["model"]["init_args"]["head"]["init_args"]
+    assert enc == {"window": 4, "d_model": 24, "in_dim": 20}
+    assert head == {"num_classes": 7, "d_model": 24}  # a value the config sets is kept
+    assert "d_model" not in cfg["model"]["init_args"]["encoder"]["init_args"]  # the input is not changed
