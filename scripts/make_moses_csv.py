@@ -24,10 +24,10 @@ import csv
 import gzip
 import hashlib
 import io
-import zipfile
 from pathlib import Path
 
 import numpy as np
+from make_b3db_csv import wheel_member  # scripts/ is on sys.path when a script runs
 
 MEMBER = "moses/dataset/data/train.csv.gz"
 DATA = Path(__file__).resolve().parents[1] / "data" / "molecules"
@@ -83,11 +83,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--out", default=str(DATA / "moses_10k.csv"))
     args = ap.parse_args()
-    wheel = Path(args.wheel)
-    print(f"{wheel.name}: sha256 {hashlib.sha256(wheel.read_bytes()).hexdigest()}")
-    with zipfile.ZipFile(wheel) as z:
-        raw = z.read(MEMBER)
-    print(f"{MEMBER}: sha256 {hashlib.sha256(raw).hexdigest()}")
+    raw = wheel_member(Path(args.wheel), MEMBER)
     rows = list(csv.DictReader(io.StringIO(gzip.decompress(raw).decode())))
     smiles = [r["SMILES"] for r in rows]
     kept, dropped = draw(smiles, args.n, shipped_sets())

@@ -284,16 +284,21 @@ def check_festival(install: bool) -> None:
         ("festvox-us-slt-hts", (voices / "us/cmu_us_slt_arctic_hts").exists()),
         ("wordnet-base", (WORDNET_DIR / "data.noun").exists()),
     ] if not ok]
-    if not missing:
-        return
+    if missing:
+        install_or_exit(PACKAGES, install, f"Festival, its voices or the WordNet text are missing ({', '.join(missing)})")
+
+
+def install_or_exit(packages: list[str], install: bool, what: str) -> None:
+    """Installs the Debian ``packages`` (with ``--install``, as root where apt-get is), else
+    stops with ``what`` and the command that installs them."""
     import os
+
     if install and os.geteuid() == 0 and shutil.which("apt-get"):
-        print(f"installing Debian packages: {' '.join(PACKAGES)}", file=sys.stderr)
-        subprocess.run(["apt-get", "install", "-y", *PACKAGES], check=True,
+        print(f"installing Debian packages: {' '.join(packages)}", file=sys.stderr)
+        subprocess.run(["apt-get", "install", "-y", *packages], check=True,
                        env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
         return
-    raise SystemExit(f"Festival, its voices or the WordNet text are missing ({', '.join(missing)}). Install them with:\n"
-                     f"  sudo apt-get install {' '.join(PACKAGES)}")
+    raise SystemExit(f"{what}. Install them with:\n  sudo apt-get install {' '.join(packages)}")
 
 
 def scheme_str(s: str) -> str:
@@ -637,20 +642,11 @@ ESPEAK_PACKAGES = ["espeak-ng", "libespeak-ng1"]
 
 
 def check_espeak(install: bool) -> None:
-    import os
-
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import espeak_synth
 
-    if espeak_synth.missing() is None:
-        return
-    if install and os.geteuid() == 0 and shutil.which("apt-get"):
-        print(f"installing Debian packages: {' '.join(ESPEAK_PACKAGES)}", file=sys.stderr)
-        subprocess.run(["apt-get", "install", "-y", *ESPEAK_PACKAGES], check=True,
-                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-        return
-    raise SystemExit(f"espeak voices requested but espeak-ng is missing. Install it with:\n"
-                     f"  sudo apt-get install {' '.join(ESPEAK_PACKAGES)}")
+    if espeak_synth.missing() is not None:
+        install_or_exit(ESPEAK_PACKAGES, install, "espeak voices requested but espeak-ng is missing")
 
 
 def digest(root: Path) -> str:
