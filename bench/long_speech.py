@@ -18,6 +18,8 @@ not depend on what the weights learned).
 
     python bench/long_speech.py        # both parts: bench/results/long_speech.json, long_speech_predict.json
     python bench/long_speech.py --skip-backbone --minutes 10 60 180 --note "an idle machine"
+    python bench/long_speech.py --skip-backbone --minutes 60 --precisions 32-true bf16-mixed 32-true bf16-mixed
+        # the same rows in each precision, one run: long_speech_predict_precision.json
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import argparse
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -156,6 +159,8 @@ def main() -> None:
     ap.add_argument("--ckpt", help="a checkpoint of --config (default: a 2-step fit of it)")
     ap.add_argument("--predict-args", default="",
                     help="more vecset predict options, one string: --predict-args='--data.predict_chunk_frames 3000'")
+    ap.add_argument("--precisions", nargs="+", metavar="PRECISION",
+                    help="run the predict rows once per --trainer.precision value (e.g. 32-true bf16-mixed)")
     ap.add_argument("--note", default="", help="how loaded the machine was")
     args = ap.parse_args()
     if args.one:
@@ -174,11 +179,31 @@ def main() -> None:
             run_dir, _ = fit_in_child(args.config, ["--trainer.max_steps", "2", "--data.max_utterances", "4",
                                                     "--plots", "false", "--trainer.enable_progress_bar", "false"])
             ckpt = json.loads((run_dir / "results.json").read_text())["last_checkpoint"]
-        rows = predict_rows(args.config, ckpt, args.minutes, shlex.split(args.predict_args))
-        print(table(rows, ["minutes", "frames", "peak_rss_mib", "wall_s", "ms_per_frame", "real_time_factor",
-                           "ms_per_frame_beyond_startup", "time_per_frame_vs_first"]))
-        path = write_json("long_speech_predict", {"config": args.config, "checkpoint": ckpt,
-                                                  "predict_args": args.predict_args, "note": args.note, "rows": rows})
+        columns = ["minutes", "frames", "peak_rss_mib", "wall_s", "ms_per_frame", "real_time_factor",
+                   "ms_per_frame_beyond_startup", "time_per_frame_vs_first"]
+        if not args.precisions:
+            rows = predict_rows(args.config, ckpt, args.minutes, shlex.split(args.predict_args))
+            print(table(rows, columns))
+            path = write_json("long_speech_predict", {"config": args.config, "checkpoint": ckpt,
+                                                      "predict_args": args.predict_args, "note": args.note,
+                                                      "rows": rows})
+        else:
+            rows = []
+            for precision in args.precisions:
+                extra = [*shlex.split(args.predict_args), "--trainer.precision", precision]
+                rows += [{"precision": precision, **r} for r in predict_rows(args.config, ckpt, args.minutes, extra)]
+            # the longest recording's time per frame beyond start-up, against the first precision's
+            # median (a precision named twice runs twice, interleaved: load changes hit both)
+            longest = max(args.minutes)
+            ref = statistics.median(r["ms_per_frame_beyond_startup"] for r in rows
+                                    if r["minutes"] == longest and r["precision"] == args.precisions[0])
+            for r in rows:
+                if r["minutes"] == longest:
+                    r["speedup_vs_first_precision"] = ref / r["ms_per_frame_beyond_startup"]
+            print(table(rows, ["precision", *columns, "speedup_vs_first_precision"]))
+            path = write_json("long_speech_predict_precision", {"config": args.config, "checkpoint": ckpt,
+                                                                "predict_args": args.predict_args,
+                                                                "note": args.note, "rows": rows})
         print(f"wrote {path}")
 
 if __name__ == "__main__":
