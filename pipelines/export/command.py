@@ -2,7 +2,7 @@
 the checkpoint's weights, written as ``model.pt2`` (``torch.export``), ``model.onnx`` (when onnx
 and onnxscript are installed: ``pip install 'vecset[export]'``) and ``export.json`` (inputs with
 their dtypes and dynamic axes, outputs, the largest difference to the PyTorch model on test
-batches). Traced on one test batch; checked on it and the next one (onnxruntime for ONNX).
+batches; a text model's tokenizer: the vocabulary in id order, which ids it reads). Traced on one test batch; checked on it and the next one (onnxruntime for ONNX).
 Other options (``--data.init_args...``, ``--model...``) are the CLI's, as for ``vecset test``."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from vecset.backbone.abilities import Tokenizes
 from vecset.backbone.tracing import NotExportable
 from vecset.pipelines.export.program import (
     ServedModel,
@@ -22,7 +23,9 @@ from vecset.pipelines.export.program import (
     input_axes,
     max_difference,
     run_onnx,
+    served_batch,
     served_parts,
+    set_size,
 )
 from vecset.pipelines.training.checkpoint import check_checkpoint, read_checkpoint
 from vecset.pipelines.training.hand_over import hand_over
@@ -30,7 +33,7 @@ from vecset.pipelines.training.hand_over import hand_over
 
 def _example(batch: dict, served: ServedModel) -> dict:
     """The batch with a batch size other than its set size (torch.export would tie the two)."""
-    n = batch["mask"].shape[1] if "mask" in served.inputs else None
+    n = set_size(served, batch)
     B = batch[served.inputs[0]].shape[0]
     if n is not None and B == n and B > 2:
         return {k: v[: B - 1] if torch.is_tensor(v) and v.dim() and v.shape[0] == B else v for k, v in batch.items()}
@@ -48,13 +51,17 @@ def run_export(argv: list[str]) -> dict:
     cli = run_cli([*rest, "--trainer.logger=false", "--trainer.enable_progress_bar=false"], run=False)
     model, dm = cli.model, cli.datamodule
     encoder, _, head = served_parts(model)  # before reading anything: what cannot be exported is said first
-    check_checkpoint(args.ckpt_path, model)
+    check_checkpoint(args.ckpt_path, model, weights=False)  # the config, before reading data
     dm.prepare_data()
     dm.setup("test")
     hand_over(dm, "test", encoder, head)
-    model.load_state_dict(read_checkpoint(args.ckpt_path)["state_dict"])
+    try:  # a text model builds its embeddings from the checkpoint's vocabulary as it loads
+        model.load_state_dict(read_checkpoint(args.ckpt_path)["state_dict"])
+    except RuntimeError:
+        check_checkpoint(args.ckpt_path, model)  # the parameters that differ, named
+        raise
     model.eval()
-    batches = iter(dm.test_dataloader())
+    batches = (served_batch(encoder, b) for b in dm.test_dataloader())
     first = next(batches)
     served = ServedModel.of(model, first)
     example = _example(first, served)
@@ -68,6 +75,8 @@ def run_export(argv: list[str]) -> dict:
                              "shape": list(example[n].shape), "dynamic_axes": input_axes(served, example)[n]}
                          for n in served.inputs},
               "outputs": served.outputs, "pt2": str(out / "model.pt2"), "max_abs_diff": {}}
+    if isinstance(encoder, Tokenizes):  # the ids the model reads: how a server makes them
+        report["tokenizer"] = encoder.tokenizer()
     with torch.no_grad():
         refs = [served(*example_inputs(served, b)) for b in checks]
         report["max_abs_diff"]["pt2"] = max(max_difference(r, program.module()(*example_inputs(served, b)))

@@ -5,10 +5,11 @@ the set-size axis (the mask's N) dynamic.
 What a graph can hold: the tensors an encoder reads from a batch, the backbone (inside
 ``backbone.tracing.exporting``: the masked attention path for every batch, windowed attention as
 a dense banded mask), and the head's ``served_outputs``. What it cannot is refused with
-``NotExportable``: an encoder that reads strings (tokenization runs in Python), a head that
+``NotExportable``: an encoder that reads strings and cannot take ids instead, a head that
 decodes step by step (Seq2SeqHead's greedy and beam search), a head that declares no served
 outputs, a multi-task module. Featurization before the model (RDKit for SMILES, filterbanks for
-wav) stays in Python: the exported model takes what the data module's collate gives the encoder.
+wav, tokenizing text: ``served_batch``) stays in Python: the exported model takes the tensors
+the encoder reads from a collated batch (a text encoder's token ids, ``Tokenizes``).
 """
 
 from __future__ import annotations
@@ -22,11 +23,26 @@ import torch
 from torch import Tensor, nn
 from torch.export import Dim, ExportedProgram
 
+from vecset.backbone.abilities import Tokenizes
 from vecset.backbone.tracing import NotExportable, exporting
 from vecset.heads.contract import Head
 from vecset.pipelines.training.step import forward_task
 
 BATCH, SET_SIZE = "batch", "set_size"
+SET_INPUTS = ("mask", "tokens")  # (B, N) inputs whose N is the set size, the first one read
+
+
+def served_batch(encoder: nn.Module, batch: dict) -> dict:
+    """A collated batch as the exported model reads it: strings replaced by token ids where the
+    encoder tokenizes (``Tokenizes``; the tokenizer stays in Python), else the batch itself."""
+    return encoder.tokenized(batch) if isinstance(encoder, Tokenizes) else batch
+
+
+def set_size(model: ServedModel, batch: dict) -> int | None:
+    """N, the set size of the batch, from the first (B, N) input the model reads (``mask``, a
+    text model's ``tokens``); None when it reads neither (an image's set size follows H, W)."""
+    name = next((n for n in SET_INPUTS if n in model.inputs), None)
+    return batch[name].shape[1] if name is not None else None
 
 
 class _ReadKeys(dict):
@@ -117,9 +133,9 @@ def example_inputs(model: ServedModel, batch: dict) -> tuple[Tensor, ...]:
 
 def input_axes(model: ServedModel, batch: dict) -> dict[str, dict[int, str]]:
     """The dynamic axes of every input, by name: dim 0 is the batch; where the model reads a
-    ``mask`` (B, N), every other dim of size N is the set size, except the feature axis (the
-    last of a float tensor with 3 or more dims)."""
-    n = batch["mask"].shape[1] if "mask" in model.inputs else None
+    ``mask`` or ``tokens`` (B, N), every other dim of size N is the set size, except the feature
+    axis (the last of a float tensor with 3 or more dims)."""
+    n = set_size(model, batch)
     axes: dict[str, dict[int, str]] = {}
     for name in model.inputs:
         t = batch[name]
@@ -143,7 +159,7 @@ def check_example(model: ServedModel, batch: dict) -> None:
     graph: an example batch needs >= 2 sets, >= 2 vectors and a batch size other than the set
     size."""
     B = batch[model.inputs[0]].shape[0]
-    n = batch["mask"].shape[1] if "mask" in model.inputs else None
+    n = set_size(model, batch)
     if B < 2 or (n is not None and (n < 2 or n == B)):
         raise ValueError(f"the example batch has {B} sets of {n} vectors: export needs >= 2 sets, >= 2 vectors "
                          "and a batch size other than the set size (a batch of other sizes)")

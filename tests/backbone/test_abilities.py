@@ -17,6 +17,7 @@ from vecset.backbone.abilities import (
     ReceptiveField,
     SetsWindow,
     TaskKind,
+    Tokenizes,
     Width,
     WindowedReceptiveField,
     has_cls,
@@ -25,7 +26,7 @@ from vecset.backbone.abilities import (
     task_kind,
 )
 from vecset.backbone.baselines import BiLSTM, GridResNet, WindowMLP
-from vecset.encoders import PatchEncoder, PixelEncoder, SpeechEncoder, VectorEncoder
+from vecset.encoders import PatchEncoder, PixelEncoder, SpeechEncoder, TextEncoder, VectorEncoder
 from vecset.heads import LabelingHead, SequenceHead
 from vecset.pipelines.training.receptive_field import receptive_field
 
@@ -35,6 +36,11 @@ def test_receptive_field():
     assert isinstance(LabelingHead(16, 5), ReceptiveField)
     assert not isinstance(VectorEncoder(2, 16), ReceptiveField)
     assert not isinstance(SequenceHead(16, 2), ReceptiveField)  # a pooling head reads every vector
+
+
+def test_tokenizes():
+    assert isinstance(TextEncoder(16), Tokenizes)  # strings, or their ids (export)
+    assert not isinstance(VectorEncoder(2, 16), Tokenizes)
 
 
 def test_windowed_receptive_field_and_window():
