@@ -8,7 +8,8 @@ it, instead of asking for attributes by name:
   vectors on each side (``receptive_field``, an int); ``WindowedReceptiveField``: a
   backbone's, given the window an encoder sets (``SetsWindow``). Chunked predict relies on them.
 - ``Width``: a backbone's declared width ``d_model`` (checked against the encoder and head).
-- ``Grid``: an image encoder's grid of vectors for an image of H x W pixels.
+- ``Grid``: an image encoder's grid of vectors for an image of H x W pixels; ``ImageSides``:
+  which image sides it takes (export makes them dynamic axes).
 - ``Tokenizes``: an encoder that reads strings and can give their token ids instead (export:
   the tokenizer stays in Python, the graph reads the ids).
 - ``AttentionWeights``: a backbone whose blocks' attention can be read (plots, the set-size
@@ -72,6 +73,16 @@ class Grid(Protocol):
     """An image encoder: ``grid(h, w)`` -> (rows, columns) of the vectors an h x w image makes."""
 
     def grid(self, h: int, w: int) -> tuple[int, int]: ...
+
+
+@runtime_checkable
+class ImageSides(Protocol):
+    """An image encoder that takes images of many sizes: ``image_sides()`` -> a dict with
+    ``multiple_of`` (pixels a vector covers a side, P: the sides must be multiples of it
+    unless ``pad``), ``pad`` (a side that is not a multiple is zero-padded up to one) and
+    ``max_height`` / ``max_width`` (pixels; a learned positional table's size; None: any)."""
+
+    def image_sides(self) -> dict[str, Any]: ...
 
 
 @runtime_checkable

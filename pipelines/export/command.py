@@ -2,8 +2,10 @@
 the checkpoint's weights, written as ``model.pt2`` (``torch.export``), ``model.onnx`` (when onnx
 and onnxscript are installed: ``pip install 'vecset[export]'``) and ``export.json`` (inputs with
 their dtypes and dynamic axes, outputs, the largest difference to the PyTorch model on test
-batches; a text model's tokenizer: the vocabulary in id order, which ids it reads). Traced on one test batch; checked on it and the next one (onnxruntime for ONNX).
-Other options (``--data.init_args...``, ``--model...``) are the CLI's, as for ``vecset test``."""
+batches; an image model's sides: multiples of the patch, the smallest and largest; a text
+model's tokenizer: the vocabulary in id order, which ids it reads). Traced on one test batch;
+checked on it, the next one and, for images, the first cropped by one patch (onnxruntime for
+ONNX). Other options (``--data.init_args...``, ``--model...``) are the CLI's, as for ``vecset test``."""
 
 from __future__ import annotations
 
@@ -16,10 +18,12 @@ import torch
 from vecset.backbone.abilities import Tokenizes
 from vecset.backbone.tracing import NotExportable
 from vecset.pipelines.export.program import (
+    IMAGE,
     ServedModel,
     example_inputs,
     export_onnx,
     export_program,
+    image_sides,
     input_axes,
     max_difference,
     run_onnx,
@@ -38,6 +42,17 @@ def _example(batch: dict, served: ServedModel) -> dict:
     if n is not None and B == n and B > 2:
         return {k: v[: B - 1] if torch.is_tensor(v) and v.dim() and v.shape[0] == B else v for k, v in batch.items()}
     return batch
+
+
+def _smaller_images(batch: dict, sides: dict | None) -> list[dict]:
+    """The batch cropped by one vector's side at the bottom and right, to check a second image
+    size (none when the images are at the smallest size already)."""
+    if sides is None:
+        return []
+    p, (H, W) = sides["multiple_of"], batch[IMAGE].shape[2:]
+    if H - p < sides["min_height"] or W - p < sides["min_width"]:
+        return []
+    return [{**batch, IMAGE: batch[IMAGE][..., : H - p, : W - p]}]
 
 
 def run_export(argv: list[str]) -> dict:
@@ -65,7 +80,8 @@ def run_export(argv: list[str]) -> dict:
     first = next(batches)
     served = ServedModel.of(model, first)
     example = _example(first, served)
-    checks = [example, *[b for _, b in zip(range(1), batches, strict=False)]]
+    checks = [example, *[b for _, b in zip(range(1), batches, strict=False)],
+              *_smaller_images(example, image_sides(served))]
     out = Path(args.output_dir) if args.output_dir else Path(args.ckpt_path).resolve().parent.parent / "exported"
     out.mkdir(parents=True, exist_ok=True)
     program = export_program(served, example)
@@ -75,6 +91,8 @@ def run_export(argv: list[str]) -> dict:
                              "shape": list(example[n].shape), "dynamic_axes": input_axes(served, example)[n]}
                          for n in served.inputs},
               "outputs": served.outputs, "pt2": str(out / "model.pt2"), "max_abs_diff": {}}
+    if image_sides(served) is not None:  # which heights and widths the model takes
+        report["inputs"][IMAGE]["sides"] = image_sides(served)
     if isinstance(encoder, Tokenizes):  # the ids the model reads: how a server makes them
         report["tokenizer"] = encoder.tokenizer()
     with torch.no_grad():

@@ -23,12 +23,13 @@ import torch
 from torch import Tensor, nn
 from torch.export import Dim, ExportedProgram
 
-from vecset.backbone.abilities import Tokenizes
+from vecset.backbone.abilities import ImageSides, Tokenizes
 from vecset.backbone.tracing import NotExportable, exporting
 from vecset.heads.contract import Head
 from vecset.pipelines.training.step import forward_task
 
-BATCH, SET_SIZE = "batch", "set_size"
+BATCH, SET_SIZE, HEIGHT, WIDTH = "batch", "set_size", "height", "width"
+IMAGE = "image"  # (B, C, H, W): H and W dynamic where the encoder declares ImageSides
 SET_INPUTS = ("mask", "tokens")  # (B, N) inputs whose N is the set size, the first one read
 
 
@@ -134,12 +135,15 @@ def example_inputs(model: ServedModel, batch: dict) -> tuple[Tensor, ...]:
 def input_axes(model: ServedModel, batch: dict) -> dict[str, dict[int, str]]:
     """The dynamic axes of every input, by name: dim 0 is the batch; where the model reads a
     ``mask`` or ``tokens`` (B, N), every other dim of size N is the set size, except the feature
-    axis (the last of a float tensor with 3 or more dims)."""
+    axis (the last of a float tensor with 3 or more dims); an ``image``'s height and width where
+    the encoder takes many sizes (``ImageSides``; ``image_sides`` says which)."""
     n = set_size(model, batch)
     axes: dict[str, dict[int, str]] = {}
     for name in model.inputs:
         t = batch[name]
         dims = {0: BATCH} if t.dim() else {}
+        if name == IMAGE and t.dim() == 4 and isinstance(model.encoder, ImageSides):
+            dims |= {2: HEIGHT, 3: WIDTH}  # the set size follows them (H*W pixels, or patches)
         last = t.dim() - 1 if t.is_floating_point() and t.dim() >= 3 else None
         for d in range(1, t.dim()):
             if n is not None and t.shape[d] == n and d != last:
@@ -148,8 +152,34 @@ def input_axes(model: ServedModel, batch: dict) -> dict[str, dict[int, str]]:
     return axes
 
 
-def _dynamic_shapes(axes: dict[str, dict[int, str]]) -> tuple:
+def image_sides(model: ServedModel) -> dict[str, Any] | None:
+    """The image sizes the exported model takes (pixels), for export.json; None when the
+    model reads no image or its encoder takes one size only. torch.export takes a side of one
+    vector as a constant, so a side is at least two vectors: 2 x P pixels (P + 1 with ``pad``).
+    The .pt2 program refuses other sizes (``Guard failed``); onnxruntime does not check them."""
+    if IMAGE not in model.inputs or not isinstance(model.encoder, ImageSides):
+        return None
+    sides = dict(model.encoder.image_sides())
+    p = sides["multiple_of"]
+    low = p + 1 if sides["pad"] and p > 1 else 2 * p
+    return {**sides, "min_height": low, "min_width": low,
+            "checked": "model.pt2 refuses other sizes (Guard failed); onnxruntime does not check them "
+                       "(a side that is not a multiple runs with its last partial patch dropped)"}
+
+
+def _side(name: str, sides: dict[str, Any], top: int | None) -> Any:
+    p = sides["multiple_of"]
+    if sides["pad"] or p == 1:
+        return Dim(name, min=sides[f"min_{name}"], max=top)
+    # the patch grid's rows (columns): the side is P of them, a multiple of P by construction
+    return p * Dim(f"{name}_vectors", min=2, max=top // p if top else None)
+
+
+def _dynamic_shapes(model: ServedModel, axes: dict[str, dict[int, str]]) -> tuple:
     dims = {BATCH: Dim(BATCH, min=1), SET_SIZE: Dim(SET_SIZE, min=1)}
+    sides = image_sides(model)
+    if sides is not None:
+        dims |= {HEIGHT: _side(HEIGHT, sides, sides["max_height"]), WIDTH: _side(WIDTH, sides, sides["max_width"])}
     # one entry per input of the *tensors varargs
     return (tuple({d: dims[a] for d, a in ax.items()} for ax in axes.values()),)
 
@@ -163,6 +193,12 @@ def check_example(model: ServedModel, batch: dict) -> None:
     if B < 2 or (n is not None and (n < 2 or n == B)):
         raise ValueError(f"the example batch has {B} sets of {n} vectors: export needs >= 2 sets, >= 2 vectors "
                          "and a batch size other than the set size (a batch of other sizes)")
+    sides = image_sides(model)
+    if sides is not None:
+        H, W = batch[IMAGE].shape[2:]
+        if H < sides["min_height"] or W < sides["min_width"]:
+            raise ValueError(f"the example images are {H}x{W} pixels: export needs sides of >= 2 vectors "
+                             f"({sides['min_height']}x{sides['min_width']} pixels), or it takes that size as fixed")
 
 
 def export_program(model: ServedModel, batch: dict) -> ExportedProgram:
@@ -171,7 +207,7 @@ def export_program(model: ServedModel, batch: dict) -> ExportedProgram:
     model.eval()
     with exporting():
         return torch.export.export(model, example_inputs(model, batch),
-                                   dynamic_shapes=_dynamic_shapes(input_axes(model, batch)))
+                                   dynamic_shapes=_dynamic_shapes(model, input_axes(model, batch)))
 
 
 def export_onnx(model: ServedModel, batch: dict, path: str | Path) -> Path:
@@ -187,7 +223,7 @@ def export_onnx(model: ServedModel, batch: dict, path: str | Path) -> Path:
         # one axis name per input: the exporter says for each that it keeps the first of the same name
         warnings.filterwarnings("ignore", message=r"# The axis name: .* will not be used")
         torch.onnx.export(model, example_inputs(model, batch), str(path), input_names=model.inputs,
-                          output_names=model.outputs, dynamic_shapes=_dynamic_shapes(input_axes(model, batch)),
+                          output_names=model.outputs, dynamic_shapes=_dynamic_shapes(model, input_axes(model, batch)),
                           dynamo=True, verbose=False)
     return Path(path)
 

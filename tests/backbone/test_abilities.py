@@ -12,6 +12,7 @@ from vecset.backbone.abilities import (
     AttentionWeights,
     Decoder,
     Grid,
+    ImageSides,
     MeanStd,
     PoolingWeights,
     ReceptiveField,
@@ -36,6 +37,12 @@ def test_receptive_field():
     assert isinstance(LabelingHead(16, 5), ReceptiveField)
     assert not isinstance(VectorEncoder(2, 16), ReceptiveField)
     assert not isinstance(SequenceHead(16, 2), ReceptiveField)  # a pooling head reads every vector
+
+
+def test_image_sides():
+    assert PatchEncoder(1, 16, 4, stem_strides=[2], stem_channels=[4]).image_sides()["multiple_of"] == 8
+    assert PixelEncoder(3, 16, positional="learned", max_h=6, max_w=5).image_sides()["max_width"] == 5
+    assert not isinstance(VectorEncoder(2, 16), ImageSides)
 
 
 def test_tokenizes():

@@ -31,6 +31,7 @@ def test_export_subcommand_writes_pt2_onnx_and_its_report(tmp_path, monkeypatch)
     assert report["inputs"]["mask"]["dynamic_axes"] == {"0": "batch", "1": "set_size"}
     assert report["outputs"] == ["logits"]
     assert report["max_abs_diff"]["pt2"] <= 1e-5 and report["max_abs_diff"]["onnx"] <= 1e-5
+    assert "sides" not in report["inputs"]["x"] and "tokenizer" not in report
 
 
 def test_export_refuses_a_multitask_model(tmp_path, monkeypatch):
