@@ -155,22 +155,26 @@ def input_axes(model: ServedModel, batch: dict) -> dict[str, dict[int, str]]:
 def image_sides(model: ServedModel) -> dict[str, Any] | None:
     """The image sizes the exported model takes (pixels), for export.json; None when the
     model reads no image or its encoder takes one size only. torch.export takes a side of one
-    vector as a constant, so a side is at least two vectors: 2 x P pixels (P + 1 with ``pad``).
+    vector as a constant, so a side is at least two vectors (2 x P pixels), and multiples of P
+    only: an encoder's ``pad`` (up to a multiple) is a size-dependent branch that it would fix.
     The .pt2 program refuses other sizes (``Guard failed``); onnxruntime does not check them."""
     if IMAGE not in model.inputs or not isinstance(model.encoder, ImageSides):
         return None
     sides = dict(model.encoder.image_sides())
-    p = sides["multiple_of"]
-    low = p + 1 if sides["pad"] and p > 1 else 2 * p
-    return {**sides, "min_height": low, "min_width": low,
-            "checked": "model.pt2 refuses other sizes (Guard failed); onnxruntime does not check them "
-                       "(a side that is not a multiple runs with its last partial patch dropped)"}
+    p = sides.pop("multiple_of")
+    out = {"multiple_of": p, "min_height": 2 * p, "min_width": 2 * p, "max_height": sides["max_height"],
+           "max_width": sides["max_width"],
+           "checked": "model.pt2 refuses other sizes (Guard failed); onnxruntime does not check them "
+                      "(a side that is not a multiple runs with its last partial patch dropped)"}
+    if sides["pad"] and p > 1:  # torch.export specializes the padding's size: not in the graph
+        out["pad"] = f"the encoder pads a side up to a multiple of {p}; the exported model does not: pad before"
+    return out
 
 
 def _side(name: str, sides: dict[str, Any], top: int | None) -> Any:
     p = sides["multiple_of"]
-    if sides["pad"] or p == 1:
-        return Dim(name, min=sides[f"min_{name}"], max=top)
+    if p == 1:
+        return Dim(name, min=2, max=top)
     # the patch grid's rows (columns): the side is P of them, a multiple of P by construction
     return p * Dim(f"{name}_vectors", min=2, max=top // p if top else None)
 
@@ -196,9 +200,10 @@ def check_example(model: ServedModel, batch: dict) -> None:
     sides = image_sides(model)
     if sides is not None:
         H, W = batch[IMAGE].shape[2:]
-        if H < sides["min_height"] or W < sides["min_width"]:
-            raise ValueError(f"the example images are {H}x{W} pixels: export needs sides of >= 2 vectors "
-                             f"({sides['min_height']}x{sides['min_width']} pixels), or it takes that size as fixed")
+        p = sides["multiple_of"]
+        if H < sides["min_height"] or W < sides["min_width"] or H % p or W % p:
+            raise ValueError(f"the example images are {H}x{W} pixels: export needs sides of >= 2 vectors, "
+                             f"multiples of {p} pixels (>= {sides['min_height']}x{sides['min_width']})")
 
 
 def export_program(model: ServedModel, batch: dict) -> ExportedProgram:
