@@ -60,3 +60,16 @@ def test_patch_sides_must_be_multiples_even_where_the_encoder_pads():
         program.module()(images(2, 8, 10, 2)["image"])
     with pytest.raises(ValueError, match="export needs sides of >= 2 vectors"):
         export_program(served, images(3, 4, 8, 0))
+
+
+def test_grid_resnet_is_refused_with_the_reason():
+    # configs/fashion_mnist_cnn.yaml's backbone: its grid comes from the positions' values
+    from vecset.backbone import GridResNet
+    from vecset.backbone.tracing import NotExportable
+    from vecset.pipelines.export.program import ServedModel
+
+    torch.manual_seed(0)
+    model = TaskModule(PixelEncoder(1, 16, positional="none"), GridResNet(16, (8,), 1), SequenceHead(16, 3))
+    served = ServedModel.of(model, images(3, 4, 4, 0))
+    with pytest.raises(NotExportable, match="GridResNet finds its grid from the vectors' positions"):
+        export_program(served, images(3, 4, 4, 0))
