@@ -10,6 +10,8 @@ it, instead of asking for attributes by name:
 - ``Width``: a backbone's declared width ``d_model`` (checked against the encoder and head).
 - ``Grid``: an image encoder's grid of vectors for an image of H x W pixels; ``ImageSides``:
   which image sides it takes (export makes them dynamic axes).
+- ``MaxSetSize``: an encoder whose sets may hold at most ``max_set_size`` vectors (a learned
+  positional table's length; export bounds the set-size axis by it).
 - ``Tokenizes``: an encoder that reads strings and can give their token ids instead (export:
   the tokenizer stays in Python, the graph reads the ids).
 - ``AttentionWeights``: a backbone whose blocks' attention can be read (plots, the set-size
@@ -73,6 +75,14 @@ class Grid(Protocol):
     """An image encoder: ``grid(h, w)`` -> (rows, columns) of the vectors an h x w image makes."""
 
     def grid(self, h: int, w: int) -> tuple[int, int]: ...
+
+
+@runtime_checkable
+class MaxSetSize(Protocol):
+    """An encoder whose sets hold at most ``max_set_size`` vectors (a learned positional table's
+    ``max_len``), None when any size will do."""
+
+    max_set_size: int | None
 
 
 @runtime_checkable

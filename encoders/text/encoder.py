@@ -21,7 +21,7 @@ from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.vectorset import VectorSet
 from vecset.backbone.vocab import Level, Vocabulary, saved_vocabulary, tokenize
 from vecset.encoders.contract import Encoder
-from vecset.encoders.vector import Positional1D, make_positional_1d
+from vecset.encoders.vector import Positional1D, make_positional_1d, max_positions
 
 log = logging.getLogger("vecset")
 Embedding = Literal["learned", "onehot"]
@@ -74,6 +74,11 @@ class TextEncoder(Encoder):
         self.vocab: Vocabulary | None = None
         self.embed: nn.Module | None = None
         self.unknown_count = 0  # tokens mapped to <unk> since construction
+
+    @property
+    def max_set_size(self) -> int | None:
+        """A learned positional table's length (``backbone.abilities.MaxSetSize``)."""
+        return max_positions(self.positional)
 
     # -- vocabulary -----------------------------------------------------------------------
     def tokens_of(self, text: str | list[str]) -> list[str]:

@@ -26,6 +26,7 @@ from vecset.pipelines.export.program import (
     image_sides,
     input_axes,
     max_difference,
+    max_set_size,
     run_onnx,
     served_batch,
     served_parts,
@@ -91,6 +92,8 @@ def run_export(argv: list[str]) -> dict:
                              "shape": list(example[n].shape), "dynamic_axes": input_axes(served, example)[n]}
                          for n in served.inputs},
               "outputs": served.outputs, "pt2": str(out / "model.pt2"), "max_abs_diff": {}}
+    if max_set_size(served) is not None:  # a learned positional table's length: longer sets are refused
+        report["max_set_size"] = max_set_size(served)
     if image_sides(served) is not None:  # which heights and widths the model takes
         report["inputs"][IMAGE]["sides"] = image_sides(served)
     if isinstance(encoder, Tokenizes):  # the ids the model reads: how a server makes them

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor, nn
 from torch.export import Dim, ExportedProgram
 
-from vecset.backbone.abilities import ImageSides, Tokenizes
+from vecset.backbone.abilities import ImageSides, MaxSetSize, Tokenizes
 from vecset.backbone.tracing import NotExportable, exporting
 from vecset.heads.contract import Head
 from vecset.pipelines.training.step import forward_task
@@ -179,8 +179,13 @@ def _side(name: str, sides: dict[str, Any], top: int | None) -> Any:
     return p * Dim(f"{name}_vectors", min=2, max=top // p if top else None)
 
 
+def max_set_size(model: ServedModel) -> int | None:
+    """The most vectors a set may hold (a learned positional table's length), None: any."""
+    return model.encoder.max_set_size if isinstance(model.encoder, MaxSetSize) else None
+
+
 def _dynamic_shapes(model: ServedModel, axes: dict[str, dict[int, str]]) -> tuple:
-    dims = {BATCH: Dim(BATCH, min=1), SET_SIZE: Dim(SET_SIZE, min=1)}
+    dims = {BATCH: Dim(BATCH, min=1), SET_SIZE: Dim(SET_SIZE, min=1, max=max_set_size(model))}
     sides = image_sides(model)
     if sides is not None:
         dims |= {HEIGHT: _side(HEIGHT, sides, sides["max_height"]), WIDTH: _side(WIDTH, sides, sides["max_width"])}

@@ -13,6 +13,7 @@ from vecset.backbone.abilities import (
     Decoder,
     Grid,
     ImageSides,
+    MaxSetSize,
     MeanStd,
     PoolingWeights,
     ReceptiveField,
@@ -43,6 +44,12 @@ def test_image_sides():
     assert PatchEncoder(1, 16, 4, stem_strides=[2], stem_channels=[4]).image_sides()["multiple_of"] == 8
     assert PixelEncoder(3, 16, positional="learned", max_h=6, max_w=5).image_sides()["max_width"] == 5
     assert not isinstance(VectorEncoder(2, 16), ImageSides)
+
+
+def test_max_set_size():
+    assert VectorEncoder(2, 16, positional="learned", max_len=7).max_set_size == 7
+    assert isinstance(TextEncoder(16), MaxSetSize) and TextEncoder(16).max_set_size is None  # sinusoidal
+    assert SpeechEncoder(40, 16, positional="learned", max_len=50).max_set_size == 50
 
 
 def test_tokenizes():

@@ -63,3 +63,17 @@ def test_seq2seq_text_model_stays_refused():
     batch = served_batch(encoder, {"text": ["cat", "do"], "target": ["K AE T", "D AO"], "ids": torch.arange(2)})
     with pytest.raises(NotExportable, match="greedy or beam search"):
         ServedModel.of(model, batch)
+
+
+def test_a_learned_position_table_bounds_the_set_size(check_exports):
+    from vecset.pipelines.export.program import export_program, max_set_size
+
+    torch.manual_seed(0)
+    encoder = TextEncoder(16, level="char", positional="learned", max_len=12)
+    encoder.build_vocab(["abcde"])
+    model = TaskModule(encoder, Backbone(16, 1, 2), LabelingHead(16, 3))
+    batch = lambda texts: served_batch(encoder, {"text": texts, "ids": torch.arange(len(texts))})  # noqa: E731
+    served = check_exports(model, batch(["abc", "abcde", "a"]), [batch(["a" * 12, "b"])], onnx=False)
+    assert max_set_size(served) == 12
+    with pytest.raises(Exception, match=r"Guard failed: .*size\(\)\[1\] <= 12"):
+        export_program(served, batch(["abc", "abcde", "a"])).module()(batch(["a" * 13, "b"])["tokens"])
