@@ -8,7 +8,12 @@ it, instead of asking for attributes by name:
   vectors on each side (``receptive_field``, an int); ``WindowedReceptiveField``: a
   backbone's, given the window an encoder sets (``SetsWindow``). Chunked predict relies on them.
 - ``Width``: a backbone's declared width ``d_model`` (checked against the encoder and head).
-- ``Grid``: an image encoder's grid of vectors for an image of H x W pixels.
+- ``Grid``: an image encoder's grid of vectors for an image of H x W pixels; ``ImageSides``:
+  which image sides it takes (export makes them dynamic axes).
+- ``MaxSetSize``: an encoder whose sets may hold at most ``max_set_size`` vectors (a learned
+  positional table's length; export bounds the set-size axis by it).
+- ``Tokenizes``: an encoder that reads strings and can give their token ids instead (export:
+  the tokenizer stays in Python, the graph reads the ids).
 - ``AttentionWeights``: a backbone whose blocks' attention can be read (plots, the set-size
   check): ``capture_attention``, ``attention_weights``, its ``blocks`` (each an ``attn`` with
   ``heads`` and ``window``) and ``cls`` (the CLS vector's parameter, or None).
@@ -70,6 +75,37 @@ class Grid(Protocol):
     """An image encoder: ``grid(h, w)`` -> (rows, columns) of the vectors an h x w image makes."""
 
     def grid(self, h: int, w: int) -> tuple[int, int]: ...
+
+
+@runtime_checkable
+class MaxSetSize(Protocol):
+    """An encoder whose sets hold at most ``max_set_size`` vectors (a learned positional table's
+    ``max_len``), None when any size will do."""
+
+    max_set_size: int | None
+
+
+@runtime_checkable
+class ImageSides(Protocol):
+    """An image encoder that takes images of many sizes: ``image_sides()`` -> a dict with
+    ``multiple_of`` (pixels a vector covers a side, P: the sides must be multiples of it
+    unless ``pad``), ``pad`` (a side that is not a multiple is zero-padded up to one) and
+    ``max_height`` / ``max_width`` (pixels; a learned positional table's size; None: any)."""
+
+    def image_sides(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class Tokenizes(Protocol):
+    """An encoder that reads strings and also takes their token ids: ``tokenized(batch)`` ->
+    the batch with the strings replaced by ids (B, N) long under ``"tokens"`` (padded with the
+    pad id), which ``forward`` then reads; ``tokenizer()`` -> what a server needs to make the
+    ids itself (a JSON-ready dict: the vocabulary in id order, the pad and unknown ids, how text
+    is split)."""
+
+    def tokenized(self, batch: dict) -> dict: ...
+
+    def tokenizer(self) -> dict[str, Any]: ...
 
 
 @runtime_checkable

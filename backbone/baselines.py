@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from vecset.backbone.tracing import NotExportable, is_exporting
 from vecset.backbone.vectorset import VectorSet
 
 
@@ -113,6 +114,9 @@ class BiLSTM(nn.Module):
         B, N, D = vs.x.shape
         if D != self.d_model:
             raise ValueError(f"BiLSTM expects vectors of width d_model={self.d_model}, got {D}")
+        if is_exporting():  # torch 2.11 fixes the LSTM's sequence length at the example's
+            raise NotExportable("BiLSTM: torch.export traces nn.LSTM for the example's number of frames only (no "
+                                "dynamic set size); serve it with the PyTorch model (vecset predict)")
         lengths = vs.mask.sum(1)  # (B,)
         m = vs.mask[..., None].to(vs.x.dtype)
         h = vs.x * m
@@ -232,6 +236,10 @@ class GridResNet(nn.Module):
         B, N, D = vs.x.shape
         if D != self.d_model:
             raise ValueError(f"GridResNet expects vectors of width d_model={self.d_model}, got {D}")
+        if is_exporting():
+            raise NotExportable("GridResNet finds its grid from the vectors' positions (torch.unique: sizes that "
+                                "depend on the values), which an exported graph cannot hold; serve it with the "
+                                "PyTorch model (vecset predict)")
         cells, gh, gw = grid_cells(vs)  # (B, N)
         m = vs.mask[..., None].to(vs.x.dtype)  # (B, N, 1)
         grid = vs.x.new_zeros(B, gh * gw + 1, D).scatter(1, cells[..., None].expand(-1, -1, D), vs.x * m)

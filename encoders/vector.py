@@ -25,6 +25,11 @@ def make_positional_1d(kind: Positional1D, d_model: int, max_len: int | None) ->
     raise ValueError(f"positional must be 'none', 'sinusoidal' or 'learned', got {kind!r}")
 
 
+def max_positions(positional: nn.Module) -> int | None:
+    """The most positions a 1-D encoding takes: a learned table's ``max_len``; None: any."""
+    return positional.max_len if isinstance(positional, Learned1D) else None
+
+
 class VectorEncoder(Encoder):
     """Linear projection of each input vector to d_model, plus an optional 1-D positional
     encoding (by index in the set).
@@ -39,6 +44,11 @@ class VectorEncoder(Encoder):
         self.in_dim, self.out_width = in_dim, d_model
         self.proj = nn.Linear(in_dim, d_model)
         self.positional = make_positional_1d(positional, d_model, max_len)
+
+    @property
+    def max_set_size(self) -> int | None:
+        """A learned positional table's length (``backbone.abilities.MaxSetSize``)."""
+        return max_positions(self.positional)
 
     def forward(self, batch: dict) -> VectorSet:
         x: Tensor = batch["x"]

@@ -7,11 +7,13 @@ summary, minus what they get wrong for vecset's runs, and a progress bar for slo
 - ``ModelSummary``: Lightning's summary has a FLOPs column and a "Total FLOPs" line, which it
   fills only by running the module's ``example_input_array`` (``utilities/model_summary``):
   vecset's modules take a batch dict and have none, so every count read 0. Both are left out.
-- ``track``: a rich progress bar over a data module's slow loop (featurizing molecules).
+- ``Bar`` and ``track``: a rich progress bar over slow data work (featurizing molecules,
+  synthesizing a speech corpus), quiet where the console is not a terminal (a log file, a test).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -36,14 +38,42 @@ FLOPS = "FLOPs"
 T = TypeVar("T")
 
 
+class Bar:
+    """A rich progress bar over ``total`` pieces of work (description, bar, done/total, elapsed
+    and remaining time), moved on by ``advance`` as pieces finish (from any thread); ``done``
+    counts them. Quiet where the console (default: rich's, on stdout) is not a terminal.
+
+    ``with Bar("synthesizing", len(jobs)) as bar: ... bar.advance()``
+    """
+
+    def __init__(self, description: str, total: int, console: Console | None = None) -> None:
+        console = console or get_console()
+        self.description, self.total, self.done = description, total, 0
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   TimeRemainingColumn())
+        self._progress = Progress(*columns, console=console, disable=not console.is_terminal)
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> Bar:
+        self._progress.start()
+        self._task = self._progress.add_task(self.description, total=self.total)
+        return self
+
+    def advance(self, n: int = 1) -> None:
+        with self._lock:
+            self.done += n
+            self._progress.update(self._task, completed=self.done)
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+
 def track(items: Sequence[T], description: str, console: Console | None = None) -> Iterator[T]:
-    """``items`` one by one under a rich progress bar (description, bar, done/total, elapsed and
-    remaining time). On a console that is not a terminal (a log file) rich prints the final
-    state once, when the loop ends."""
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TimeRemainingColumn())
-    with Progress(*columns, console=console) as progress:
-        yield from progress.track(items, total=len(items), description=description)
+    """``items`` one by one under a ``Bar``."""
+    with Bar(description, len(items), console) as bar:
+        for item in items:
+            yield item
+            bar.advance()
 
 
 class ProgressBar(RichProgressBar):

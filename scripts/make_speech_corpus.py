@@ -66,6 +66,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -345,30 +346,54 @@ def festival_script(jobs: list[tuple[str, Speaker, str]], tmp: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_festival(batch: list[tuple[str, Speaker, str]], tmp: Path) -> dict[str, str]:
+def run_festival(batch: list[tuple[str, Speaker, str]], tmp: Path,
+                 advance: Callable[[int], None] | None = None) -> dict[str, str]:
     """Synthesize a batch; returns the utterances Festival could not say, key -> reason.
 
     A SIOD error in one sentence is caught in Scheme (``<key>.failed``, reason
     ``festival_error``). Festival crashes (a segmentation fault) on some input, e.g. text without
     a single word: the first utterance without audio is then the one it died on (it synthesizes
-    in order); it is counted (``festival_crashed``) and the rest of the batch runs again."""
+    in order); it is counted (``festival_crashed``) and the rest of the batch runs again.
+    ``advance(n)`` is told of every n utterances finished (said or not), as Festival goes."""
     failed: dict[str, str] = {}
     todo = list(batch)
+    reported = 0
+
+    def report() -> None:
+        nonlocal reported
+        if advance is None:
+            return
+        finished = sum(k in failed or (tmp / f"{k}.done").exists() or (tmp / f"{k}.failed").exists()
+                       for k, _, _ in batch)
+        if finished > reported:
+            advance(finished - reported)
+            reported = finished
+
     while todo:
         script = tmp / "batch.scm"
         script.write_text(festival_script(todo, tmp))
-        res = subprocess.run(["festival", "-b", str(script)], capture_output=True, text=True)
+        proc = subprocess.Popen(["festival", "-b", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        while True:  # the files Festival writes, counted every second while it runs
+            try:
+                stdout, stderr = proc.communicate(timeout=1)
+                break
+            except subprocess.TimeoutExpired:
+                report()
+        res = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
         for k, _, _ in todo:
             if (tmp / f"{k}.failed").exists():
                 failed[k] = "festival_error"
         missing = [i for i, (k, _, _) in enumerate(todo) if k not in failed and not (tmp / f"{k}.done").exists()]
         if not missing:
+            report()
             return failed
         if res.returncode == 0:
             raise RuntimeError(f"Festival exited 0 on {script} but wrote no audio for {len(missing)} utterances "
                                f"(first {todo[missing[0]][0]}):\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}")
         failed[todo[missing[0]][0]] = "festival_crashed"
         todo = todo[missing[0] + 1:]
+    report()
     return failed
 
 
@@ -519,7 +544,9 @@ def run_espeak(items: list[tuple[str, Speaker, str]], out: Path, fmt: str) -> li
     why = espeak_synth.missing()
     if why:
         raise SystemExit(f"espeak voices requested but {why}")
-    return [espeak_utterance((k, s, t, str(out), fmt)) for k, s, t in items]
+    from vecset.pipelines.console import track
+
+    return [espeak_utterance((k, s, t, str(out), fmt)) for k, s, t in track(items, "synthesizing (espeak-ng)")]
 
 
 def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fmt: str,
@@ -555,12 +582,16 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
         for b in range(len(batches)):
             (Path(td) / str(b)).mkdir()
             tmps.append(Path(td) / str(b))
-        with ThreadPoolExecutor(max_workers=jobs) as ex:
-            failed = {k: r for f in ex.map(run_festival, batches, tmps) for k, r in f.items()}
+        from vecset.pipelines.console import Bar, track
+
+        with Bar("synthesizing (Festival)", len(items)) as bar, ThreadPoolExecutor(max_workers=jobs) as ex:
+            done = ex.map(lambda b, t: run_festival(b, t, bar.advance), batches, tmps)
+            failed = {k: r for f in done for k, r in f.items()}
         synth_s = time.time() - t0
+        said = [(k, s, t, tmp) for batch, tmp in zip(batches, tmps, strict=True) for k, s, t in batch]
         rows = [{"utt": k.replace("__", "/"), "skipped": failed[k], "text": t} if k in failed
                 else postprocess(k, s, t, tmp, out, fmt)
-                for batch, tmp in zip(batches, tmps, strict=True) for k, s, t in batch]
+                for k, s, t, tmp in track(said, "aligning and writing")]
     t1 = time.time()
     rows += run_espeak(espeak_items, out, fmt)
     espeak_s = time.time() - t1

@@ -41,6 +41,13 @@ def make_positional_2d(kind: Positional2D, d_model: int, max_h: int | None, max_
     raise ValueError(f"positional must be 'none', 'sinusoidal' or 'learned', got {kind!r}")
 
 
+def _sides(positional: nn.Module, step: int, pad: bool) -> dict:
+    """``image_sides()`` of an encoder whose vectors cover ``step`` pixels a side."""
+    learned = isinstance(positional, Learned2D)  # its table bounds the grid
+    return {"multiple_of": step, "pad": pad, "max_height": positional.max_h * step if learned else None,
+            "max_width": positional.max_w * step if learned else None}
+
+
 def _check_image(image: Tensor, in_channels: int, who: str, batch: dict) -> None:
     if image.dim() != 4:
         raise ValueError(f"{who} expects batch['image'] of shape (B, C, H, W), got {tuple(image.shape)}")
@@ -81,6 +88,10 @@ class PixelEncoder(Encoder):
     def grid(self, h: int, w: int) -> tuple[int, int]:
         """The (rows, columns) of vectors an H x W image becomes."""
         return h, w
+
+    def image_sides(self) -> dict:
+        """Any H x W (up to a learned table's size): ``backbone.abilities.ImageSides``."""
+        return _sides(self.positional, 1, False)
 
     def forward(self, batch: dict) -> VectorSet:
         image: Tensor = batch["image"]
@@ -163,6 +174,11 @@ class PatchEncoder(Encoder):
     def grid(self, h: int, w: int) -> tuple[int, int]:
         p = self.step
         return -(-h // p), -(-w // p)
+
+    def image_sides(self) -> dict:
+        """Sides that are multiples of the patch (or any, with ``pad``), up to a learned
+        table's size: ``backbone.abilities.ImageSides``."""
+        return _sides(self.positional, self.step, self.pad)
 
     def forward(self, batch: dict) -> VectorSet:
         image: Tensor = batch["image"]

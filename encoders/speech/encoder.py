@@ -11,7 +11,7 @@ from torch import Tensor, nn
 from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
-from vecset.encoders.vector import Positional1D, make_positional_1d
+from vecset.encoders.vector import Positional1D, make_positional_1d, max_positions
 
 # --- encoder --------------------------------------------------------------------------------
 Normalization = Literal["utterance", "global", "none"]
@@ -75,6 +75,11 @@ class SpeechEncoder(Encoder):
         self.conv = nn.Conv1d(d_model, d_model, conv_kernel, padding=conv_kernel // 2) if conv_kernel else None
         self.drop = nn.Dropout(dropout)
         self.positional = make_positional_1d(positional, d_model, max_len)
+
+    @property
+    def max_set_size(self) -> int | None:
+        """A learned positional table's length (``backbone.abilities.MaxSetSize``)."""
+        return max_positions(self.positional)
 
     @property
     def normalizes_per_set(self) -> bool:

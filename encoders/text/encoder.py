@@ -21,10 +21,11 @@ from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.vectorset import VectorSet
 from vecset.backbone.vocab import Level, Vocabulary, saved_vocabulary, tokenize
 from vecset.encoders.contract import Encoder
-from vecset.encoders.vector import Positional1D, make_positional_1d
+from vecset.encoders.vector import Positional1D, make_positional_1d, max_positions
 
 log = logging.getLogger("vecset")
 Embedding = Literal["learned", "onehot"]
+TOKENS = "tokens"  # the batch key of token ids (B, N) long, read instead of the strings when present
 Unknown = Literal["unk", "error"]
 
 
@@ -48,7 +49,8 @@ class TextEncoder(Encoder):
 
     Shapes:
         batch[field]: B strings -> VectorSet x (B, N, D), mask (B, N) with N the longest
-        input in tokens.
+        input in tokens. Or batch["tokens"] (B, N) long ids padded with <pad> (``tokenized``;
+        what an exported model reads) -> the same, mask = tokens != <pad>.
     """
 
 
@@ -72,6 +74,11 @@ class TextEncoder(Encoder):
         self.vocab: Vocabulary | None = None
         self.embed: nn.Module | None = None
         self.unknown_count = 0  # tokens mapped to <unk> since construction
+
+    @property
+    def max_set_size(self) -> int | None:
+        """A learned positional table's length (``backbone.abilities.MaxSetSize``)."""
+        return max_positions(self.positional)
 
     # -- vocabulary -----------------------------------------------------------------------
     def tokens_of(self, text: str | list[str]) -> list[str]:
@@ -144,8 +151,32 @@ class TextEncoder(Encoder):
             tok[i, : len(s)] = torch.tensor(s)
         return tok, tok != self.vocab.pad
 
+    def tokenized(self, batch: dict) -> dict:
+        """The batch with its strings (``batch[field]``) replaced by their ids under
+        ``"tokens"`` (B, N) long, padded with <pad>: tokenizing stays in Python, an exported
+        model reads the ids (``backbone.abilities.Tokenizes``)."""
+        tok, _ = self.encode(batch[self.vocab_field], batch.get("ids"))
+        return {**{k: v for k, v in batch.items() if k != self.vocab_field}, TOKENS: tok}
+
+    def tokenizer(self) -> dict:
+        """How to turn text into the ids ``tokenized`` gives, for a server: ``vocab`` lists the
+        tokens in id order; pad the ids to the batch's longest with ``pad``."""
+        if self.vocab is None:
+            raise RuntimeError("TextEncoder has no vocabulary: fit the model first or load it from a checkpoint")
+        return {"field": self.vocab_field, "level": self.level, "lowercase": self.lowercase,
+                "split": "characters" if self.level == "char" else "whitespace (str.split)",
+                "unknown": self.unknown, "pad": self.vocab.pad, "unk": self.vocab.unk,
+                "vocab": list(self.vocab.tokens)}
+
     def forward(self, batch: dict) -> VectorSet:
-        tok, mask = self.encode(batch[self.vocab_field], batch.get("ids"))
+        if TOKENS in batch:  # ids from ``tokenized`` (an exported model's input)
+            if self.vocab is None:
+                raise RuntimeError("TextEncoder has no vocabulary: fit the model first (build_vocab) "
+                                   "or load it from a checkpoint")
+            tok = batch[TOKENS]
+            mask = tok != self.vocab.pad
+        else:
+            tok, mask = self.encode(batch[self.vocab_field], batch.get("ids"))
         device = self.vocab_bytes.device
         tok, mask = tok.to(device), mask.to(device)
         if self.embed is not None:

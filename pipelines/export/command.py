@@ -2,8 +2,10 @@
 the checkpoint's weights, written as ``model.pt2`` (``torch.export``), ``model.onnx`` (when onnx
 and onnxscript are installed: ``pip install 'vecset[export]'``) and ``export.json`` (inputs with
 their dtypes and dynamic axes, outputs, the largest difference to the PyTorch model on test
-batches). Traced on one test batch; checked on it and the next one (onnxruntime for ONNX).
-Other options (``--data.init_args...``, ``--model...``) are the CLI's, as for ``vecset test``."""
+batches; an image model's sides: multiples of the patch, the smallest and largest; a text
+model's tokenizer: the vocabulary in id order, which ids it reads). Traced on one test batch;
+checked on it, the next one and, for images, the first cropped by one patch (onnxruntime for
+ONNX). Other options (``--data.init_args...``, ``--model...``) are the CLI's, as for ``vecset test``."""
 
 from __future__ import annotations
 
@@ -13,16 +15,22 @@ from pathlib import Path
 
 import torch
 
+from vecset.backbone.abilities import Tokenizes
 from vecset.backbone.tracing import NotExportable
 from vecset.pipelines.export.program import (
+    IMAGE,
     ServedModel,
     example_inputs,
     export_onnx,
     export_program,
+    image_sides,
     input_axes,
     max_difference,
+    max_set_size,
     run_onnx,
+    served_batch,
     served_parts,
+    set_size,
 )
 from vecset.pipelines.training.checkpoint import check_checkpoint, read_checkpoint
 from vecset.pipelines.training.hand_over import hand_over
@@ -30,11 +38,22 @@ from vecset.pipelines.training.hand_over import hand_over
 
 def _example(batch: dict, served: ServedModel) -> dict:
     """The batch with a batch size other than its set size (torch.export would tie the two)."""
-    n = batch["mask"].shape[1] if "mask" in served.inputs else None
+    n = set_size(served, batch)
     B = batch[served.inputs[0]].shape[0]
     if n is not None and B == n and B > 2:
         return {k: v[: B - 1] if torch.is_tensor(v) and v.dim() and v.shape[0] == B else v for k, v in batch.items()}
     return batch
+
+
+def _smaller_images(batch: dict, sides: dict | None) -> list[dict]:
+    """The batch cropped by one vector's side at the bottom and right, to check a second image
+    size (none when the images are at the smallest size already)."""
+    if sides is None:
+        return []
+    p, (H, W) = sides["multiple_of"], batch[IMAGE].shape[2:]
+    if H - p < sides["min_height"] or W - p < sides["min_width"]:
+        return []
+    return [{**batch, IMAGE: batch[IMAGE][..., : H - p, : W - p]}]
 
 
 def run_export(argv: list[str]) -> dict:
@@ -48,17 +67,22 @@ def run_export(argv: list[str]) -> dict:
     cli = run_cli([*rest, "--trainer.logger=false", "--trainer.enable_progress_bar=false"], run=False)
     model, dm = cli.model, cli.datamodule
     encoder, _, head = served_parts(model)  # before reading anything: what cannot be exported is said first
-    check_checkpoint(args.ckpt_path, model)
+    check_checkpoint(args.ckpt_path, model, weights=False)  # the config, before reading data
     dm.prepare_data()
     dm.setup("test")
     hand_over(dm, "test", encoder, head)
-    model.load_state_dict(read_checkpoint(args.ckpt_path)["state_dict"])
+    try:  # a text model builds its embeddings from the checkpoint's vocabulary as it loads
+        model.load_state_dict(read_checkpoint(args.ckpt_path)["state_dict"])
+    except RuntimeError:
+        check_checkpoint(args.ckpt_path, model)  # the parameters that differ, named
+        raise
     model.eval()
-    batches = iter(dm.test_dataloader())
+    batches = (served_batch(encoder, b) for b in dm.test_dataloader())
     first = next(batches)
     served = ServedModel.of(model, first)
     example = _example(first, served)
-    checks = [example, *[b for _, b in zip(range(1), batches, strict=False)]]
+    checks = [example, *[b for _, b in zip(range(1), batches, strict=False)],
+              *_smaller_images(example, image_sides(served))]
     out = Path(args.output_dir) if args.output_dir else Path(args.ckpt_path).resolve().parent.parent / "exported"
     out.mkdir(parents=True, exist_ok=True)
     program = export_program(served, example)
@@ -68,6 +92,12 @@ def run_export(argv: list[str]) -> dict:
                              "shape": list(example[n].shape), "dynamic_axes": input_axes(served, example)[n]}
                          for n in served.inputs},
               "outputs": served.outputs, "pt2": str(out / "model.pt2"), "max_abs_diff": {}}
+    if max_set_size(served) is not None:  # a learned positional table's length: longer sets are refused
+        report["max_set_size"] = max_set_size(served)
+    if image_sides(served) is not None:  # which heights and widths the model takes
+        report["inputs"][IMAGE]["sides"] = image_sides(served)
+    if isinstance(encoder, Tokenizes):  # the ids the model reads: how a server makes them
+        report["tokenizer"] = encoder.tokenizer()
     with torch.no_grad():
         refs = [served(*example_inputs(served, b)) for b in checks]
         report["max_abs_diff"]["pt2"] = max(max_difference(r, program.module()(*example_inputs(served, b)))

@@ -5,10 +5,11 @@ the set-size axis (the mask's N) dynamic.
 What a graph can hold: the tensors an encoder reads from a batch, the backbone (inside
 ``backbone.tracing.exporting``: the masked attention path for every batch, windowed attention as
 a dense banded mask), and the head's ``served_outputs``. What it cannot is refused with
-``NotExportable``: an encoder that reads strings (tokenization runs in Python), a head that
+``NotExportable``: an encoder that reads strings and cannot take ids instead, a head that
 decodes step by step (Seq2SeqHead's greedy and beam search), a head that declares no served
 outputs, a multi-task module. Featurization before the model (RDKit for SMILES, filterbanks for
-wav) stays in Python: the exported model takes what the data module's collate gives the encoder.
+wav, tokenizing text: ``served_batch``) stays in Python: the exported model takes the tensors
+the encoder reads from a collated batch (a text encoder's token ids, ``Tokenizes``).
 """
 
 from __future__ import annotations
@@ -22,11 +23,27 @@ import torch
 from torch import Tensor, nn
 from torch.export import Dim, ExportedProgram
 
+from vecset.backbone.abilities import ImageSides, MaxSetSize, Tokenizes
 from vecset.backbone.tracing import NotExportable, exporting
 from vecset.heads.contract import Head
 from vecset.pipelines.training.step import forward_task
 
-BATCH, SET_SIZE = "batch", "set_size"
+BATCH, SET_SIZE, HEIGHT, WIDTH = "batch", "set_size", "height", "width"
+IMAGE = "image"  # (B, C, H, W): H and W dynamic where the encoder declares ImageSides
+SET_INPUTS = ("mask", "tokens")  # (B, N) inputs whose N is the set size, the first one read
+
+
+def served_batch(encoder: nn.Module, batch: dict) -> dict:
+    """A collated batch as the exported model reads it: strings replaced by token ids where the
+    encoder tokenizes (``Tokenizes``; the tokenizer stays in Python), else the batch itself."""
+    return encoder.tokenized(batch) if isinstance(encoder, Tokenizes) else batch
+
+
+def set_size(model: ServedModel, batch: dict) -> int | None:
+    """N, the set size of the batch, from the first (B, N) input the model reads (``mask``, a
+    text model's ``tokens``); None when it reads neither (an image's set size follows H, W)."""
+    name = next((n for n in SET_INPUTS if n in model.inputs), None)
+    return batch[name].shape[1] if name is not None else None
 
 
 class _ReadKeys(dict):
@@ -117,13 +134,16 @@ def example_inputs(model: ServedModel, batch: dict) -> tuple[Tensor, ...]:
 
 def input_axes(model: ServedModel, batch: dict) -> dict[str, dict[int, str]]:
     """The dynamic axes of every input, by name: dim 0 is the batch; where the model reads a
-    ``mask`` (B, N), every other dim of size N is the set size, except the feature axis (the
-    last of a float tensor with 3 or more dims)."""
-    n = batch["mask"].shape[1] if "mask" in model.inputs else None
+    ``mask`` or ``tokens`` (B, N), every other dim of size N is the set size, except the feature
+    axis (the last of a float tensor with 3 or more dims); an ``image``'s height and width where
+    the encoder takes many sizes (``ImageSides``; ``image_sides`` says which)."""
+    n = set_size(model, batch)
     axes: dict[str, dict[int, str]] = {}
     for name in model.inputs:
         t = batch[name]
         dims = {0: BATCH} if t.dim() else {}
+        if name == IMAGE and t.dim() == 4 and isinstance(model.encoder, ImageSides):
+            dims |= {2: HEIGHT, 3: WIDTH}  # the set size follows them (H*W pixels, or patches)
         last = t.dim() - 1 if t.is_floating_point() and t.dim() >= 3 else None
         for d in range(1, t.dim()):
             if n is not None and t.shape[d] == n and d != last:
@@ -132,8 +152,43 @@ def input_axes(model: ServedModel, batch: dict) -> dict[str, dict[int, str]]:
     return axes
 
 
-def _dynamic_shapes(axes: dict[str, dict[int, str]]) -> tuple:
-    dims = {BATCH: Dim(BATCH, min=1), SET_SIZE: Dim(SET_SIZE, min=1)}
+def image_sides(model: ServedModel) -> dict[str, Any] | None:
+    """The image sizes the exported model takes (pixels), for export.json; None when the
+    model reads no image or its encoder takes one size only. torch.export takes a side of one
+    vector as a constant, so a side is at least two vectors (2 x P pixels), and multiples of P
+    only: an encoder's ``pad`` (up to a multiple) is a size-dependent branch that it would fix.
+    The .pt2 program refuses other sizes (``Guard failed``); onnxruntime does not check them."""
+    if IMAGE not in model.inputs or not isinstance(model.encoder, ImageSides):
+        return None
+    sides = dict(model.encoder.image_sides())
+    p = sides.pop("multiple_of")
+    out = {"multiple_of": p, "min_height": 2 * p, "min_width": 2 * p, "max_height": sides["max_height"],
+           "max_width": sides["max_width"],
+           "checked": "model.pt2 refuses other sizes (Guard failed); onnxruntime does not check them "
+                      "(a side that is not a multiple runs with its last partial patch dropped)"}
+    if sides["pad"] and p > 1:  # torch.export specializes the padding's size: not in the graph
+        out["pad"] = f"the encoder pads a side up to a multiple of {p}; the exported model does not: pad before"
+    return out
+
+
+def _side(name: str, sides: dict[str, Any], top: int | None) -> Any:
+    p = sides["multiple_of"]
+    if p == 1:
+        return Dim(name, min=2, max=top)
+    # the patch grid's rows (columns): the side is P of them, a multiple of P by construction
+    return p * Dim(f"{name}_vectors", min=2, max=top // p if top else None)
+
+
+def max_set_size(model: ServedModel) -> int | None:
+    """The most vectors a set may hold (a learned positional table's length), None: any."""
+    return model.encoder.max_set_size if isinstance(model.encoder, MaxSetSize) else None
+
+
+def _dynamic_shapes(model: ServedModel, axes: dict[str, dict[int, str]]) -> tuple:
+    dims = {BATCH: Dim(BATCH, min=1), SET_SIZE: Dim(SET_SIZE, min=1, max=max_set_size(model))}
+    sides = image_sides(model)
+    if sides is not None:
+        dims |= {HEIGHT: _side(HEIGHT, sides, sides["max_height"]), WIDTH: _side(WIDTH, sides, sides["max_width"])}
     # one entry per input of the *tensors varargs
     return (tuple({d: dims[a] for d, a in ax.items()} for ax in axes.values()),)
 
@@ -143,10 +198,17 @@ def check_example(model: ServedModel, batch: dict) -> None:
     graph: an example batch needs >= 2 sets, >= 2 vectors and a batch size other than the set
     size."""
     B = batch[model.inputs[0]].shape[0]
-    n = batch["mask"].shape[1] if "mask" in model.inputs else None
+    n = set_size(model, batch)
     if B < 2 or (n is not None and (n < 2 or n == B)):
         raise ValueError(f"the example batch has {B} sets of {n} vectors: export needs >= 2 sets, >= 2 vectors "
                          "and a batch size other than the set size (a batch of other sizes)")
+    sides = image_sides(model)
+    if sides is not None:
+        H, W = batch[IMAGE].shape[2:]
+        p = sides["multiple_of"]
+        if H < sides["min_height"] or W < sides["min_width"] or H % p or W % p:
+            raise ValueError(f"the example images are {H}x{W} pixels: export needs sides of >= 2 vectors, "
+                             f"multiples of {p} pixels (>= {sides['min_height']}x{sides['min_width']})")
 
 
 def export_program(model: ServedModel, batch: dict) -> ExportedProgram:
@@ -155,7 +217,7 @@ def export_program(model: ServedModel, batch: dict) -> ExportedProgram:
     model.eval()
     with exporting():
         return torch.export.export(model, example_inputs(model, batch),
-                                   dynamic_shapes=_dynamic_shapes(input_axes(model, batch)))
+                                   dynamic_shapes=_dynamic_shapes(model, input_axes(model, batch)))
 
 
 def export_onnx(model: ServedModel, batch: dict, path: str | Path) -> Path:
@@ -171,7 +233,7 @@ def export_onnx(model: ServedModel, batch: dict, path: str | Path) -> Path:
         # one axis name per input: the exporter says for each that it keeps the first of the same name
         warnings.filterwarnings("ignore", message=r"# The axis name: .* will not be used")
         torch.onnx.export(model, example_inputs(model, batch), str(path), input_names=model.inputs,
-                          output_names=model.outputs, dynamic_shapes=_dynamic_shapes(input_axes(model, batch)),
+                          output_names=model.outputs, dynamic_shapes=_dynamic_shapes(model, input_axes(model, batch)),
                           dynamo=True, verbose=False)
     return Path(path)
 

@@ -389,15 +389,18 @@ def mismatch_error(path, diffs: list[str]) -> CheckpointMismatchError:
         + "\nUse the config the checkpoint was trained with (config.yaml in its run directory).")
 
 
-def check_checkpoint(path: str | os.PathLike, model: torch.nn.Module) -> None:
+def check_checkpoint(path: str | os.PathLike, model: torch.nn.Module, weights: bool = True) -> None:
     """Raise ``CheckpointMismatchError`` naming every difference between the checkpoint at
-    ``path`` and ``model`` (config, then parameters). Loads with ``weights_only=True`` (no
-    code from the file runs) and ``mmap=True`` (tensors are mapped, not read)."""
+    ``path`` and ``model`` (config, then parameters unless ``weights`` is False: a model whose
+    parameters follow a vocabulary builds them when the checkpoint loads). Loads with
+    ``weights_only=True`` (no code from the file runs) and ``mmap=True`` (tensors are mapped,
+    not read)."""
     ckpt = read_checkpoint(path)
     current = dict(getattr(model, "hparams", {}) or {})
     current.setdefault("_class_path", f"{type(model).__module__}.{type(model).__qualname__}")
     diffs = hparams_mismatch(ckpt.get("hyper_parameters") or {}, current)
-    diffs += state_mismatch(ckpt.get("state_dict") or {}, model)
+    if weights:
+        diffs += state_mismatch(ckpt.get("state_dict") or {}, model)
     if diffs:
         raise mismatch_error(path, diffs)
 

@@ -12,11 +12,14 @@ from vecset.backbone.abilities import (
     AttentionWeights,
     Decoder,
     Grid,
+    ImageSides,
+    MaxSetSize,
     MeanStd,
     PoolingWeights,
     ReceptiveField,
     SetsWindow,
     TaskKind,
+    Tokenizes,
     Width,
     WindowedReceptiveField,
     has_cls,
@@ -25,7 +28,7 @@ from vecset.backbone.abilities import (
     task_kind,
 )
 from vecset.backbone.baselines import BiLSTM, GridResNet, WindowMLP
-from vecset.encoders import PatchEncoder, PixelEncoder, SpeechEncoder, VectorEncoder
+from vecset.encoders import PatchEncoder, PixelEncoder, SpeechEncoder, TextEncoder, VectorEncoder
 from vecset.heads import LabelingHead, SequenceHead
 from vecset.pipelines.training.receptive_field import receptive_field
 
@@ -35,6 +38,23 @@ def test_receptive_field():
     assert isinstance(LabelingHead(16, 5), ReceptiveField)
     assert not isinstance(VectorEncoder(2, 16), ReceptiveField)
     assert not isinstance(SequenceHead(16, 2), ReceptiveField)  # a pooling head reads every vector
+
+
+def test_image_sides():
+    assert PatchEncoder(1, 16, 4, stem_strides=[2], stem_channels=[4]).image_sides()["multiple_of"] == 8
+    assert PixelEncoder(3, 16, positional="learned", max_h=6, max_w=5).image_sides()["max_width"] == 5
+    assert not isinstance(VectorEncoder(2, 16), ImageSides)
+
+
+def test_max_set_size():
+    assert VectorEncoder(2, 16, positional="learned", max_len=7).max_set_size == 7
+    assert isinstance(TextEncoder(16), MaxSetSize) and TextEncoder(16).max_set_size is None  # sinusoidal
+    assert SpeechEncoder(40, 16, positional="learned", max_len=50).max_set_size == 50
+
+
+def test_tokenizes():
+    assert isinstance(TextEncoder(16), Tokenizes)  # strings, or their ids (export)
+    assert not isinstance(VectorEncoder(2, 16), Tokenizes)
 
 
 def test_windowed_receptive_field_and_window():

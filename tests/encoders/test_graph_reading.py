@@ -219,24 +219,29 @@ def test_the_cache_folder_comes_from_the_environment_or_the_option(tmp_path, mon
 # -- progress -----------------------------------------------------------------------------
 
 
-def test_featurizing_shows_progress_and_a_cache_hit_does_not(tmp_path, capsys):
+def test_featurizing_shows_progress_and_a_cache_hit_does_not(tmp_path, capsys, monkeypatch):
     from rich.console import Console
 
-    from vecset.pipelines.console import track
+    from vecset.pipelines import console as vconsole
 
-    console = Console(file=io.StringIO(), force_terminal=True, width=100)
+    terminal = Console(file=io.StringIO(), force_terminal=True, width=100)
     out = featurize_smiles(["CCO", "CCN", "C1CC"], MoleculeFeaturizer(),
-                           progress=lambda s, d: track(s, d, console), source="m.csv")
+                           progress=lambda s, d: vconsole.track(s, d, terminal), source="m.csv")
     assert isinstance(out["C1CC"], InvalidMolecule) and out["CCO"].graph["x"].shape == (3, 42)
-    shown = console.file.getvalue()
+    shown = terminal.file.getvalue()
     assert "featurizing m.csv" in shown and "3/3" in shown
-    # the data module's bar (rich's console on stdout), once: the second setup reads the cache
-    path = write(tmp_path / "m.csv", [["smiles", "y"], *([s, "1"] for s in ("CCO", "CCN", "CCC", "CCCl", "CCF"))] * 3)
-    capsys.readouterr()
+    # the data module's bar (rich's console), once: the second setup reads the cache; on the
+    # captured stdout (not a terminal) nothing
+    path = write(tmp_path / "m.csv", [["smiles", "y"], *([s, "1"] for s in ("CCO", "CCN", "CCC", "CCCl", "CCF") * 3)])
+    MoleculeDataModule(str(path), target_columns=["y"], cache=False).setup("fit")
+    assert capsys.readouterr().out == ""
+    shown = io.StringIO()
+    monkeypatch.setattr(vconsole, "get_console", lambda: Console(file=shown, force_terminal=True, width=100))
     MoleculeDataModule(str(path), target_columns=["y"]).setup("fit")
-    assert "featurizing m.csv" in capsys.readouterr().out
+    first = shown.getvalue()
+    assert "featurizing m.csv" in first and "5/5" in first
     MoleculeDataModule(str(path), target_columns=["y"]).setup("fit")
-    assert "featurizing" not in capsys.readouterr().out
+    assert shown.getvalue() == first
 
 
 def test_no_featurizing_bar_when_the_trainer_shows_none(tmp_path, capsys):

@@ -207,8 +207,9 @@ def test_generation_deterministic_for_job_counts(tmp_path):
 def test_a_sentence_festival_crashes_on_is_skipped_and_counted(tmp_path):
     spk = corpus.make_speakers(12, seed=0)[0]
     batch = [("a__u0", spk, "The dog ran home."), ("a__u1", spk, "..."), ("a__u2", spk, "A cat sat down.")]
-    failed = corpus.run_festival(batch, tmp_path)  # Festival segfaults on text without a word
-    assert failed == {"a__u1": "festival_crashed"}
+    counts: list[int] = []  # what the progress bar is told: every utterance once, said or not
+    failed = corpus.run_festival(batch, tmp_path, counts.append)  # Festival segfaults on text without a word
+    assert failed == {"a__u1": "festival_crashed"} and sum(counts) == 3
     assert (tmp_path / "a__u0.done").exists() and (tmp_path / "a__u2.done").exists()
 
 

@@ -3,6 +3,7 @@ truncated attention (exported as a dense banded mask) and relative positions."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from conftest import padded
 
@@ -19,3 +20,16 @@ def test_speech_frames_export_equals_pytorch(check_exports):
     # 30 frames > 4 x window: eager PyTorch runs the blocked path, the export the dense band
     served = check_exports(model, padded([30, 21, 9], 40), [padded([45, 12], 40, seed=1), padded([8, 8, 8, 3], 40, seed=2)])
     assert served.outputs == ["logits"]
+
+
+def test_bilstm_is_refused_and_the_window_mlp_exports(check_exports):
+    from vecset.backbone import BiLSTM, WindowMLP
+    from vecset.backbone.tracing import NotExportable
+    from vecset.pipelines.export.program import ServedModel, export_program
+
+    torch.manual_seed(0)
+    lstm = TaskModule(SpeechEncoder(40, 16), BiLSTM(16, hidden=16, layers=1), LabelingHead(16, 5))
+    with pytest.raises(NotExportable, match="BiLSTM: torch.export traces nn.LSTM for the example's number"):
+        export_program(ServedModel.of(lstm, padded([30, 21, 9], 40)), padded([30, 21, 9], 40))
+    mlp = TaskModule(SpeechEncoder(40, 16), WindowMLP(16, context=2, hidden=32, depth=1), LabelingHead(16, 5))
+    check_exports(mlp, padded([30, 21, 9], 40), [padded([45, 12], 40, seed=1)])

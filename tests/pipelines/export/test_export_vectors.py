@@ -40,6 +40,7 @@ def test_traced_on_an_unpadded_batch_holds_on_padded_ones(check_exports):
 
 
 def test_refused_with_the_reason():
+    # strings the encoder reads (not the ids of ``served_batch``: tests/.../test_export_text.py)
     torch.manual_seed(0)
     text = TaskModule(TextEncoder(16, level="char"), Backbone(16, 1, 2), LabelingHead(16, 3))
     text.encoder.build_vocab(["abc"])
