@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
@@ -52,7 +53,7 @@ def fit(config: str, root: str, fam: str, epochs: int, extra: list[str], test: s
         raise SystemExit(f"{' '.join(cmd)} failed:\n{res.stderr[-3000:]}")
     line = next(ln for ln in reversed(res.stdout.splitlines()) if ln.startswith("results: "))
     results = json.loads(Path(line.split(": ", 1)[1]).read_text())
-    return {"command": " ".join(cmd[1:]), "checkpoint": results["checkpoint"],
+    return {"command": shlex.join(cmd[1:]), "checkpoint": results["checkpoint"],
             "voice_disjoint_frame_accuracy": results["test"]["test_acc"], "best_val_accuracy": results["best_val"],
             "epochs": results["epochs"], "train_seconds": results["wall_seconds"]}
 
