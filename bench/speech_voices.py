@@ -8,10 +8,17 @@ sentences). Each model config trains once per rotation (``vecset fit``, best che
 accuracy, tested on F); the same checkpoint is then tested on ``test_in_voice``. The table has,
 per model, both frame accuracies per held-out family and their means over the rotations.
 
+``--choose-on F`` is the voice-disjoint dev split for choosing settings (augmentation): it trains
+the rotation of F (best checkpoint by its in-voice dev) and scores it on F's dev speakers only
+(``lovo/F/dev_unheard.lst``, written from speakers.tsv), never on a test list; the rows go to
+``--out`` under ``choice``. Settings go after ``--`` as CLI overrides (``--data.voice_augment ...``).
+
 Usage:
     python scripts/make_speech_corpus.py --out data/speech_voices --utterances 300 --speakers 20 \
         --voices kal,ked,slt,espeak:en-us,espeak:en-us+f3 --rotations --format flac
     python bench/speech_voices.py --root data/speech_voices --epochs 8 --note "$(cat /proc/loadavg)"
+    python bench/speech_voices.py --choose-on slt --tag voice --epochs 5 --out bench/results/speech_voices_dev.json \
+        -- --data.voice_augment '{vtlp: {p: 0.5}, pitch: {p: 0.3}}'
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
@@ -34,10 +42,10 @@ CONFIGS = {
 }
 
 
-def fit(config: str, root: str, fam: str, epochs: int, extra: list[str]) -> dict:
+def fit(config: str, root: str, fam: str, epochs: int, extra: list[str], test: str = "test.lst") -> dict:
     lovo = f"lovo/{fam}"
     cmd = [sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", config, "--data.root", root,
-           "--data.train", f"{lovo}/train.lst", "--data.val", f"{lovo}/dev.lst", "--data.test", f"{lovo}/test.lst",
+           "--data.train", f"{lovo}/train.lst", "--data.val", f"{lovo}/dev.lst", "--data.test", f"{lovo}/{test}",
            "--trainer.max_epochs", str(epochs), "--trainer.enable_progress_bar", "false", *extra]
     env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -45,7 +53,7 @@ def fit(config: str, root: str, fam: str, epochs: int, extra: list[str]) -> dict
         raise SystemExit(f"{' '.join(cmd)} failed:\n{res.stderr[-3000:]}")
     line = next(ln for ln in reversed(res.stdout.splitlines()) if ln.startswith("results: "))
     results = json.loads(Path(line.split(": ", 1)[1]).read_text())
-    return {"command": " ".join(cmd[1:]), "checkpoint": results["checkpoint"],
+    return {"command": shlex.join(cmd[1:]), "checkpoint": results["checkpoint"],
             "voice_disjoint_frame_accuracy": results["test"]["test_acc"], "best_val_accuracy": results["best_val"],
             "epochs": results["epochs"], "train_seconds": results["wall_seconds"]}
 
@@ -67,17 +75,53 @@ def test_on(config: str, checkpoint: str, root: str, test_list: str) -> float:
     return float(out["test_acc"])
 
 
+def unheard_dev(root: Path, fam: str) -> str:
+    """``lovo/<fam>/dev_unheard.lst``: the dev speakers of family ``fam`` (speakers.tsv), a voice
+    the rotation of ``fam`` never trains on; written, and its path relative to ``root`` returned."""
+    rows = [ln.split("\t") for ln in (root / "speakers.tsv").read_text().splitlines()]
+    col = {k: i for i, k in enumerate(rows[0])}
+    dev = {r[col["name"]] for r in rows[1:] if r[col["family"]] == fam and r[col["split"]] == "dev"}
+    if not dev:
+        raise SystemExit(f"{root / 'speakers.tsv'}: family {fam!r} has no dev speaker")
+    lst = [u for u in (root / "lovo" / fam / "test.lst").read_text().split() if u.split("/")[0] in dev]
+    (root / "lovo" / fam / "dev_unheard.lst").write_text("".join(u + "\n" for u in lst))
+    return "dev_unheard.lst"
+
+
+def choose(a, root: Path) -> None:
+    """Voice-disjoint dev rows: ``choice[<model> / <fam> / <tag>]`` in ``--out``."""
+    out = Path(a.out)
+    saved = json.loads(out.read_text()) if out.exists() else {"bench": "bench/speech_voices.py --choose-on",
+                                                              "corpus": str(root), "choice": {}}
+    test = unheard_dev(root, a.choose_on)
+    for model in a.models:
+        r = fit(CONFIGS[model], a.root, a.choose_on, a.epochs, a.extra, test=test)
+        r["voice_disjoint_dev_frame_accuracy"] = r.pop("voice_disjoint_frame_accuracy")
+        r.update(model=model, family=a.choose_on, tag=a.tag, overrides=a.extra, loadavg_after=os.getloadavg(),
+                 note=a.note)
+        saved["choice"][f"{model} / {a.choose_on} / {a.tag}"] = r
+        print(f"{model} / {a.choose_on} / {a.tag}: voice-disjoint dev {r['voice_disjoint_dev_frame_accuracy']:.3f}  "
+              f"in-voice dev (best) {r['best_val_accuracy']:.3f}  ({r['train_seconds']:.0f} s)", flush=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(saved, indent=2) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", default="data/speech_voices")
     ap.add_argument("--epochs", type=int, default=8)
-    ap.add_argument("--models", nargs="*", default=["self-attention", "window MLP"], choices=list(CONFIGS))
+    ap.add_argument("--models", nargs="*", default=list(CONFIGS), choices=list(CONFIGS))
     ap.add_argument("--families", nargs="*", default=None, help="held-out families (default: every lovo/ folder)")
     ap.add_argument("--out", default="bench/results/speech_voices.json")
     ap.add_argument("--note", default="", help="machine load (cat /proc/loadavg) and anything else to keep")
+    ap.add_argument("--choose-on", default=None, metavar="FAMILY",
+                    help="score on FAMILY's dev speakers only (voice-disjoint dev), for choosing settings")
+    ap.add_argument("--tag", default="", help="the name of the settings in --choose-on rows")
     ap.add_argument("extra", nargs="*", help="more CLI overrides, after --")
     a = ap.parse_args()
     root = Path(a.root)
+    if a.choose_on:
+        return choose(a, root)
     fams = a.families or sorted(p.name for p in (root / "lovo").iterdir() if p.is_dir())
     out = Path(a.out)
     saved = json.loads(out.read_text()) if out.exists() else {}
@@ -86,12 +130,13 @@ def main() -> None:
     for fam in fams:  # families outer: a partial run has every model on the same rotations
         for model in a.models:
             key = f"{model} / {fam}"
-            if key in rows and rows[key].get("epochs_requested") == a.epochs:
+            if key in rows and rows[key].get("epochs_requested") == a.epochs and rows[key].get("overrides") == a.extra:
                 continue
             r = fit(CONFIGS[model], a.root, fam, a.epochs, a.extra)
             r["in_voice_frame_accuracy"] = test_on(CONFIGS[model], r["checkpoint"], a.root,
                                                    f"lovo/{fam}/test_in_voice.lst")
-            r.update(model=model, held_out=fam, epochs_requested=a.epochs, loadavg_after=os.getloadavg())
+            r.update(model=model, held_out=fam, epochs_requested=a.epochs, overrides=a.extra,
+                     loadavg_after=os.getloadavg())
             rows[key] = r
             print(f"{key}: in-voice {r['in_voice_frame_accuracy']:.3f}  voice-disjoint "
                   f"{r['voice_disjoint_frame_accuracy']:.3f}  ({r['train_seconds']:.0f} s)", flush=True)

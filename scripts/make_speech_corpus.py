@@ -710,7 +710,7 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     def csv(v):
         return None if v is None else [x for x in v.split(",") if x]
-    if a.out.exists() and any(a.out.iterdir()):
+    if a.out.exists() and any(not p.name.startswith(".") for p in a.out.iterdir()):  # a shipped .gitignore is fine
         if not a.force:
             raise SystemExit(f"{a.out} is not empty; pass --force to overwrite or choose another --out")
         if not (a.out / "corpus.json").exists():

@@ -24,7 +24,9 @@ recipes for crossing a speaker or channel gap:
   white, pink (1/f) or brown (1/f^2) spectrum.
 
 ``VoiceAugment`` draws each transform with its probability and its parameters from a
-``torch.Generator``, in a fixed order (warp, pitch, reverb, channel, noise).
+``torch.Generator``, in a fixed order (warp, pitch, reverb, channel, noise);
+``VoiceAugment.from_config`` builds one from the data module's ``voice_augment`` setting (the
+transforms by name, ``TRANSFORMS``; those not named are off).
 """
 
 from __future__ import annotations
@@ -186,6 +188,16 @@ class ColouredNoise:
         return AF.add_noise(wav[None], noise[None], torch.tensor([self.snr_db], dtype=wav.dtype))[0]
 
 
+# config name -> (VoiceAugment's probability field, its range settings: name -> (field, bounds))
+TRANSFORMS: dict[str, tuple[str, dict[str, tuple[str, tuple[float, float] | None]]]] = {
+    "vtlp": ("p_warp", {"alpha": ("alpha", (0.8, 1.2))}),
+    "pitch": ("p_pitch", {"semitones": ("semitones", (-6.0, 6.0))}),
+    "reverb": ("p_reverb", {"rt60": ("rt60", (0.05, 2.0))}),
+    "telephone": ("p_telephone", {}),
+    "noise": ("p_noise", {"snr_db": ("snr_db", (-20.0, 100.0)), "colours": ("colours", None)}),
+}
+
+
 @dataclass
 class VoiceAugment:
     """Draws and applies the transforms above to one utterance (each with its probability).
@@ -208,6 +220,54 @@ class VoiceAugment:
     p_noise: float = 0.5
     snr_db: tuple[float, float] = (5.0, 30.0)
     colours: tuple[str, ...] = field(default=("white", "pink", "brown"))
+
+    def __post_init__(self) -> None:
+        for name, (p_field, settings) in TRANSFORMS.items():
+            p = getattr(self, p_field)
+            if not 0.0 <= p <= 1.0:  # NaN too
+                raise ValueError(f"{name}: probability p must be in [0, 1], got {p}")
+            for key, (f, bounds) in settings.items():
+                v = getattr(self, f)
+                if bounds is None:
+                    bad = [c for c in v if c not in ("white", "pink", "brown")] if v else ["(none)"]
+                    if bad:
+                        raise ValueError(f"{name}: {key} must be a non-empty list of white, pink, brown; got {list(v)}")
+                    continue
+                if len(v) != 2 or not (bounds[0] <= v[0] <= v[1] <= bounds[1]):
+                    raise ValueError(f"{name}: {key} must be [low, high] with {bounds[0]} <= low <= high <= "
+                                     f"{bounds[1]}, got {list(v)}")
+
+    @classmethod
+    def from_config(cls, transforms: dict[str, dict]) -> VoiceAugment:
+        """From ``{name: {"p": probability, <range setting>: [low, high], ...}}`` with names from
+        ``TRANSFORMS`` (vtlp: alpha; pitch: semitones; reverb: rt60; telephone; noise: snr_db,
+        colours); an omitted setting keeps this class's default, a transform not named is off."""
+        if not transforms:
+            raise ValueError(f"voice_augment: name at least one transform ({', '.join(TRANSFORMS)}), or leave it unset")
+        kw: dict = {p_field: 0.0 for p_field, _ in TRANSFORMS.values()}
+        for name, settings in transforms.items():
+            if name not in TRANSFORMS:
+                raise ValueError(f"voice_augment: unknown transform {name!r}; known: {', '.join(TRANSFORMS)}")
+            p_field, ranges = TRANSFORMS[name]
+            settings = dict(settings or {})
+            unknown = sorted(set(settings) - {"p", *ranges})
+            if unknown:
+                raise ValueError(f"voice_augment: {name}: unknown setting {', '.join(map(repr, unknown))}; "
+                                 f"known: {', '.join(['p', *ranges])}")
+            kw[p_field] = cls.__dataclass_fields__[p_field].default if "p" not in settings else float(settings["p"])
+            for key, value in settings.items():
+                if key != "p":
+                    kw[ranges[key][0]] = tuple(value)
+        return cls(**kw)
+
+    def describe(self) -> str:
+        """The transforms that are on, with their probabilities and ranges (one line, for the log)."""
+        on = []
+        for name, (p_field, ranges) in TRANSFORMS.items():
+            if getattr(self, p_field) > 0:
+                extra = "".join(f" {k} {list(getattr(self, f))}" for k, (f, _) in ranges.items())
+                on.append(f"{name} p={getattr(self, p_field):g}{extra}")
+        return "; ".join(on) or "none"
 
     def __call__(self, wav: Tensor, generator: torch.Generator | None = None) -> tuple[Tensor, list[str]]:
         """(augmented waveform of the same length, the transforms applied with their parameters)."""

@@ -34,6 +34,7 @@ from vecset.encoders.speech import (
     find_audio,
     read_vocabulary,
 )
+from vecset.encoders.speech.voice_augment import VoiceAugment
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.data.speech_checks import check_shared_speakers, shared_sentences
 from vecset.pipelines.data.speech_utterances import (
@@ -138,8 +139,13 @@ class SpeechFramesDataModule(VecsetDataModule):
             whole number of Hz); None: none. See ``encoders/speech/augment.py``.
         noise_snr_db: training only: white noise at an SNR drawn uniformly from [low, high] dB
             (finite, in [-20, 100]) on a ``noise_prob`` share of the draws; None: none.
+        voice_augment: training only: voice and channel transforms that keep every sample in
+            place (``encoders/speech/voice_augment.py``), by name with their probability ``p`` and
+            ranges, e.g. ``{vtlp: {p: 0.5, alpha: [0.9, 1.1]}, pitch: {p: 0.3, semitones: [-3, 3]},
+            reverb: {p: 0.3, rt60: [0.2, 0.8]}, telephone: {p: 0.2}, noise: {p: 0.5, snr_db: [5, 30],
+            colours: [white, pink, brown]}}``; applied before speed and noise; None: none.
         augment_seed: with (epoch, index) seeds each draw (``speech_utterances.py``).
-            With ``speed_factors`` or ``noise_snr_db`` set, the training waveforms are kept (int16)
+            With ``speed_factors``, ``noise_snr_db`` or ``voice_augment`` set, the training waveforms are kept (int16)
             and each training item is perturbed, featurized and labelled when drawn; the global
             normalization statistics still come from the plain training frames. Validation and test
             are never augmented. SpecAugment (masking) is the encoder's (``SpeechEncoder``).
@@ -152,7 +158,8 @@ class SpeechFramesDataModule(VecsetDataModule):
                  max_utterances: int = 0, num_workers: int = 0,
                  predict_segments: Literal["decoder", "argmax"] = "decoder", fit_max_frames: int = 0,
                  speed_factors: list[float] | None = None, noise_snr_db: list[float] | None = None,
-                 noise_prob: float = 0.5, augment_seed: int = 0) -> None:
+                 noise_prob: float = 0.5, voice_augment: dict[str, dict] | None = None,
+                 augment_seed: int = 0) -> None:
         super().__init__()
         if fit_max_frames < 0:
             raise ValueError(f"fit_max_frames must be >= 0 (0: full lengths), got {fit_max_frames}")
@@ -179,11 +186,12 @@ class SpeechFramesDataModule(VecsetDataModule):
             raise ValueError(f"predict_segments must be 'decoder' or 'argmax', got {predict_segments!r}")
         self.predict_segments = predict_segments
         self.wave_augment = wave_augment(speed_factors, noise_snr_db, noise_prob)
+        self.voice_augment = None if voice_augment is None else VoiceAugment.from_config(voice_augment)
         self.augment_seed = augment_seed
-        if self.wave_augment is not None and fit_max_frames:
+        if (self.wave_augment is not None or self.voice_augment is not None) and fit_max_frames:
             # an augmented draw is featurized from the whole waveform, which the crop does not cut
-            raise ValueError("fit_max_frames cannot be combined with speed_factors / noise_snr_db (the augmented "
-                             "training draws are featurized from whole waveforms); set one of them")
+            raise ValueError("fit_max_frames cannot be combined with speed_factors / noise_snr_db / voice_augment (the "
+                             "augmented training draws are featurized from whole waveforms); set one of them")
         self.sets: dict[str, SpeechUtterances] = {}
         # sample id -> its audio file, own rate and length (a .phn counts these samples), frames
         self.files: dict[int, AudioFile] = {}
@@ -216,7 +224,7 @@ class SpeechFramesDataModule(VecsetDataModule):
 
     def load_split(self, split: str) -> SpeechUtterances:
         files = self.split_files(split)
-        augment = split == "train" and self.wave_augment is not None
+        augment = split == "train" and (self.wave_augment is not None or self.voice_augment is not None)
         items = [self.read(f, keep_wave=augment) for f in files]
         ignored = sum(u.ignored for u in items)
         frames = sum(len(u.x) for u in items)
@@ -236,9 +244,11 @@ class SpeechFramesDataModule(VecsetDataModule):
             print(f"speech {split}: {len(zero)} zero-length word{'s' if len(zero) > 1 else ''} (end = start) left out "
                   f"of the word scores: {', '.join(zero[:5])}{', ...' if len(zero) > 5 else ''}")
         if augment:
-            log.info("speech train: augmented at every draw (speed factors %s, noise SNR %s dB on %.0f%% of draws)",
-                     self.wave_augment.speed_factors, self.wave_augment.snr_db, 100 * self.wave_augment.noise_prob)
-            return AugmentedUtterances(items, self.wave_augment, self.featurizer, self.class_names, self.augment_seed)
+            w, v = self.wave_augment, self.voice_augment
+            log.info("speech train: augmented at every draw (voice: %s; speed factors %s, noise SNR %s dB on %.0f%% "
+                     "of draws)", v.describe() if v else "none", w.speed_factors if w else [1.0],
+                     w.snr_db if w else None, 100 * w.noise_prob if w else 0)
+            return AugmentedUtterances(items, w, self.featurizer, self.class_names, self.augment_seed, voice=v)
         return SpeechUtterances(items)
 
     def split_vocabulary(self, split: str) -> tuple[set[str], int, list[str]] | None:

@@ -1,6 +1,7 @@
 """The speech data module's datasets: featurized utterances, and training utterances augmented
-on the fly (each draw perturbs the kept waveform: speed and noise, ``encoders/speech/augment.py``;
-featurizes it and labels it from the unchanged .phn segments).
+on the fly (each draw perturbs the kept waveform: voice and channel transforms that keep every
+sample in place, ``encoders/speech/voice_augment.py``, then speed and noise,
+``encoders/speech/augment.py``; featurizes it and labels it from the unchanged .phn segments).
 
 A draw is seeded from (seed, epoch, index), so a run repeats and every epoch draws anew. The epoch
 travels with the index: ``EpochKeys`` (the sampler, in the main process) yields ``(epoch, index)``
@@ -16,6 +17,7 @@ from torch.utils.data import Dataset, Sampler
 
 from vecset.encoders.speech import INT16_SCALE, Featurizer, Utterance, featurize, frame_labels
 from vecset.encoders.speech.augment import SNR_RANGE_DB, SPEED_RANGE, WaveAugment, snr_in_range
+from vecset.encoders.speech.voice_augment import VoiceAugment
 
 
 class SpeechUtterances(Dataset):
@@ -72,19 +74,24 @@ class AugmentedUtterances(SpeechUtterances):
 
     Args:
         items: the training split's utterances (``SpeechReader.read`` with ``keep_wave=True``).
-        augment: the waveform perturbation.
+        augment: speed and noise (None: none).
         featurizer: the data module's featurizer (the one that made the plain frames).
         class_names: the phone set's names (frame labels).
         seed: mixed with the epoch and the index into each draw's generator.
+        voice: voice and channel transforms, applied first, same length (None: none); one
+            generator serves both, so without ``voice`` the speed and noise draws are unchanged.
 
     Shapes:
         wav (n,) -> perturbed (ceil(n / f),) -> x (T', F), y (T',) with T' = num_frames(ceil(n / f)).
     """
 
-    def __init__(self, items: list[Utterance], augment: WaveAugment, featurizer: Featurizer,
-                 class_names: list[str], seed: int = 0) -> None:
+    def __init__(self, items: list[Utterance], augment: WaveAugment | None, featurizer: Featurizer,
+                 class_names: list[str], seed: int = 0, voice: VoiceAugment | None = None) -> None:
         super().__init__(items)
+        if augment is None and voice is None:
+            raise ValueError("AugmentedUtterances: give augment, voice or both")
         self.augment, self.featurizer, self.class_names, self.seed = augment, featurizer, class_names, seed
+        self.voice = voice
 
     def __getitem__(self, key: int | tuple[int, int]) -> dict:
         if not isinstance(key, tuple):
@@ -92,9 +99,15 @@ class AugmentedUtterances(SpeechUtterances):
         epoch, i = key
         u = self.items[i]
         wav = u.wav.float() / INT16_SCALE  # (n,)
-        p = self.augment(wav, u.sample_rate, draw_generator(self.seed, epoch, i))
-        x = featurize(self.featurizer, p.wav, u.path)  # (T', F)
-        y, _ = frame_labels(u.segments, len(x), self.class_names, sample_rate=p.label_rate)
+        g = draw_generator(self.seed, epoch, i)
+        if self.voice is not None:
+            wav, _ = self.voice(wav, g)  # (n,): every sample in place
+        label_rate = u.sample_rate
+        if self.augment is not None:
+            p = self.augment(wav, u.sample_rate, g)
+            wav, label_rate = p.wav, p.label_rate
+        x = featurize(self.featurizer, wav, u.path)  # (T', F)
+        y, _ = frame_labels(u.segments, len(x), self.class_names, sample_rate=label_rate)
         return {"x": x, "y": torch.from_numpy(y), "id": u.id}
 
 

@@ -206,3 +206,44 @@ def test_lightning_fit_draws_with_each_epochs_number(corpus16k, monkeypatch):
 def test_fit_max_frames_with_augmentation_is_an_error():
     with pytest.raises(ValueError, match="fit_max_frames cannot be combined with speed_factors"):
         SpeechFramesDataModule(fit_max_frames=200, speed_factors=[0.9, 1.0, 1.1])
+
+
+VOICE = {"vtlp": {"p": 1.0, "alpha": [1.1, 1.1]}, "pitch": {"p": 1.0, "semitones": [2.0, 2.0]},
+         "reverb": {"p": 1.0}, "telephone": {"p": 1.0}, "noise": {"p": 1.0, "snr_db": [20.0, 20.0]}}
+
+
+def test_voice_augment_changes_the_features_not_the_labels_and_repeats(corpus16k, caplog):
+    plain = module(corpus16k)
+    with caplog.at_level("INFO", logger="vecset.pipelines.data.speech"):
+        voiced = module(corpus16k, voice_augment=VOICE, augment_seed=7)
+    lines = [r.getMessage() for r in caplog.records if "augmented at every draw" in r.getMessage()]
+    assert len(lines) == 1 and "vtlp p=1 alpha [1.1, 1.1]" in lines[0] and "telephone p=1" in lines[0]
+    ds = voiced.sets["train"]
+    assert isinstance(ds, AugmentedUtterances) and voiced.wave_augment is None
+    for i in range(len(ds)):
+        clean, drawn = plain.sets["train"][i], ds[(0, i)]
+        assert drawn["x"].shape == clean["x"].shape and torch.equal(drawn["y"], clean["y"])
+        assert (drawn["x"] - clean["x"]).abs().mean() > 0.5  # log-mel units: it did something
+    again = module(corpus16k, voice_augment=VOICE, augment_seed=7).sets["train"]
+    assert torch.equal(ds[(0, 0)]["x"], again[(0, 0)]["x"])
+    assert not torch.equal(ds[(0, 0)]["x"], ds[(1, 0)]["x"])  # the reverb tail and the noise draw anew
+    # validation and test stay plain
+    voiced.setup("test")
+    plain.setup("test")
+    for split in ("val", "test"):
+        assert type(voiced.sets[split]) is SpeechUtterances
+    assert same(list(plain.val_dataloader()), list(voiced.val_dataloader()))
+    assert same(list(plain.test_dataloader()), list(voiced.test_dataloader()))
+
+
+@pytest.mark.parametrize(("voice", "message"), [
+    ({"vtlp": {}, "echo": {"p": 0.5}}, r"voice_augment: unknown transform 'echo'; known: vtlp, pitch, reverb"),
+    ({"pitch": {"p": 0.5, "range": [-2, 2]}}, r"voice_augment: pitch: unknown setting 'range'; known: p, semitones"),
+    ({"reverb": {"p": 1.5}}, r"reverb: probability p must be in \[0, 1\], got 1.5"),
+    ({"vtlp": {"alpha": [0.5, 1.1]}}, r"vtlp: alpha must be \[low, high\] with 0.8 <= low <= high <= 1.2"),
+    ({"noise": {"colours": ["blue"]}}, r"noise: colours must be a non-empty list of white, pink, brown"),
+    ({}, r"voice_augment: name at least one transform"),
+])
+def test_bad_voice_augment_names_the_transform(voice, message):
+    with pytest.raises(ValueError, match=message):
+        SpeechFramesDataModule(voice_augment=voice)
