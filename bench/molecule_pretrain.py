@@ -6,7 +6,7 @@ bench/results/molecule_pretrain_<set>.json.
     python bench/molecule_pretrain.py --set freesolv --splits 0
     python bench/molecule_pretrain.py --set solubility
     python bench/molecule_pretrain.py --set b3db
-    python bench/molecule_pretrain.py --set freesolv --inits pretrained --tag lr3e-4 --extra --model.init_args.lr 0.0003
+    python bench/molecule_pretrain.py --set freesolv --inits pretrained --tag lr3e-4 --extra=--model.init_args.lr=0.0003
 """
 
 from __future__ import annotations
