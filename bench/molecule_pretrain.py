@@ -6,6 +6,7 @@ bench/results/molecule_pretrain_<set>.json.
     python bench/molecule_pretrain.py --set freesolv --splits 0
     python bench/molecule_pretrain.py --set solubility
     python bench/molecule_pretrain.py --set b3db
+    python bench/molecule_pretrain.py --set freesolv --inits pretrained --tag lr3e-4 --extra=--model.init_args.lr=0.0003
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ CONFIGS = {"freesolv": "configs/freesolv.yaml", "solubility": "configs/solubilit
 METRIC = {"freesolv": "test_rmse", "solubility": "test_rmse", "b3db": "roc_auc"}
 
 
-def launch(name: str, config: str, split: int, init: str, extra: list[str]) -> tuple[subprocess.Popen, Path]:
-    run = f"bench_pretrain_{name}_s{split}_{init}"
+def launch(name: str, config: str, split: int, init: str, extra: list[str], tag: str = "") -> tuple[subprocess.Popen, Path]:
+    run = f"bench_pretrain_{name}_s{split}_{init}{'_' + tag if tag else ''}"
     env = os.environ | {"VECSET_RUN_NAME": run, "VECSET_RUN_VERSION": "0", "OMP_WAIT_POLICY": "PASSIVE"}
     args = [str(Path(sys.executable).parent / "vecset"), "fit", "--config", config, "--trainer.enable_progress_bar=false",
             "--data.init_args.split_seed", str(split), *extra]
@@ -58,7 +59,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", required=True, choices=sorted(CONFIGS))
     ap.add_argument("--splits", type=int, nargs="+", default=[0])
-    ap.add_argument("--extra", nargs="*", default=[], help="more CLI arguments for both runs")
+    ap.add_argument("--inits", nargs="+", default=["none", "pretrained"], choices=["none", "pretrained"],
+                    help="the runs per split (side by side)")
+    ap.add_argument("--tag", default="", help="appended to the run names (a variant beside the earlier runs)")
+    ap.add_argument("--extra", nargs="*", default=[], help="more CLI arguments for every run")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     (ROOT / "runs").mkdir(exist_ok=True)
@@ -66,7 +70,7 @@ def main() -> None:
     rows = []
     for split in args.splits:
         t0 = time.time()
-        procs = {init: launch(args.set, CONFIGS[args.set], split, init, args.extra) for init in ("none", "pretrained")}
+        procs = {init: launch(args.set, CONFIGS[args.set], split, init, args.extra, args.tag) for init in args.inits}
         for init, (p, _) in procs.items():
             if p.wait():
                 raise SystemExit(f"{args.set} split {split} {init}: exit {p.returncode}, see runs/*.log")
@@ -74,9 +78,8 @@ def main() -> None:
         row |= {init: collect(args.set, run) for init, (_, run) in procs.items()}
         rows.append(row)
         m = METRIC[args.set]
-        print(f"{args.set} split {split}: {m} none {score(row['none'], m):.4f}  "
-              f"pretrained {score(row['pretrained'], m):.4f}"
-              f"  (val {row['none']['best_val']:.4f} / {row['pretrained']['best_val']:.4f})", flush=True)
+        print(f"{args.set} split {split} {m}: " + "  ".join(
+            f"{init} {score(row[init], m):.4f} (val {row[init]['best_val']:.4f})" for init in args.inits), flush=True)
     out = Path(args.out or ROOT / "bench" / "results" / f"molecule_pretrain_{args.set}.json")
     out.write_text(json.dumps({"command": "python bench/molecule_pretrain.py " + " ".join(sys.argv[1:]),
                                "checkpoint": CKPT, "config": CONFIGS[args.set], "metric": METRIC[args.set],

@@ -19,7 +19,8 @@ All the chemistry is here: ``reading.py`` is the molecule reader (a SMILES -> ``
 through ``MoleculeFeaturizer``; a CSV of SMILES with targets or labels -> labelled batch items,
 ``read_molecule_csv``), ``cache.py`` keeps featurized molecules on disk for the next run,
 ``descriptors.py`` computes and standardizes descriptors, ``scaffolds.py`` groups molecules by
-Bemis-Murcko scaffold for splits. Featurization (``graph_tensors``) is plain numpy/torch and
+Bemis-Murcko scaffold for splits, ``identity.py`` names a molecule by its canonical SMILES (for
+overlap checks between splits and sets). Featurization (``graph_tensors``) is plain numpy/torch and
 runs once per dataset in a DataModule's ``setup``; the encoder only embeds the cached tensors
 and checks, at the hand-over, that its tables fit how they were made (``GraphStructure``)."""
 
@@ -39,6 +40,7 @@ from vecset.encoders.graph.featurize import (
     graph_tensors,
     laplacian_pe,
 )
+from vecset.encoders.graph.identity import canonical_smiles
 from vecset.encoders.graph.molecules import (
     InvalidMolecule,
     Molecule,
@@ -56,6 +58,6 @@ from vecset.encoders.graph.scaffolds import murcko_scaffold, scaffold_groups
 
 __all__ = ["ATOM_CATEGORICAL", "ATOM_NUMERIC", "BOND_TYPES", "DescriptorScaler", "FeatureCache", "GraphAttention",
            "GraphEncoder", "InvalidMolecule", "Molecule", "MoleculeFeaturizer", "MoleculeTable", "NodeFeaturizer",
-           "default_cache_dir", "descriptor_names", "featurize_smiles", "graph_tensors", "laplacian_pe",
-           "mol_to_graph", "molecule_descriptors", "murcko_scaffold", "pad_graphs", "parse_smiles",
+           "canonical_smiles", "default_cache_dir", "descriptor_names", "featurize_smiles", "graph_tensors",
+           "laplacian_pe", "mol_to_graph", "molecule_descriptors", "murcko_scaffold", "pad_graphs", "parse_smiles",
            "read_molecule_csv", "scaffold_groups", "smiles_to_graph"]

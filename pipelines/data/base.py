@@ -22,7 +22,9 @@ class VecsetDataModule(pl.LightningDataModule):
       and the prediction rows (``pipelines/predict`` writes the predictions, not the data);
     - ``test_items()``: the test split's items in the test loader's order, as its reader made
       them (what reports read besides the test pass; ``collate`` batches a few of them);
-    - ``class_balance()``: per split, the count of each class, or None.
+    - ``class_balance()``: per split, the count of each class, or None;
+    - ``item_keys(split)`` and ``label_key()``: what identifies each item and what its label is,
+      for the leakage check of multi-task runs (``overlap.py``), or None where not declared.
 
     A data module never calls the model: what the model needs flows through ``data_spec``. It
     names no reports either: those are configured on ``ReportWriter``, with defaults per job
@@ -77,3 +79,14 @@ class VecsetDataModule(pl.LightningDataModule):
     def class_balance(self) -> dict[str, dict[str, int]] | None:
         """Per split, the number of items of each class; None where the data does not count them."""
         return None
+
+    def item_keys(self, split: str) -> list[str] | None:
+        """What identifies each item of ``split`` (after ``setup``) as an input, e.g. a molecule's
+        canonical SMILES; two items with one key are the same input. None: not declared (the
+        multi-task leakage check, ``overlap.py``, skips this data)."""
+        return None
+
+    def label_key(self) -> str:
+        """What this data's targets are: two data modules with one key label their items alike
+        (the same file and columns). Here: this object alone."""
+        return f"{type(self).__name__} at {id(self):#x}"

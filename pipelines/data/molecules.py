@@ -35,6 +35,7 @@ Classification (``label_column`` and ``classes``): ``y`` is the index of the row
 from __future__ import annotations
 
 import csv
+import hashlib
 import logging
 import math
 from dataclasses import replace
@@ -51,6 +52,7 @@ from vecset.encoders.graph import (
     FeatureCache,
     MoleculeFeaturizer,
     MoleculeTable,
+    canonical_smiles,
     read_molecule_csv,
     scaffold_groups,
 )
@@ -183,6 +185,7 @@ class MoleculeDataModule(VecsetDataModule):
         self.invalid_predict: list[dict] = []
         self.predict_items: list[dict] | None = None
         self.scaler: DescriptorScaler | None = None  # fit on the training split when descriptors are on
+        self._keys: dict[str, list[str]] = {}
 
     # -- reading: encoders/graph's reader --------------------------------------------
     def _progress(self):
@@ -341,6 +344,18 @@ class MoleculeDataModule(VecsetDataModule):
         """The test molecules: dicts of the featurized graph (``x`` (n_atoms, F), ...), ``y``,
         ``smiles``, ``line`` and ``id``."""
         return self.splits["test"]
+
+    def item_keys(self, split: str) -> list[str]:
+        """The canonical SMILES of the molecules of ``split`` (the leakage check, ``overlap.py``)."""
+        if split not in self._keys:
+            self._keys[split] = [canonical_smiles(it["smiles"]) for it in self.splits[split]]
+        return self._keys[split]
+
+    def label_key(self) -> str:
+        """The file's SHA-256 and the target columns (or the label column): a copy of the file
+        with the same columns has the same labels."""
+        digest = hashlib.sha256(self.csv_path.read_bytes()).hexdigest()[:16]
+        return f"{self.csv_path.name} sha256 {digest}, {self.label_column or ', '.join(self.target_names)}"
 
     def class_balance(self) -> dict[str, dict[str, int]] | None:
         """Per split, the number of molecules of each class (classification; None for regression)."""

@@ -6,8 +6,11 @@ its modality to the shared d_model; every task's loss moves the same backbone we
 
 from __future__ import annotations
 
+import logging
+
 import pytorch_lightning as pl
 import torch
+from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.core.mixins.hparams_mixin import _given_hyperparameters
 from pytorch_lightning.utilities import CombinedLoader
 from torch import Tensor, nn
@@ -16,6 +19,7 @@ from torchmetrics import MeanMetric
 from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
 from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.overlap import overlap_with_test
 from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.set_size import check_set_size
 from vecset.pipelines.training.step import (
@@ -29,6 +33,8 @@ from vecset.pipelines.training.step import (
 )
 from vecset.pipelines.training.task import adamw_warmup_cosine, best_and_last_checkpoint
 from vecset.pipelines.training.task_view import TaskView
+
+log = logging.getLogger(__name__)
 
 
 class MultiTaskDataModule(VecsetDataModule):
@@ -50,6 +56,7 @@ class MultiTaskDataModule(VecsetDataModule):
             raise ValueError(f"predict_task {predict_task!r} is not one of the tasks {list(tasks)}")
         self.tasks = tasks
         self.predict_task = predict_task
+        self.test_overlap: dict[str, dict[str, int]] | None = None  # overlap_with_test's counts, at fit
 
     @property
     def names(self) -> list[str]:
@@ -74,6 +81,15 @@ class MultiTaskDataModule(VecsetDataModule):
             return
         for dm in self.tasks.values():
             dm.setup(stage)
+        if stage in ("fit", None) and self.test_overlap is None:
+            self.test_overlap = overlap_with_test(self.tasks)
+            seen = {t: {k: v for k, v in row.items() if k not in ("test", "own train") and v}
+                    for t, row in self.test_overlap.items()}
+            if any(seen.values()):  # structure with another task's label: allowed, and said
+                log.warning("test molecules in another task's training split (with that task's label; their own "
+                            "targets are not trained on): %s", "; ".join(
+                                f"{t} test ({self.test_overlap[t]['test']}): " + ", ".join(f"{v} in {k}" for k, v in c.items())
+                                for t, c in seen.items() if c))
 
     def train_dataloader(self):
         return CombinedLoader({k: dm.train_dataloader() for k, dm in self.tasks.items()}, "max_size_cycle")
@@ -107,6 +123,10 @@ class MultiTaskModule(pl.LightningModule):
         heads: task name -> head.
         loss_weights: task name -> weight of its loss in the sum (default 1 each).
         lr, weight_decay, warmup: as in TaskModule.
+        task_checkpoints: besides the best checkpoint by ``val_loss`` (the one ``vecset fit``
+            tests), keep each task's best by its own validation metric (``best-<task>-epoch<e>.ckpt``,
+            monitoring ``<task>/val_rmse`` or ``<task>/val_acc``): each task's epoch chosen on its
+            own validation split (bench/molecule_multitask.py tests them).
 
     Metrics are logged with the task's name as prefix: ``speech/val_acc``,
     ``digits/val_acc``, ``freesolv/val_rmse``; ``val_loss`` is the weighted sum of the
@@ -115,7 +135,7 @@ class MultiTaskModule(pl.LightningModule):
 
     def __init__(self, backbone: nn.Module, encoders: dict[str, Encoder], heads: dict[str, Head],
                  loss_weights: dict[str, float] | None = None, lr: float = 1e-3, weight_decay: float = 0.01,
-                 warmup: float = 0.05) -> None:
+                 warmup: float = 0.05, task_checkpoints: bool = False) -> None:
         super().__init__()
         if set(encoders) != set(heads):
             raise ValueError(f"encoders {sorted(encoders)} and heads {sorted(heads)} must name the same tasks")
@@ -223,7 +243,13 @@ class MultiTaskModule(pl.LightningModule):
         return adamw_warmup_cosine(self, self.hparams.lr, self.hparams.weight_decay, self.hparams.warmup)
 
     def configure_callbacks(self):
-        return best_and_last_checkpoint(self, "val_loss", "min")
+        callbacks = best_and_last_checkpoint(self, "val_loss", "min")  # the first: trainer.checkpoint_callback
+        if callbacks and self.hparams.get("task_checkpoints"):
+            for t in self.tasks:
+                metric, mode = self.heads[t].monitor
+                callbacks.append(ModelCheckpoint(monitor=f"{t}/{metric}", mode=mode, auto_insert_metric_name=False,
+                                                 filename=f"best-{t}-epoch{{epoch:03d}}"))
+        return callbacks
 
 
 def shared_backbone_grads(model: MultiTaskModule, batches: dict[str, dict]) -> dict[str, float]:

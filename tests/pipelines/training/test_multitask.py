@@ -61,8 +61,19 @@ def test_mismatched_task_names_are_rejected():
 def multitask_run(tmp_path_factory):
     with contextlib.chdir(tmp_path_factory.mktemp("mt")):
         run_cli(["fit", "--config", str(ROOT / "configs" / "debug_multitask.yaml"),
-                 "--trainer.enable_progress_bar=false", "--trainer.max_epochs=3", "--plots=false"])
+                 "--trainer.enable_progress_bar=false", "--trainer.max_epochs=3", "--plots=false",
+                 "--model.init_args.task_checkpoints=true"])
         return Path.cwd() / "runs" / "debug_multitask" / "version_0"
+
+
+def test_task_checkpoints_keep_each_tasks_best_epoch_by_its_own_validation_metric(multitask_run):
+    with open(multitask_run / "metrics.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    for task, metric, pick in (("above", "val_acc", max), ("mean", "val_rmse", min)):
+        scores = {int(r["epoch"]): float(r[f"{task}/{metric}"]) for r in rows if r.get(f"{task}/{metric}")}
+        assert len(scores) == 3
+        (ckpt,) = (multitask_run / "checkpoints").glob(f"best-{task}-epoch*.ckpt")
+        assert int(ckpt.stem.rsplit("epoch", 1)[1]) == pick(scores, key=scores.get)
 
 
 def test_multitask_cli_logs_prefixed_metrics(multitask_run):
