@@ -16,7 +16,7 @@ from torch import Tensor
 class VectorSet:
     """A padded batch of vector sets.
 
-    Shapes:
+    Attributes:
         x:    (B, N, D) float, padded values
         mask: (B, N) bool, True where a vector is real
         pos:  optional (B, N, P) positions/coordinates (informational; encoders add
