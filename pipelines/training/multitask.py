@@ -86,7 +86,7 @@ class MultiTaskDataModule(VecsetDataModule):
             seen = {t: {k: v for k, v in row.items() if k not in ("test", "own train") and v}
                     for t, row in self.test_overlap.items()}
             if any(seen.values()):  # structure with another task's label: allowed, and said
-                log.warning("test molecules in another task's training split (with that task's label; their own "
+                log.warning("test items in another task's training split (with that task's label; their own "
                             "targets are not trained on): %s", "; ".join(
                                 f"{t} test ({self.test_overlap[t]['test']}): " + ", ".join(f"{v} in {k}" for k, v in c.items())
                                 for t, c in seen.items() if c))
