@@ -2,15 +2,16 @@
 
 A corpus built with ``scripts/make_speech_corpus.py --rotations`` holds, per voice family F,
 ``lovo/F/{train,dev,test,test_in_voice}.lst``: train and dev are the other families' train and
-dev speakers, ``test`` is every utterance of F (a voice the model never heard) and
+dev speakers, ``test`` is F's utterances but its dev speakers' (a voice the model never heard) and
 ``test_in_voice`` the other families' test speakers (voices it trained on, new speakers and
 sentences). Each model config trains once per rotation (``vecset fit``, best checkpoint by dev
 accuracy, tested on F); the same checkpoint is then tested on ``test_in_voice``. The table has,
-per model, both frame accuracies per held-out family and their means over the rotations.
+per model, both frame accuracies per held-out family and their means over the rotations. F's dev
+speakers are in no list of the table: they are the voice-disjoint dev set below.
 
 ``--choose-on F`` is the voice-disjoint dev split for choosing settings (augmentation): it trains
 the rotation of F (best checkpoint by its in-voice dev) and scores it on F's dev speakers only
-(``lovo/F/dev_unheard.lst``, written from speakers.tsv), never on a test list; the rows go to
+(``lovo/F/dev_unheard.lst``), never on a test list; the rows go to
 ``--out`` under ``choice``. Settings go after ``--`` as CLI overrides (``--data.voice_augment ...``).
 
 Usage:
@@ -76,16 +77,14 @@ def test_on(config: str, checkpoint: str, root: str, test_list: str) -> float:
 
 
 def unheard_dev(root: Path, fam: str) -> str:
-    """``lovo/<fam>/dev_unheard.lst``: the dev speakers of family ``fam`` (speakers.tsv), a voice
-    the rotation of ``fam`` never trains on; written, and its path relative to ``root`` returned."""
-    rows = [ln.split("\t") for ln in (root / "speakers.tsv").read_text().splitlines()]
-    col = {k: i for i, k in enumerate(rows[0])}
-    dev = {r[col["name"]] for r in rows[1:] if r[col["family"]] == fam and r[col["split"]] == "dev"}
-    if not dev:
-        raise SystemExit(f"{root / 'speakers.tsv'}: family {fam!r} has no dev speaker")
-    lst = [u for u in (root / "lovo" / fam / "test.lst").read_text().split() if u.split("/")[0] in dev]
-    (root / "lovo" / fam / "dev_unheard.lst").write_text("".join(u + "\n" for u in lst))
-    return "dev_unheard.lst"
+    """``dev_unheard.lst``, the dev speakers of family ``fam``: a voice the rotation of ``fam``
+    never trains on, and never in its test list; checked, and its name in ``lovo/<fam>/`` returned."""
+    lst = root / "lovo" / fam / "dev_unheard.lst"
+    if not lst.exists():
+        raise SystemExit(f"{lst}: missing; family {fam!r} has no dev speaker, or the corpus was built before "
+                         "dev_unheard.lst (and then its test.lst holds these speakers): rebuild it with "
+                         "scripts/make_speech_corpus.py --rotations")
+    return lst.name
 
 
 def choose(a, root: Path) -> None:

@@ -41,8 +41,10 @@ over them, in the order train, train, dev, test); a test family may not be a tra
 error), so the test voices are voices the model never heard. Without them every family is in all
 three splits (in-voice, speaker-disjoint). ``--rotations`` also writes leave-one-voice-out lists:
 ``lovo/<family>/{train,dev}.lst`` (the train and dev speakers of the other families),
-``lovo/<family>/test.lst`` (every utterance of the held-out family) and ``test_in_voice.lst``
-(the test speakers of the other families: the in-voice score of the same model).
+``lovo/<family>/dev_unheard.lst`` (the held-out family's dev speakers: a voice-disjoint dev set for
+choosing settings), ``lovo/<family>/test.lst`` (the held-out family's other utterances, never those
+of its dev speakers) and ``test_in_voice.lst`` (the test speakers of the other families: the
+in-voice score of the same model).
 
 Determinism: every sentence, speaker and setting is drawn from ``--seed`` before synthesis, and
 Festival is deterministic, so the files are the same for a given seed and job count (the job
@@ -239,15 +241,20 @@ def make_speakers(n: int, seed: int, voices: list[str] | tuple[str, ...] = DEFAU
 
 
 def rotations(speakers: list[Speaker], lists: dict[str, list[str]]) -> dict[str, dict[str, list[str]]]:
-    """Leave-one-voice-out lists per family (module docstring): train/dev of the others, test of
-    the held-out family (all its utterances), test_in_voice of the others."""
+    """Leave-one-voice-out lists per family (module docstring): train/dev of the others; of the
+    held-out family, dev_unheard (its dev speakers, for choosing settings; left out when it has
+    none) and test (its other utterances); test_in_voice of the others."""
     fam = {s.name: s.family for s in speakers}
     every = sorted(u for v in lists.values() for u in v)
+    dev = set(lists["dev"])
     out = {}
     for f in dict.fromkeys(s.family for s in speakers):
         other = {k: [u for u in v if fam[u.split("/")[0]] != f] for k, v in lists.items()}
+        held = [u for u in every if fam[u.split("/")[0]] == f]
         out[f] = {"train": other["train"], "dev": other["dev"], "test_in_voice": other["test"],
-                  "test": [u for u in every if fam[u.split("/")[0]] == f]}
+                  "test": [u for u in held if u not in dev]}
+        if any(u in dev for u in held):
+            out[f]["dev_unheard"] = [u for u in held if u in dev]
     return out
 
 

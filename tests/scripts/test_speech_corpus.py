@@ -251,7 +251,10 @@ def test_voice_disjoint_speakers_and_rotations():
     rot = corpus.rotations(spk, lists)
     assert set(rot) == {"kal", "slt", "enusm3", "enusf3", "enusklatt"}
     r = rot["enusf3"]
-    assert r["test"] == sorted(u for u in sum(lists.values(), []) if "enusf3" in u) and len(r["test"]) == 4
+    held = sorted(u for u in sum(lists.values(), []) if "enusf3" in u)
+    # the held-out family's dev speakers are its voice-disjoint dev set, never in its test list
+    assert r["dev_unheard"] == [u for u in held if u in lists["dev"]] and len(r["dev_unheard"]) >= 1
+    assert r["test"] == [u for u in held if u not in lists["dev"]] and len(r["test"]) + len(r["dev_unheard"]) == 4
     assert not any("enusf3" in u for k in ("train", "dev", "test_in_voice") for u in r[k])
     assert len(r["train"]) == 8 and len(r["test_in_voice"]) == 4
 
