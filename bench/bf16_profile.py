@@ -10,10 +10,15 @@ residual adds, the loss). The fp32 step is profiled the same way, for comparison
     python bench/bf16_profile.py              # d_model 128 and 256, writes bench/results/bf16_profile.json
     python bench/bf16_profile.py --steps 3    # fewer profiled steps
     python bench/bf16_profile.py --ab         # each bf16 change on and off, steps taking turns (bf16_profile_ab.json)
+    python bench/bf16_profile.py --config configs/freesolv.yaml configs/g2p.yaml   # a job's own step (bf16_profile_jobs.json)
 
 ``--ab``: the Backbone training step (B x N = 4096, AdamW) at N 128 / 512 and d 128 / 256 in fp32,
 in bf16-mixed with every change of the bf16 path undone (``before``) and as it is (``after``),
 taking turns step by step; the ratios are from that one run.
+
+``--config``: the training step of a job as its config builds it (encoder, backbone, head, loss;
+its data module's first ``--batches`` training batches, cycled), AdamW, in fp32 and in
+bf16-mixed: the two steps taking turns for the ratio, then each profiled by class as above.
 """
 
 from __future__ import annotations
@@ -75,13 +80,62 @@ def make_step(d: int, bf16: bool, b: int = B, n: int = N, setting=None):
     return step
 
 
+def job_step(config: str, bf16: bool, batches: int):
+    """One training step of the job ``config`` builds (module docstring, ``--config``)."""
+    import itertools
+
+    from vecset.pipelines.cli import VecsetCLI
+
+    cli = VecsetCLI(run=False, args=["--config", config, "--trainer.logger", "false",
+                                     "--trainer.precision", "32-true"])
+    model, dm = cli.model, cli.datamodule
+    dm.prepare_data()
+    dm.setup("fit")
+    data = list(itertools.islice(iter(dm.train_dataloader()), batches))
+    model.train()
+    torch.manual_seed(0)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    cycle = itertools.cycle(data)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            out = model.training_step(next(cycle), 0)
+        (out["loss"] if isinstance(out, dict) else out).float().backward()
+        opt.step()
+
+    return step, len(data)
+
+
+def jobs(configs: list[str], repeats: int, steps: int, batches: int) -> list[dict]:
+    from bench.attention import interleaved
+
+    rows = []
+    for config in configs:
+        made = {prec: job_step(config, prec == "bf16-mixed", batches) for prec in ("fp32", "bf16-mixed")}
+        load = os.getloadavg()[0]
+        t = interleaved({prec: step for prec, (step, _) in made.items()}, repeats)
+        for prec, (step, n) in made.items():
+            row = {"config": config, "batches": n, **profile_step(step, steps), "precision": prec,
+                   "median_s": t[prec]["median_s"], "min_s": t[prec]["min_s"], "max_s": t[prec]["max_s"],
+                   "repeats": repeats, "speed_vs_fp32": t["fp32"]["median_s"] / t[prec]["median_s"],
+                   "load_1min": load}
+            row.pop("step_s")
+            print({k: v for k, v in row.items() if k != "top_ops"}, flush=True)
+            rows.append(row)
+    return rows
+
+
 def profile(d: int, bf16: bool, steps: int) -> dict:
+    return {"d_model": d, "precision": "bf16-mixed" if bf16 else "fp32", **profile_step(make_step(d, bf16), steps)}
+
+
+def profile_step(step, steps: int) -> dict:
     """Self CPU time per class over ``steps`` profiled steps (after one warm-up), and the
     top ops."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as tprofile
 
-    step = make_step(d, bf16)
     step()
     t = time.perf_counter()
     for _ in range(steps):
@@ -100,8 +154,7 @@ def profile(d: int, bf16: bool, steps: int) -> dict:
         ops.append({"op": ev.key, "class": op_class(ev.key), "self_ms": us / 1e3, "calls": ev.count // steps})
     total = sum(per.values())
     ops.sort(key=lambda o: -o["self_ms"])
-    return {"d_model": d, "precision": "bf16-mixed" if bf16 else "fp32", "step_s": plain_s,
-            "profiled_self_ms": total / 1e3, **{f"share_{c}": per[c] / total for c in CLASSES},
+    return {"step_s": plain_s, "profiled_self_ms": total / 1e3, **{f"share_{c}": per[c] / total for c in CLASSES},
             "top_ops": ops[:15]}
 
 
@@ -150,7 +203,19 @@ def main() -> None:
     ap.add_argument("--ab", action="store_true")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--ns", type=int, nargs="+", default=[128, 512])
+    ap.add_argument("--config", nargs="+", default=None, help="profile these jobs' own steps (bf16_profile_jobs.json)")
+    ap.add_argument("--batches", type=int, default=8, help="--config: training batches cycled through")
     args = ap.parse_args()
+    if args.config:
+        load = os.getloadavg()
+        rows = jobs(args.config, args.repeats, args.steps, args.batches)
+        print(table(rows, ["config", "precision", "median_s", "speed_vs_fp32", "profiled_self_ms",
+                           *(f"share_{c}" for c in CLASSES), "load_1min"]))
+        path = write_json(args.out if args.out != "bf16_profile" else "bf16_profile_jobs",
+                          {"threads": torch.get_num_threads(), "load_before": load, "load_after": os.getloadavg(),
+                           "rows": rows})
+        print(f"wrote {path}")
+        return
     if args.ab:
         load = os.getloadavg()
         rows = ab(args.repeats, args.ns, args.d)
