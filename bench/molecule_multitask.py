@@ -8,6 +8,10 @@ splits and in the pretraining set (``pipelines/data/overlap.py``). Writes
 bench/results/molecule_multitask.json.
 
     python bench/molecule_multitask.py --steps 1200
+    python bench/molecule_multitask.py --steps 600 --freesolv-split 3 --out bench/results/molecule_multitask_split3.json
+
+``--freesolv-split S``: FreeSolv on its random split S (the others keep theirs), compared with
+none / pretrained and the forest on that split.
 """
 
 from __future__ import annotations
@@ -72,20 +76,22 @@ def best_val(run: Path, task: str, epoch: int) -> dict:
     return {k: float(v) for r in rows for k, v in r.items() if k.startswith(f"{task}/val_") and v}
 
 
-def earlier(task: str) -> dict:
-    """none / pretrained (split 0) and the forest, from the existing JSONs."""
+def earlier(task: str, split: int = 0) -> dict:
+    """none / pretrained and the forest on the task's split ``split``, from the existing JSONs."""
     out = {}
     pre = ROOT / "bench" / "results" / f"molecule_pretrain_{task}.json"
     if pre.exists():
-        row = json.loads(pre.read_text())["splits"][0]
-        out |= {k: score(row[k], METRIC[task]) for k in ("none", "pretrained")}
+        row = next((r for r in json.loads(pre.read_text())["splits"] if r["split"] == split), None)
+        out |= {k: score(row[k], METRIC[task]) for k in ("none", "pretrained")} if row else {}
     name, key = FOREST[task]
-    split0 = json.loads((ROOT / "bench" / "results" / name).read_text())["datasets"][key]["splits"][0]["random_forest"]
-    out["forest"] = split0["roc_auc" if task == "b3db" else "test_rmse"]
+    rows = json.loads((ROOT / "bench" / "results" / name).read_text())["datasets"][key]["splits"]
+    forest = next((r["random_forest"] for r in rows if r["split"] == split), None)
+    if forest:
+        out["forest"] = forest["roc_auc" if task == "b3db" else "test_rmse"]
     return out
 
 
-def overlap_counts() -> dict:
+def overlap_counts(freesolv_split: int = 0) -> dict:
     """Per task, its test molecules in the other tasks' training splits and in the pretraining set."""
     import yaml
 
@@ -95,6 +101,7 @@ def overlap_counts() -> dict:
 
     tasks = {t: MoleculeDataModule(**spec["init_args"])
              for t, spec in yaml.safe_load((ROOT / CONFIG).read_text())["data"]["init_args"]["tasks"].items()}
+    tasks["freesolv"].split_seed = freesolv_split
     for dm in tasks.values():
         dm.setup("fit")
     with open(ROOT / PRETRAIN_CSV, newline="") as f:
@@ -106,12 +113,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=1200, help="optimizer steps (each a batch of every task)")
     ap.add_argument("--extra", nargs="*", default=[], help="more CLI arguments for the fit")
+    ap.add_argument("--freesolv-split", type=int, default=0, help="FreeSolv's random split (module docstring)")
     ap.add_argument("--name", default="bench_multitask_molecules")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "molecule_multitask.json"))
     args = ap.parse_args()
     (ROOT / "runs").mkdir(exist_ok=True)
     load0, t0 = loadavg(), time.time()
-    run = fit(args.steps, args.extra, args.name)
+    split = ["--data.init_args.tasks.freesolv.init_args.split_seed", str(args.freesolv_split)]
+    run = fit(args.steps, [*split, *args.extra], args.name)
     fit_seconds = round(time.time() - t0, 1)
     results = json.loads((run / "results.json").read_text())
     rows = {}
@@ -121,19 +130,20 @@ def main() -> None:
         rows[task] = {"metric": "roc_auc" if task == "b3db" else "test_rmse", "checkpoint": str(ckpt.relative_to(ROOT)),
                       "epoch": int(ckpt.stem.rsplit("epoch", 1)[1]), "multitask": task_score(task, metrics, test_dir),
                       "val": best_val(run, task, int(ckpt.stem.rsplit("epoch", 1)[1])),
-                      "test_metrics": {k: v for k, v in metrics.items() if k.startswith(f"{task}/test")}} | earlier(task)
+                      "test_metrics": {k: v for k, v in metrics.items() if k.startswith(f"{task}/test")}} | earlier(
+                          task, args.freesolv_split if task == "freesolv" else 0)
     record = {
         "command": "python bench/molecule_multitask.py " + " ".join(sys.argv[1:]), "config": CONFIG,
         "pretrained_checkpoint_compared": CKPT, "loadavg_at_start": load0, "loadavg_at_end": loadavg(),
-        "fit_seconds": fit_seconds, "steps": results["global_steps"], "epochs": results["epochs"],
+        "freesolv_split": args.freesolv_split, "fit_seconds": fit_seconds, "steps": results["global_steps"], "epochs": results["epochs"],
         "fit_results": {k: results[k] for k in ("monitor", "best_val", "test", "train_seconds", "setup_seconds")},
         "run_dir": str(run.relative_to(ROOT)), "tasks": rows, "notes": ""}
     Path(args.out).write_text(json.dumps(record, indent=1))
     print(f"{'set':11s} {'metric':9s} {'epoch':>5s} {'none':>7s} {'pretr.':>7s} {'multi':>7s} {'forest':>7s}")
     for task, r in rows.items():
         print(f"{task:11s} {r['metric']:9s} {r['epoch']:5d} {r.get('none', float('nan')):7.4f} "
-              f"{r.get('pretrained', float('nan')):7.4f} {r['multitask']:7.4f} {r['forest']:7.4f}")
-    record["test_overlap"] = overlap = overlap_counts()
+              f"{r.get('pretrained', float('nan')):7.4f} {r['multitask']:7.4f} {r.get('forest', float('nan')):7.4f}")
+    record["test_overlap"] = overlap = overlap_counts(args.freesolv_split)
     print("test molecules also in another task's training split / the pretraining set:", json.dumps(overlap))
     Path(args.out).write_text(json.dumps(record, indent=1))
     print(f"wrote {args.out}")
