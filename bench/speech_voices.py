@@ -9,6 +9,9 @@ accuracy, tested on F); the same checkpoint is then tested on ``test_in_voice``.
 per model, both frame accuracies per held-out family and their means over the rotations. F's dev
 speakers are in no list of the table: they are the voice-disjoint dev set below.
 
+``--lovo lovo_synth`` holds out a whole synthesizer instead (Festival's voices or espeak-ng's):
+the voice-disjoint number for a synthesizer no training voice comes from.
+
 ``--choose-on F`` is the voice-disjoint dev split for choosing settings (augmentation): it trains
 the rotation of F (best checkpoint by its in-voice dev) and scores it on F's dev speakers only
 (``lovo/F/dev_unheard.lst``), never on a test list; the rows go to
@@ -43,8 +46,9 @@ CONFIGS = {
 }
 
 
-def fit(config: str, root: str, fam: str, epochs: int, extra: list[str], test: str = "test.lst") -> dict:
-    lovo = f"lovo/{fam}"
+def fit(config: str, root: str, fam: str, epochs: int, extra: list[str], test: str = "test.lst",
+        folder: str = "lovo") -> dict:
+    lovo = f"{folder}/{fam}"
     cmd = [sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", config, "--data.root", root,
            "--data.train", f"{lovo}/train.lst", "--data.val", f"{lovo}/dev.lst", "--data.test", f"{lovo}/{test}",
            "--trainer.max_epochs", str(epochs), "--trainer.enable_progress_bar", "false", *extra]
@@ -76,10 +80,10 @@ def test_on(config: str, checkpoint: str, root: str, test_list: str) -> float:
     return float(out["test_acc"])
 
 
-def unheard_dev(root: Path, fam: str) -> str:
+def unheard_dev(root: Path, fam: str, folder: str = "lovo") -> str:
     """``dev_unheard.lst``, the dev speakers of family ``fam``: a voice the rotation of ``fam``
     never trains on, and never in its test list; checked, and its name in ``lovo/<fam>/`` returned."""
-    lst = root / "lovo" / fam / "dev_unheard.lst"
+    lst = root / folder / fam / "dev_unheard.lst"
     if not lst.exists():
         raise SystemExit(f"{lst}: missing; family {fam!r} has no dev speaker, or the corpus was built before "
                          "dev_unheard.lst (and then its test.lst holds these speakers): rebuild it with "
@@ -92,9 +96,9 @@ def choose(a, root: Path) -> None:
     out = Path(a.out)
     saved = json.loads(out.read_text()) if out.exists() else {"bench": "bench/speech_voices.py --choose-on",
                                                               "corpus": str(root), "choice": {}}
-    test = unheard_dev(root, a.choose_on)
+    test = unheard_dev(root, a.choose_on, a.lovo)
     for model in a.models:
-        r = fit(CONFIGS[model], a.root, a.choose_on, a.epochs, a.extra, test=test)
+        r = fit(CONFIGS[model], a.root, a.choose_on, a.epochs, a.extra, test=test, folder=a.lovo)
         r["voice_disjoint_dev_frame_accuracy"] = r.pop("voice_disjoint_frame_accuracy")
         r.update(model=model, family=a.choose_on, tag=a.tag, overrides=a.extra, loadavg_after=os.getloadavg(),
                  note=a.note)
@@ -110,8 +114,13 @@ def main() -> None:
     ap.add_argument("--root", default="data/speech_voices")
     ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--models", nargs="*", default=list(CONFIGS), choices=list(CONFIGS))
-    ap.add_argument("--families", nargs="*", default=None, help="held-out families (default: every lovo/ folder)")
+    ap.add_argument("--families", nargs="*", default=None, help="held-out families (default: every folder of --lovo)")
+    ap.add_argument("--lovo", default="lovo", choices=["lovo", "lovo_synth"],
+                    help="lovo: one voice family out; lovo_synth: one synthesizer (festival, espeak) out")
     ap.add_argument("--out", default="bench/results/speech_voices.json")
+    ap.add_argument("--corpus-command", help="the command that built --root (kept in the JSON)",
+                    default="python scripts/make_speech_corpus.py --out data/speech_voices --utterances 300 --speakers 20 "
+                            "--voices kal,ked,slt,espeak:en-us,espeak:en-us+f3 --rotations --format flac")
     ap.add_argument("--note", default="", help="machine load (cat /proc/loadavg) and anything else to keep")
     ap.add_argument("--choose-on", default=None, metavar="FAMILY",
                     help="score on FAMILY's dev speakers only (voice-disjoint dev), for choosing settings")
@@ -121,7 +130,7 @@ def main() -> None:
     root = Path(a.root)
     if a.choose_on:
         return choose(a, root)
-    fams = a.families or sorted(p.name for p in (root / "lovo").iterdir() if p.is_dir())
+    fams = a.families or sorted(p.name for p in (root / a.lovo).iterdir() if p.is_dir())
     out = Path(a.out)
     saved = json.loads(out.read_text()) if out.exists() else {}
     rows = saved.get("results", {}) if saved.get("corpus") == str(root) else {}
@@ -131,9 +140,9 @@ def main() -> None:
             key = f"{model} / {fam}"
             if key in rows and rows[key].get("epochs_requested") == a.epochs and rows[key].get("overrides") == a.extra:
                 continue
-            r = fit(CONFIGS[model], a.root, fam, a.epochs, a.extra)
+            r = fit(CONFIGS[model], a.root, fam, a.epochs, a.extra, folder=a.lovo)
             r["in_voice_frame_accuracy"] = test_on(CONFIGS[model], r["checkpoint"], a.root,
-                                                   f"lovo/{fam}/test_in_voice.lst")
+                                                   f"{a.lovo}/{fam}/test_in_voice.lst")
             r.update(model=model, held_out=fam, epochs_requested=a.epochs, overrides=a.extra,
                      loadavg_after=os.getloadavg())
             rows[key] = r
@@ -157,10 +166,9 @@ def write(out: Path, root: Path, rows: dict, a, fams: list[str], seconds: float)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
         "bench": "bench/speech_voices.py", "corpus": str(root),
-        "corpus_command": "python scripts/make_speech_corpus.py --out data/speech_voices --utterances 300 --speakers 20 "
-                          "--voices kal,ked,slt,espeak:en-us,espeak:en-us+f3 --rotations --format flac",
-        "corpus_hours": corpus.get("hours"), "families": fams,
-        "rotation_sizes": corpus.get("voices", {}).get("rotations"),
+        "corpus_command": a.corpus_command,
+        "corpus_hours": corpus.get("hours"), "held_out": a.lovo, "families": fams,
+        "rotation_sizes": corpus.get("voices", {}).get("rotations" if a.lovo == "lovo" else "synth_rotations"),
         "summary": summary, "results": rows,
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         "note": a.note, "bench_seconds_this_call": round(seconds, 1),

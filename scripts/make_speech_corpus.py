@@ -44,7 +44,9 @@ three splits (in-voice, speaker-disjoint). ``--rotations`` also writes leave-one
 ``lovo/<family>/dev_unheard.lst`` (the held-out family's dev speakers: a voice-disjoint dev set for
 choosing settings), ``lovo/<family>/test.lst`` (the held-out family's other utterances, never those
 of its dev speakers) and ``test_in_voice.lst`` (the test speakers of the other families: the
-in-voice score of the same model).
+in-voice score of the same model). With both synthesizers, ``lovo_synth/<synth>/`` holds the same
+lists with a whole synthesizer held out (festival or espeak): a test voice from a synthesizer no
+training voice comes from.
 
 Determinism: every sentence, speaker and setting is drawn from ``--seed`` before synthesis, and
 Festival is deterministic, so the files are the same for a given seed and job count (the job
@@ -240,15 +242,17 @@ def make_speakers(n: int, seed: int, voices: list[str] | tuple[str, ...] = DEFAU
     return speakers
 
 
-def rotations(speakers: list[Speaker], lists: dict[str, list[str]]) -> dict[str, dict[str, list[str]]]:
-    """Leave-one-voice-out lists per family (module docstring): train/dev of the others; of the
-    held-out family, dev_unheard (its dev speakers, for choosing settings; left out when it has
-    none) and test (its other utterances); test_in_voice of the others."""
-    fam = {s.name: s.family for s in speakers}
+def rotations(speakers: list[Speaker], lists: dict[str, list[str]],
+              by: str = "family") -> dict[str, dict[str, list[str]]]:
+    """Leave-one-out lists per voice family (``by="family"``) or per synthesizer (``"synth"``)
+    (module docstring): train/dev of the others; of the held-out one, dev_unheard (its dev
+    speakers, for choosing settings; left out when it has none) and test (its other utterances);
+    test_in_voice of the others."""
+    fam = {s.name: getattr(s, by) for s in speakers}
     every = sorted(u for v in lists.values() for u in v)
     dev = set(lists["dev"])
     out = {}
-    for f in dict.fromkeys(s.family for s in speakers):
+    for f in dict.fromkeys(fam.values()):
         other = {k: [u for u in v if fam[u.split("/")[0]] != f] for k, v in lists.items()}
         held = [u for u in every if fam[u.split("/")[0]] == f]
         out[f] = {"train": other["train"], "dev": other["dev"], "test_in_voice": other["test"],
@@ -624,10 +628,13 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
         raise AssertionError(f"a dev or test sentence is also in train: {stats}")  # cannot happen: one use each
     write_speakers(out / "speakers.tsv", spk)
     rots = rotations(spk, lists) if write_rotations else {}
-    for fam, rot in rots.items():
-        (out / "lovo" / fam).mkdir(parents=True, exist_ok=True)
-        for k, v in rot.items():
-            (out / "lovo" / fam / f"{k}.lst").write_text("".join(u + "\n" for u in v))
+    # with Festival and espeak-ng voices: also leave one synthesizer out (lovo_synth/)
+    synth_rots = rotations(spk, lists, by="synth") if write_rotations and len({s.synth for s in spk}) > 1 else {}
+    for folder, rr in (("lovo", rots), ("lovo_synth", synth_rots)):
+        for fam, rot in rr.items():
+            (out / folder / fam).mkdir(parents=True, exist_ok=True)
+            for k, v in rot.items():
+                (out / folder / fam / f"{k}.lst").write_text("".join(u + "\n" for u in v))
     total = sum(r["samples"] for r in written)
     info = {
         "generator": "scripts/make_speech_corpus.py",
@@ -652,7 +659,8 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
     if list(voices) != list(DEFAULT_VOICES) or any(v != list(SPLITS) for v in fam_splits.values()):
         info["voices"] = {"families": {f: {"splits": v, "speakers": [s.name for s in spk if s.family == f]}
                                        for f, v in fam_splits.items()},
-                          "rotations": {f: {k: len(v) for k, v in r.items()} for f, r in rots.items()}}
+                          "rotations": {f: {k: len(v) for k, v in r.items()} for f, r in rots.items()},
+                          "synth_rotations": {f: {k: len(v) for k, v in r.items()} for f, r in synth_rots.items()}}
     if espeak_items:
         info["espeak"] = {"version": espeak_version(), "utterances": len(espeak_items),
                           "skipped": dict(Counter(r["skipped"] for r in skipped if r["skipped"].startswith("espeak"))),
@@ -713,7 +721,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="comma-separated voice families: kal, ked, slt (Festival), espeak:<voice> (espeak-ng)")
     for k in SPLITS:
         ap.add_argument(f"--{k}-voices", default=None, help=f"families whose speakers go to {k} (comma-separated)")
-    ap.add_argument("--rotations", action="store_true", help="also write leave-one-voice-out lists under lovo/")
+    ap.add_argument("--rotations", action="store_true", help="also write leave-one-voice-out lists under lovo/ (and lovo_synth/)")
     a = ap.parse_args(argv)
     def csv(v):
         return None if v is None else [x for x in v.split(",") if x]
@@ -724,7 +732,7 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"{a.out} holds no corpus.json: not a corpus this script wrote; not overwriting it")
         # remove only what an earlier run wrote, so no stale utterance survives
         for p in a.out.iterdir():
-            if p.is_dir() and (re.fullmatch(r"s\d{2,}[a-z0-9]+", p.name) or p.name == "lovo"):
+            if p.is_dir() and (re.fullmatch(r"s\d{2,}[a-z0-9]+", p.name) or p.name in ("lovo", "lovo_synth")):
                 shutil.rmtree(p)
             elif p.name in ("train.lst", "dev.lst", "test.lst", "speakers.tsv", "corpus.json"):
                 p.unlink()

@@ -257,6 +257,13 @@ def test_voice_disjoint_speakers_and_rotations():
     assert r["test"] == [u for u in held if u not in lists["dev"]] and len(r["test"]) + len(r["dev_unheard"]) == 4
     assert not any("enusf3" in u for k in ("train", "dev", "test_in_voice") for u in r[k])
     assert len(r["train"]) == 8 and len(r["test_in_voice"]) == 4
+    # one synthesizer out: no Festival speaker in the festival rotation's train or dev
+    synth = {s.name: s.synth for s in spk}
+    rs = corpus.rotations(spk, lists, by="synth")
+    assert set(rs) == {"festival", "espeak"}
+    f = rs["festival"]
+    assert {synth[u.split("/")[0]] for k in ("train", "dev", "test_in_voice") for u in f[k]} == {"espeak"}
+    assert sorted(f["test"] + f["dev_unheard"]) == sorted(u for u in sum(lists.values(), []) if synth[u.split("/")[0]] == "festival")
 
 
 @pytest.mark.skipif(espeak_missing(), reason="espeak-ng is not installed (apt-get install espeak-ng libespeak-ng1)")
