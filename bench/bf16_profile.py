@@ -91,6 +91,10 @@ def job_step(config: str, bf16: bool, batches: int):
     model, dm = cli.model, cli.datamodule
     dm.prepare_data()
     dm.setup("fit")
+    if hasattr(model, "encoder") and hasattr(model, "head"):  # a TaskModule: what its setup does in a fit
+        from vecset.pipelines.training.hand_over import hand_over
+
+        hand_over(dm, "fit", model.encoder, model.head)  # vocabulary, scalers, statistics
     data = list(itertools.islice(iter(dm.train_dataloader()), batches))
     model.train()
     torch.manual_seed(0)

@@ -25,3 +25,9 @@ def test_a_jobs_step_runs_its_config_model_on_its_batches_and_bf16_casts():
         shares[bf16] = profile_step(step, 2)
         assert shares[bf16]["share_matmul"] > 0
     assert shares[True]["share_casts"] > shares[False]["share_casts"]
+
+
+def test_a_text_jobs_step_gets_its_vocabulary_from_the_training_texts():
+    """A text config's encoder learns its vocabulary in the fit's hand-over; the job step does it too."""
+    step, n = job_step("configs/g2p_debug.yaml", False, 1)
+    assert n == 1 and profile_step(step, 1)["share_matmul"] > 0
