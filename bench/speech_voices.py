@@ -82,7 +82,7 @@ def test_on(config: str, checkpoint: str, root: str, test_list: str) -> float:
 
 def unheard_dev(root: Path, fam: str, folder: str = "lovo") -> str:
     """``dev_unheard.lst``, the dev speakers of family ``fam``: a voice the rotation of ``fam``
-    never trains on, and never in its test list; checked, and its name in ``lovo/<fam>/`` returned."""
+    never trains on, and never in its test list; checked, and its name in ``<folder>/<fam>/`` returned."""
     lst = root / folder / fam / "dev_unheard.lst"
     if not lst.exists():
         raise SystemExit(f"{lst}: missing; family {fam!r} has no dev speaker, or the corpus was built before "
@@ -118,9 +118,8 @@ def main() -> None:
     ap.add_argument("--lovo", default="lovo", choices=["lovo", "lovo_synth"],
                     help="lovo: one voice family out; lovo_synth: one synthesizer (festival, espeak) out")
     ap.add_argument("--out", default="bench/results/speech_voices.json")
-    ap.add_argument("--corpus-command", help="the command that built --root (kept in the JSON)",
-                    default="python scripts/make_speech_corpus.py --out data/speech_voices --utterances 300 --speakers 20 "
-                            "--voices kal,ked,slt,espeak:en-us,espeak:en-us+f3 --rotations --format flac")
+    ap.add_argument("--corpus-command", default=None,
+                    help="the command that built --root, kept in the JSON (its corpus.json has the settings)")
     ap.add_argument("--note", default="", help="machine load (cat /proc/loadavg) and anything else to keep")
     ap.add_argument("--choose-on", default=None, metavar="FAMILY",
                     help="score on FAMILY's dev speakers only (voice-disjoint dev), for choosing settings")
