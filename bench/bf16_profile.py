@@ -2,7 +2,8 @@
 
 The step: Backbone (depth 4, 4 heads, MLP 4x), B 8 sets of N 512 vectors, forward under
 ``torch.autocast("cpu", dtype=torch.bfloat16)``, a float32 loss, backward, AdamW. Each op's
-self CPU time goes to one class: matmuls (mm, addmm, bmm, linear), attention (the SDPA
+self CPU time goes to one class: matmuls (mm, addmm, bmm, linear), convolutions (forward and
+backward, for the image stems and the CNN of ``--config``), attention (the SDPA
 kernels and their backward), casts (dtype conversions: ``_to_copy`` / ``copy_``), the
 optimizer (AdamW's foreach ops), elementwise and reductions (the rest: norms, GELU,
 residual adds, the loss). The fp32 step is profiled the same way, for comparison.
@@ -36,7 +37,7 @@ import torch  # noqa: E402
 from bench.common import table, write_json  # noqa: E402
 
 B, N, DEPTH, HEADS, MLP = 8, 512, 4, 4, 4
-CLASSES = ("matmul", "attention", "casts", "optimizer", "elementwise")
+CLASSES = ("matmul", "convolution", "attention", "casts", "optimizer", "elementwise")
 
 
 def op_class(name: str) -> str:
@@ -46,6 +47,8 @@ def op_class(name: str) -> str:
         return "attention"
     if n in ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addmv", "mv", "dot"):
         return "matmul"
+    if "convolution" in n or n.startswith(("conv", "mkldnn_conv", "cudnn_conv")):
+        return "convolution"
     if n in ("_to_copy", "copy_", "to", "_copy_from", "_copy_from_and_resize"):
         return "casts"
     if n.startswith("_foreach") or "adamw" in n or n.startswith("_fused_adam"):

@@ -13,8 +13,8 @@ Every model trains on the same training images and is scored on the same test im
   validation accuracy tested.
 
 The cosine schedule runs over ``max_epochs``, so each run's epochs are sized to the budget on
-this machine: the step time of each config is measured first (``bench/training.py``'s
-``bench_job``, 20 steps), an epoch is its training batches plus a third of a step per
+this machine: the step time of each config is measured first, in the precision the run trains
+in (``bench/training.py``'s ``bench_job``, 20 steps), an epoch is its training batches plus a third of a step per
 validation batch, and ``max_epochs`` = 90% of the budget over that, at least 1 (``--epochs``
 gives them instead). ``max_time`` still stops a run that is slower than measured.
 
@@ -50,12 +50,13 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from bench.common import RESULTS, fit_in_child, table, write_json  # noqa: E402
+from bench.common import RESULTS, fit_in_child, machine, table, write_json  # noqa: E402
 
 CONFIGS = {"self-attention (configs/fashion_mnist.yaml)": "configs/fashion_mnist.yaml",
            "CNN: GridResNet (configs/fashion_mnist_cnn.yaml)": "configs/fashion_mnist_cnn.yaml"}
 QUICK = {"max_train": 2000, "max_val": 500, "max_test": 1000}
-COLS = ["model", "test_acc", "train_seconds", "cpu_seconds", "parameters", "epochs", "train_images", "test_images"]
+COLS = ["model", "test_acc", "train_seconds", "cpu_seconds", "parameters", "epochs", "precision", "train_images",
+        "test_images"]
 
 
 def split_arrays(root: str, subsets: dict) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -149,7 +150,7 @@ def vecset_row(name: str, run_dir: Path, cpu_seconds: float | None) -> dict:
     return {"model": name, "test_acc": res["test"]["test_acc"], "train_seconds": res["wall_seconds"],
             "cpu_seconds": cpu_seconds, "parameters": trainable_parameters(res["checkpoint"]),
             "epochs": res["epochs"], "best_val_acc": res["best_val"], "run": str(run_dir),
-            "max_time": config["trainer"]["max_time"],
+            "max_time": config["trainer"]["max_time"], "precision": res.get("precision", "32-true"),
             "train_images": data.get("max_train") or 54000, "test_images": data.get("max_test") or 10000}
 
 
@@ -230,14 +231,15 @@ def main() -> None:
                         "the official test set" + (f"; quick subsets {subsets}" if subsets else ""),
                "budget_minutes": budget, "quick": args.quick, "epoch_sizing": sizing,
                "machine_note": f"{os.cpu_count()} CPU cores; record whether other jobs shared them", "rows": rows}
+    out = Path(args.out) if args.out else RESULTS / f"{stem}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     if runs:
-        payload["minutes_plot"] = str(plot_minutes(runs, RESULTS / f"{stem}_minutes.png", budget).relative_to(ROOT))
+        plot = out.with_name(f"{out.stem}_minutes.png")
+        payload["minutes_plot"] = str(plot_minutes(runs, plot, budget).resolve().relative_to(ROOT))
         payload["val_curves"] = {name: dict(zip(("minutes", "val_acc"), val_curve(d), strict=True))
                                  for name, d in runs.items()}
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(payload, indent=2))
+        out.write_text(json.dumps({"machine": machine(), "command": "python " + " ".join(sys.argv), **payload}, indent=2))
     else:
         out = write_json(stem, payload)
     print(f"wrote {out}")

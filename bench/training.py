@@ -45,7 +45,8 @@ def loss_of(model, batch):
 
 
 def bench_job(config: Path, steps: int, warmup: int, args: list[str] = ()) -> dict:
-    """Step time and data wait of ``config`` (with command-line ``args``) over ``steps`` steps."""
+    """Step time and data wait of ``config`` (with command-line ``args``) over ``steps`` steps, in
+    the precision the run would use (``trainer.precision``, ``auto`` resolved as ``vecset fit`` does)."""
     from vecset.pipelines.cli import run_cli
     from vecset.pipelines.training.hand_over import hand_over
     from vecset.pipelines.training.multitask import MultiTaskDataModule
@@ -61,6 +62,7 @@ def bench_job(config: Path, steps: int, warmup: int, args: list[str] = ()) -> di
     else:
         hand_over(dm, "fit", model.encoder, model.head)
     model.train()
+    precision = cli.trainer.precision_plugin
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4)
     loader = dm.train_dataloader()
     it = iter(loader)
@@ -77,7 +79,9 @@ def bench_job(config: Path, steps: int, warmup: int, args: list[str] = ()) -> di
             batch = batch[0]
         t1 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss_of(model, batch).backward()
+        with precision.forward_context():  # Lightning's autocast for bf16-mixed, nothing for fp32
+            loss = loss_of(model, batch)
+        loss.backward()
         opt.step()
         t2 = time.perf_counter()
         if i >= warmup:
@@ -87,7 +91,7 @@ def bench_job(config: Path, steps: int, warmup: int, args: list[str] = ()) -> di
     total = wait + compute
     return {"job": config.stem, "steps": steps, "samples_per_s": samples / total, "step_s": total / steps,
             "data_wait_share": wait / total, "under_10pct": wait / total < 0.10,
-            "train_batches": len(loader)}
+            "train_batches": len(loader), "precision": cli.trainer.precision}
 
 
 def main() -> None:

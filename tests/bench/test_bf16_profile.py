@@ -8,7 +8,8 @@ from bench.bf16_profile import job_step, op_class, profile_step
 @pytest.mark.parametrize("name, cls", [
     ("aten::mm", "matmul"), ("aten::addmm", "matmul"), ("aten::bmm", "matmul"),
     ("aten::_scaled_dot_product_flash_attention_for_cpu", "attention"),
-    ("aten::_to_copy", "casts"), ("aten::copy_", "casts"),
+    ("aten::mkldnn_convolution", "convolution"), ("aten::convolution_backward", "convolution"),
+    ("aten::conv2d", "convolution"), ("aten::_to_copy", "casts"), ("aten::copy_", "casts"),
     ("aten::_foreach_mul_", "optimizer"), ("aten::native_layer_norm", "elementwise"), ("aten::gelu", "elementwise"),
 ])
 def test_op_classes(name, cls):
