@@ -26,7 +26,11 @@ it, instead of asking for attributes by name:
 
 The protocols are structural (``typing.runtime_checkable``): a part declares an ability by
 having its members, nothing is registered. ``isinstance`` checks that the members exist, not
-their signatures; the docstrings say what each must be.
+their signatures; the docstrings say what each must be. From Python 3.12 ``isinstance`` looks
+the members up statically (``inspect.getattr_static``), and ``nn.Module`` keeps submodules and
+parameters out of the instance's ``__dict__``: a protocol therefore lists only members found
+that way (methods, properties, plain attributes), and names module-held ones (``blocks``,
+``cls``) in its docstring (tests/backbone/test_abilities.py checks every shipped config).
 """
 
 from __future__ import annotations
@@ -115,11 +119,9 @@ class AttentionWeights(Protocol):
     ``capture_attention(layer)`` is a context in which block ``layer`` keeps its weights (it
     yields ``get(queries=None)`` -> (B, H, Nq, N)); ``attention_weights(vs, layer, queries)``
     runs the backbone and returns them; ``blocks[i].attn`` has ``heads`` and ``window``;
-    ``cls`` is the CLS vector's parameter (prepended to every set), or None.
+    ``cls`` is the CLS vector's parameter (prepended to every set), or None. ``blocks`` and
+    ``cls`` are held by ``nn.Module`` (not in ``__dict__``), so only the two methods are checked.
     """
-
-    cls: Tensor | None
-    blocks: nn.ModuleList
 
     def capture_attention(self, layer: int = -1) -> AbstractContextManager[Callable[..., Tensor]]: ...
 

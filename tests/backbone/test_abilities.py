@@ -145,3 +145,53 @@ def test_set_size_reads_the_declared_grid(monkeypatch):
     assert side % 4 == 0  # a whole number of 4-pixel steps (patch 2 x stride 2)
     check_set_size(enc, Backbone(8, depth=1, heads=2), types.SimpleNamespace(image_shape=(1, side, side), batch_size=1),
                    torch.device("cpu"))
+
+
+ABILITIES = (AttentionWeights, Decoder, Grid, ImageSides, MaxSetSize, MeanStd, PoolingWeights, ReceptiveField,
+             SetsWindow, TaskKind, Tokenizes, Width, WindowedReceptiveField)
+
+
+def _members(proto: type) -> set[str]:
+    """A protocol's own members, as ``typing`` collects them for ``isinstance``."""
+    return {n for n in proto.__dict__ if not n.startswith("_")} | set(getattr(proto, "__annotations__", {}))
+
+
+def test_members_are_found_statically_for_every_shipped_part():
+    """From Python 3.12 ``isinstance`` looks a protocol's members up with ``inspect.getattr_static``,
+    which misses what nn.Module keeps in ``_modules`` / ``_parameters`` (so 3.12 once said a
+    Backbone had no AttentionWeights and the speech attention report silently wrote nothing, seen
+    on a GPU machine's Python 3.12). CI runs 3.11: this checks the 3.12 look-up on every part of
+    every shipped config, wherever the plain ``hasattr`` look-up says the part has the ability."""
+    import inspect
+    from pathlib import Path
+
+    from vecset.pipelines.cli import run_cli
+
+    configs = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
+    checked = 0
+    for config in configs:
+        model = run_cli(["--config", str(config), "--trainer.logger=false"], run=False).model
+        for name, part in model.named_modules():
+            for proto in ABILITIES:
+                members = _members(proto)
+                if not all(hasattr(part, m) for m in members):
+                    continue
+                missing = []
+                for m in sorted(members):
+                    try:
+                        inspect.getattr_static(part, m)
+                    except AttributeError:
+                        missing.append(m)
+                assert not missing, f"{config.name}: {name or 'model'} ({type(part).__name__}) has {proto.__name__} " \
+                                    f"by hasattr, but Python 3.12's isinstance cannot find {missing}"
+                checked += 1
+    assert len(configs) >= 20 and checked >= 50
+
+
+def test_cls_backbone_keeps_attention_weights_statically():
+    import inspect
+
+    bb = Backbone(16, depth=1, heads=2, cls_token=True)
+    for m in _members(AttentionWeights):
+        inspect.getattr_static(bb, m)  # raises AttributeError where 3.12's isinstance would say no
+    assert has_cls(bb)
