@@ -26,8 +26,12 @@ from vecset.backbone.attention.scores import ScoreFunction
 # On a CPU with AVX512-BF16 but no AMX, PyTorch's flash-attention kernels (forward + backward)
 # ran slower in bf16 than in fp32 up to N = 512, the casts to and from fp32 included (1.05-1.20x
 # at N 128 and 512, d 128 and 256), and faster from N = 2048 (0.74-0.82x): bench/results/
-# bf16_profile_ab.json. With AMX the bf16 kernels use the tile units; they stay in bf16 there.
+# bf16_profile_ab.json. On an AMX CPU (two threads of a Xeon) the bf16 kernels were slower up to
+# N = 128 (the Backbone step in bf16: 1.11x fp32 with them, 1.52x with fp32 SDPA at d 128; the G2P
+# job's step 0.80x vs 0.96x) and faster at N = 512 (1.40x vs 1.30x): bench/results/
+# attention_precision_amx*.json, bf16_profile_jobs_amx*.json.
 FP32_SDPA_MAX_N = 512
+FP32_SDPA_MAX_N_AMX = 128
 
 
 @cache
@@ -37,10 +41,12 @@ def _cpu_has_amx() -> bool:
 
 
 def sdpa_in_fp32(q: Tensor) -> bool:
-    """Whether SDPA on bf16 ``q`` (B, H, N, Dh) runs faster in fp32 on this machine (a CPU without
-    AMX, N <= FP32_SDPA_MAX_N); eager only: under torch.compile the kernels stay as traced."""
-    return (q.dtype == torch.bfloat16 and q.device.type == "cpu" and q.shape[-2] <= FP32_SDPA_MAX_N
-            and not torch.compiler.is_compiling() and not _cpu_has_amx())
+    """Whether SDPA on bf16 ``q`` (B, H, N, Dh) runs faster in fp32 on this machine (a CPU: up to
+    FP32_SDPA_MAX_N positions, FP32_SDPA_MAX_N_AMX with AMX); eager only: under torch.compile the
+    kernels stay as traced."""
+    if q.dtype != torch.bfloat16 or q.device.type != "cpu" or torch.compiler.is_compiling():
+        return False
+    return q.shape[-2] <= (FP32_SDPA_MAX_N_AMX if _cpu_has_amx() else FP32_SDPA_MAX_N)
 
 
 def reference(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, fbias: Tensor | None, score: ScoreFunction,

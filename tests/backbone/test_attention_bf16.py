@@ -62,13 +62,15 @@ def test_bf16_backbone_output_is_float32_and_close():
 
 @pytest.mark.parametrize("amx", [False, True])
 def test_sdpa_fp32_choice_follows_the_probe(monkeypatch, amx):
-    """bf16 SDPA runs in fp32 only on a CPU without AMX and up to FP32_SDPA_MAX_N positions."""
+    """bf16 SDPA runs in fp32 on a CPU up to FP32_SDPA_MAX_N positions, FP32_SDPA_MAX_N_AMX with AMX."""
     from vecset.backbone.attention import paths
 
     monkeypatch.setattr(paths, "_cpu_has_amx", lambda: amx)
-    short = torch.zeros(1, 1, paths.FP32_SDPA_MAX_N, 4, dtype=torch.bfloat16)
-    long = torch.zeros(1, 1, paths.FP32_SDPA_MAX_N + 1, 4, dtype=torch.bfloat16)
-    assert paths.sdpa_in_fp32(short) is (not amx)
+    limit = paths.FP32_SDPA_MAX_N_AMX if amx else paths.FP32_SDPA_MAX_N
+    assert limit == (128 if amx else 512)
+    short = torch.zeros(1, 1, limit, 4, dtype=torch.bfloat16)
+    long = torch.zeros(1, 1, limit + 1, 4, dtype=torch.bfloat16)
+    assert paths.sdpa_in_fp32(short) is True
     assert paths.sdpa_in_fp32(long) is False
     assert paths.sdpa_in_fp32(short.float()) is False  # fp32 inputs: nothing to change
 
@@ -91,7 +93,8 @@ def test_bf16_sdpa_in_fp32_equals_bf16_sdpa_and_reference(monkeypatch, window):
     attn.path = "auto"
     results = {}
     for upcast in (True, False):
-        monkeypatch.setattr(paths, "_cpu_has_amx", lambda up=upcast: not up)
+        monkeypatch.setattr(paths, "_cpu_has_amx", lambda: False)
+        monkeypatch.setattr(paths, "FP32_SDPA_MAX_N", 512 if upcast else 0)
         with torch.autocast("cpu", dtype=torch.bfloat16):
             assert attn(x, mask).dtype == torch.bfloat16
         results[upcast] = outputs_and_grads(attn, x, mask, bf16=True)
