@@ -20,13 +20,14 @@ install: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/vecset fit --config configs/multitask.yaml
 
-# espeak-ng's synthesis tests skip (saying why) where libespeak-ng is missing: as root with
-# apt-get, `make test` installs it first so they run
+# espeak-ng's synthesis tests (which draw their sentences from WordNet) skip, saying why, where
+# libespeak-ng or WordNet's data is missing: as root with apt-get, `make test` installs them first
+TEST_DEBS := espeak-ng libespeak-ng1 wordnet-base
 test: $(STAMP)
-	-@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! ldconfig -p | grep -q libespeak-ng.so.1; then \
-		echo "installing espeak-ng for its tests"; \
-		DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q espeak-ng libespeak-ng1 >/dev/null \
-		|| echo "espeak-ng could not be installed: its tests will skip"; fi
+	-@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { ldconfig -p | grep -q libespeak-ng.so.1 && [ -f /usr/share/wordnet/data.verb ]; }; then \
+		echo "installing $(TEST_DEBS) for their tests"; \
+		DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q $(TEST_DEBS) >/dev/null \
+		|| echo "$(TEST_DEBS) could not be installed: their tests will skip"; fi
 	$(PY) -m pytest -q
 
 lint: $(STAMP)

@@ -267,6 +267,8 @@ def test_voice_disjoint_speakers_and_rotations():
 
 
 @pytest.mark.skipif(espeak_missing(), reason="espeak-ng is not installed (apt-get install espeak-ng libespeak-ng1)")
+@pytest.mark.skipif(not all((text.WORDNET_DIR / f).exists() for f in text.WORDNET_FILES),
+                    reason="the corpus draws its sentences from WordNet: apt-get install wordnet-base")
 def test_an_espeak_corpus_is_valid_timit_layout_with_the_transcript_words(tmp_path):
     import soundfile as sf
 
