@@ -287,3 +287,76 @@ def test_an_espeak_corpus_is_valid_timit_layout_with_the_transcript_words(tmp_pa
         wrd = [ln.split()[2] for ln in wav.with_suffix(".wrd").read_text().splitlines()]
         assert wrd == text.words_of(wav.with_suffix(".txt").read_text().split(" ", 2)[2])
     assert (root / "lovo" / "enusf3" / "test.lst").read_text() == (root / "test.lst").read_text()
+
+
+def flite_missing() -> bool:
+    import flite_synth  # scripts/ is on sys.path: the generator put it there
+
+    return flite_synth.missing() is not None
+
+
+@pytest.mark.parametrize("voice, why", [("slt", "same speaker as Festival's slt"), ("kal", "Festival's kal"),
+                                        ("kal16", "Festival's kal"), ("awb_time", "talking-clock"),
+                                        ("xyz", "expected flite:awb or flite:rms")])
+def test_flite_voices_that_would_leak_a_speaker_are_refused(voice, why):
+    assert corpus.family_of("flite:awb") == "fliteawb" and corpus.family_of("flite:rms") == "fliterms"
+    with pytest.raises(ValueError, match=why):
+        corpus.family_of(f"flite:{voice}")
+
+
+def test_three_synthesizers_give_three_leave_one_synthesizer_out_rotations():
+    voices = ["kal", "espeak:en-us", "flite:awb", "flite:rms"]
+    spk = corpus.make_speakers(16, 0, voices)
+    fl = [s for s in spk if s.synth == "flite"]
+    assert [s.family for s in fl[:2]] == ["fliteawb", "fliterms"] and all(0.85 <= s.f0_shift <= 1.2 for s in fl)
+    lists = {k: [f"{s.name}/u{i:05d}" for i, s in enumerate(spk) if s.split == k] for k in ("train", "dev", "test")}
+    synth = {s.name: s.synth for s in spk}
+    rs = corpus.rotations(spk, lists, by="synth")
+    assert set(rs) == {"festival", "espeak", "flite"}
+    for held, r in rs.items():
+        others = {synth[u.split("/")[0]] for k in ("train", "dev", "test_in_voice") for u in r[k]}
+        assert held not in others and len(others) == 2
+        assert {synth[u.split("/")[0]] for u in r["test"] + r.get("dev_unheard", [])} == {held}
+
+
+@pytest.mark.skipif(flite_missing(), reason="Flite is not installed (apt-get install flite libflite1)")
+def test_flite_gives_the_phones_of_a_known_word_with_times_that_fit_its_audio():
+    import flite_synth
+
+    spoken = flite_synth.Flite().say("The cat sat.", "rms")
+    phones = [p for _, p in spoken.segments]
+    assert phones == ["pau", "dh", "ax", "k", "ae", "t", "s", "ae", "t", "pau"]  # CMUdict: K AE1 T, S AE1 T
+    ends = [t for t, _ in spoken.segments]
+    assert ends == sorted(ends) and abs(ends[-1] - len(spoken.wav) / spoken.rate) < 0.05
+    assert [w for _, _, w in spoken.words] == ["the", "cat", "sat"]
+    # a word spans exactly its phones: "cat" from the end of "ax" to the end of its "t"
+    (s, e, _), = [w for w in spoken.words if w[2] == "cat"]
+    assert (s, e) == (pytest.approx(ends[2]), pytest.approx(ends[5]))
+    slow = flite_synth.Flite().say("The cat sat.", "rms", stretch=1.3)
+    assert slow.segments[-1][0] > 1.2 * spoken.segments[-1][0]
+
+
+@pytest.mark.skipif(flite_missing(), reason="Flite is not installed (apt-get install flite libflite1)")
+@pytest.mark.skipif(not all((text.WORDNET_DIR / f).exists() for f in text.WORDNET_FILES),
+                    reason="the corpus draws its sentences from WordNet: apt-get install wordnet-base")
+def test_a_flite_corpus_is_valid_timit_layout_with_the_transcript_words(tmp_path):
+    import soundfile as sf
+
+    info = corpus.generate(tmp_path / "c", utterances=8, speakers=8, seed=3, jobs=1, fmt="wav",
+                           voices=("flite:awb", "flite:rms"), write_rotations=True)
+    root = tmp_path / "c"
+    assert info["utterances"] == 8 and info["flite"]["utterances"] == 8 and info["skipped_utterances"] == {}
+    assert (root / "speakers.tsv").read_text().splitlines()[0].endswith("\tf0_shift")
+    resampled = 0
+    for wav in root.rglob("*.wav"):
+        n = sf.info(str(wav)).frames
+        segs = read_phn(wav.with_suffix(".phn"), n, list(FESTIVAL_PHONES))  # every phone in the label set
+        assert segs[0].start == 0 and segs[-1].end == n and segs[0].phone == "h#" == segs[-1].phone
+        assert all(a.end == b.start for a, b in zip(segs, segs[1:], strict=False))
+        wrd = [ln.split() for ln in wav.with_suffix(".wrd").read_text().splitlines()]
+        assert [w for _, _, w in wrd] == text.words_of(wav.with_suffix(".txt").read_text().split(" ", 2)[2])
+        starts = {sg.start for sg in segs} | {n}
+        assert all(int(a) in starts and int(b) in starts for a, b, _ in wrd)  # words on phone boundaries
+        resampled += wav.parent.name in {s["name"] for s in info["speakers"] if s["resample"] != 1.0}
+    assert resampled >= 2
+    assert set((root / "lovo").iterdir()) == {root / "lovo" / "fliteawb", root / "lovo" / "fliterms"}
