@@ -32,13 +32,10 @@ sample round(t * 16000 / f); the last segment is stretched or clipped to the fil
 round to zero samples are dropped and counted in corpus.json.
 
 Voice families (``--voices``): Festival's ``kal``, ``ked``, ``slt`` (the default, the shipped
-sample's recipe), espeak-ng voices ``espeak:<voice>`` (``espeak:en-us``, ``espeak:en-us+f3``,
+sample's recipe) and espeak-ng voices ``espeak:<voice>`` (``espeak:en-us``, ``espeak:en-us+f3``,
 ``espeak:en-us+klatt``: scripts/espeak_synth.py, phone timings from its phoneme events, words
-exactly the transcript's) and Flite's clustergen voices ``flite:awb`` and ``flite:rms``
-(scripts/flite_synth.py, Flite's own Segment and Word timings, aligned and written exactly as
-Festival's; Flite's slt and kal are refused: they are Festival's slt and kal speakers). Speaker i
-belongs to family i mod F; an espeak speaker has its own rate, pitch and pitch range, a Flite
-speaker its own tempo and pitch factor, and most are resampled as above. With ``--train-voices`` / ``--dev-voices``
+exactly the transcript's). Speaker i belongs to family i mod F; an espeak speaker has its own rate,
+pitch and pitch range, and most are resampled as above. With ``--train-voices`` / ``--dev-voices``
 / ``--test-voices`` the families go to those splits (a family in several splits cycles its speakers
 over them, in the order train, train, dev, test); a test family may not be a train family (an
 error), so the test voices are voices the model never heard. Without them every family is in all
@@ -47,9 +44,9 @@ three splits (in-voice, speaker-disjoint). ``--rotations`` also writes leave-one
 ``lovo/<family>/dev_unheard.lst`` (the held-out family's dev speakers: a voice-disjoint dev set for
 choosing settings), ``lovo/<family>/test.lst`` (the held-out family's other utterances, never those
 of its dev speakers) and ``test_in_voice.lst`` (the test speakers of the other families: the
-in-voice score of the same model). With voices of two or three synthesizers, ``lovo_synth/<synth>/``
-holds the same lists with a whole synthesizer held out (festival, espeak or flite): a test voice
-from a synthesizer no training voice comes from.
+in-voice score of the same model). With both synthesizers, ``lovo_synth/<synth>/`` holds the same
+lists with a whole synthesizer held out (festival or espeak): a test voice from a synthesizer no
+training voice comes from.
 
 Determinism: every sentence, speaker and setting is drawn from ``--seed`` before synthesis, and
 Festival is deterministic, so the files are the same for a given seed and job count (the job
@@ -147,14 +144,13 @@ class Speaker:
     rate: int | None = None  # espeak words per minute
     pitch: int | None = None  # espeak pitch (0-100)
     pitch_range: int | None = None  # espeak pitch range (0-100)
-    f0_shift: float | None = None  # flite pitch factor (honoured by awb, ignored by rms)
 
     def recipe(self) -> dict:
         """The fields that describe a Festival speaker (what corpus.json's speakers held before
         voice families): the shipped sample's recipe, unchanged."""
         d = asdict(self)
         if self.synth == "festival":
-            for k in ("family", "synth", "rate", "pitch", "pitch_range", "f0_shift"):
+            for k in ("family", "synth", "rate", "pitch", "pitch_range"):
                 d.pop(k)
         return d
 
@@ -169,18 +165,13 @@ DEFAULT_VOICES = ("kal", "ked", "slt")
 
 
 def family_of(spec: str) -> str:
-    """``kal`` -> ``kal``; ``espeak:en-us+f3`` -> ``enusf3`` (letters and digits of the voice);
-    ``flite:awb`` -> ``fliteawb`` (only awb and rms: scripts/flite_synth.py says why)."""
+    """``kal`` -> ``kal``; ``espeak:en-us+f3`` -> ``enusf3`` (letters and digits of the voice)."""
     if spec in VOICES:
         return spec
     if spec.startswith("espeak:") and len(spec) > 7:
         return re.sub(r"[^a-z0-9]", "", spec[7:].lower())
-    if spec.startswith("flite:"):
-        import flite_synth
-
-        return "flite" + flite_synth.check_voice(spec[6:])
-    raise ValueError(f"voice {spec!r}: expected one of {', '.join(VOICES)} (Festival), espeak:<voice> "
-                     "(espeak-ng --voices=en lists them; a variant as en-us+f3) or flite:awb / flite:rms")
+    raise ValueError(f"voice {spec!r}: expected one of {', '.join(VOICES)} (Festival) or espeak:<voice> "
+                     "(espeak-ng --voices=en lists them; a variant as en-us+f3)")
 
 
 def family_splits(voices: list[str], train: list[str] | None = None, dev: list[str] | None = None,
@@ -240,11 +231,6 @@ def make_speakers(n: int, seed: int, voices: list[str] | tuple[str, ...] = DEFAU
                 f0_mean=round(r.uniform(85.0, 145.0), 1) if diphone else None,
                 resample=1.0 if j == 0 else round(r.uniform(0.9, 1.1), 3),
                 family=fam))
-        elif spec.startswith("flite:"):
-            speakers.append(Speaker(
-                name=f"s{i:02d}{fam}", voice=spec[6:], split=split, stretch=round(r.uniform(0.85, 1.2), 3),
-                f0_mean=None, resample=1.0 if j == 0 else round(r.uniform(0.9, 1.1), 3), family=fam,
-                synth="flite", f0_shift=round(r.uniform(0.85, 1.2), 3)))
         else:
             speakers.append(Speaker(
                 name=f"s{i:02d}{fam}", voice=spec[7:], split=split, stretch=1.0, f0_mean=None,
@@ -463,15 +449,14 @@ def merge_clitics(words: list[list[str]]) -> list[tuple[str, str, str]]:
 
 
 def postprocess(key: str, spk: Speaker, text: str, tmp: Path, out: Path, fmt: str) -> dict:
-    """Festival's (or Flite's: the same files, ``write_flite_files``) wave, segments and words ->
-    the TIMIT-layout files of one utterance. Returns ``{"utt", "samples", "dropped_segments",
-    "dropped_words"}``, or ``{"utt", "skipped": reason}`` when the synthesizer's words are not the
-    sentence's words (it read something as an abbreviation or number): the utterance is not
-    written, and the reason is counted."""
+    """Festival's wave, segments and words -> the TIMIT-layout files of one utterance. Returns
+    ``{"utt", "samples", "dropped_segments", "dropped_words"}``, or ``{"utt", "skipped": reason}``
+    when Festival's words are not the sentence's words (it read something as an abbreviation or
+    number): the utterance is not written, and the reason is counted."""
     said = merge_clitics([line.split() for line in (tmp / f"{key}.words").read_text().splitlines()])
     if [w.lower().replace("'", "") for _, _, w in said] != [w.replace("'", "") for w in words_of(text)]:
-        return {"utt": key.replace("__", "/"), "skipped": f"{spk.synth}_words_differ", "text": text,
-                "synth_words": " ".join(w for _, _, w in said)}
+        return {"utt": key.replace("__", "/"), "skipped": "festival_words_differ", "text": text,
+                "festival_words": " ".join(w for _, _, w in said)}
     wav, sr = sf.read(tmp / f"{key}.wav", dtype="float32")
     if wav.ndim > 1:
         wav = wav.mean(axis=1)
@@ -575,43 +560,6 @@ def run_espeak(items: list[tuple[str, Speaker, str]], out: Path, fmt: str) -> li
     return [espeak_utterance((k, s, t, str(out), fmt)) for k, s, t in track(items, "synthesizing (espeak-ng)")]
 
 
-# --- Flite -----------------------------------------------------------------------------------
-FLITE_PACKAGES = ["flite", "libflite1"]
-
-
-def write_flite_files(spoken, tmp: Path, key: str) -> None:
-    """Flite's sentence as the three files Festival writes (``key.wav``, ``key.segs`` as
-    ``utt.save.segs`` does, ``key.words`` as 'start end word' lines), for ``postprocess``."""
-    sf.write(tmp / f"{key}.wav", spoken.wav, spoken.rate, subtype="PCM_16")
-    (tmp / f"{key}.segs").write_text("#\n" + "".join(f"{t:.5f} 100 {ph}\n" for t, ph in spoken.segments))
-    (tmp / f"{key}.words").write_text("".join(f"{a:.5f} {b:.5f} {w}\n" for a, b, w in spoken.words))
-
-
-def run_flite(items: list[tuple[str, Speaker, str]], out: Path, fmt: str) -> list[dict]:
-    """Flite utterances one after another in this process (faster than real time on one core),
-    each aligned and written exactly as Festival's are (``postprocess``)."""
-    if not items:
-        return []
-    import flite_synth
-
-    from vecset.pipelines.console import track
-
-    synth = flite_synth.Flite()
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="vecset_flite_") as td:
-        for key, spk, text in track(items, "synthesizing (Flite)"):
-            write_flite_files(synth.say(text, spk.voice, spk.stretch, spk.f0_shift or 1.0), Path(td), key)
-            rows.append(postprocess(key, spk, text, Path(td), out, fmt))
-    return rows
-
-
-def check_flite(install: bool) -> None:
-    import flite_synth
-
-    if flite_synth.missing() is not None:
-        install_or_exit(FLITE_PACKAGES, install, f"flite voices requested but {flite_synth.missing()}")
-
-
 def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fmt: str,
              install: bool = False, text_dir: Path = WORDNET_DIR, voices: list[str] | tuple[str, ...] = DEFAULT_VOICES,
              train_voices: list[str] | None = None, dev_voices: list[str] | None = None,
@@ -628,8 +576,6 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
         check_festival(install)
     if any(s.synth == "espeak" for s in spk):
         check_espeak(install)
-    if any(s.synth == "flite" for s in spk):
-        check_flite(install)
     candidates = wordnet_examples(text_dir)
     pool, filtered = filter_sentences(candidates)
     texts = assign_sentences(pool, utterances, seed)
@@ -637,7 +583,6 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
     items = [(f"{spk[i % len(spk)].name}__u{i:05d}", spk[i % len(spk)], texts[i]) for i in range(utterances)]
     items.sort(key=lambda t: (t[1].name, t[0]))  # group by speaker: one voice switch per group
     espeak_items = [t for t in items if t[1].synth == "espeak"]
-    flite_items = [t for t in items if t[1].synth == "flite"]
     items_all, items = items, [t for t in items if t[1].synth == "festival"]
     per = max(1, math.ceil(len(items) / jobs))
     batches = [items[k:k + per] for k in range(0, len(items), per)]
@@ -661,14 +606,12 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
     t1 = time.time()
     rows += run_espeak(espeak_items, out, fmt)
     espeak_s = time.time() - t1
-    rows += run_flite(flite_items, out, fmt)
-    flite_s = time.time() - t1 - espeak_s
     items = items_all
     written = [r for r in rows if "skipped" not in r]
     skipped = [r for r in rows if "skipped" in r]
     for r in skipped:
         print(f"skipped {r['utt']} ({r['skipped']}): {r['text']!r}"
-              + (f" -> the synthesizer said {r['synth_words']!r}" if "synth_words" in r else ""), file=sys.stderr)
+              + (f" -> Festival said {r['festival_words']!r}" if "festival_words" in r else ""), file=sys.stderr)
     unmapped: Counter = Counter()
     for r in written:
         unmapped.update(r.pop("unmapped", {}))
@@ -685,7 +628,7 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
         raise AssertionError(f"a dev or test sentence is also in train: {stats}")  # cannot happen: one use each
     write_speakers(out / "speakers.tsv", spk)
     rots = rotations(spk, lists) if write_rotations else {}
-    # with voices of two or more synthesizers: also leave one synthesizer out (lovo_synth/)
+    # with Festival and espeak-ng voices: also leave one synthesizer out (lovo_synth/)
     synth_rots = rotations(spk, lists, by="synth") if write_rotations and len({s.synth for s in spk}) > 1 else {}
     for folder, rr in (("lovo", rots), ("lovo_synth", synth_rots)):
         for fam, rot in rr.items():
@@ -723,25 +666,17 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
                           "skipped": dict(Counter(r["skipped"] for r in skipped if r["skipped"].startswith("espeak"))),
                           "unmappable_phonemes": dict(unmapped.most_common()),
                           "synthesis_seconds": round(espeak_s, 1)}
-    if flite_items:
-        info["flite"] = {"version": "Flite 2.2 (libflite1)", "utterances": len(flite_items),
-                         "skipped": dict(Counter(r["skipped"] for r in skipped if r["skipped"].startswith("flite"))),
-                         "synthesis_seconds": round(flite_s, 1)}
     (out / "corpus.json").write_text(json.dumps(info, indent=2) + "\n")
     return info
 
 
 def write_speakers(path: Path, spk: list[Speaker]) -> None:
-    """speakers.tsv: one row per speaker, its voice family and synthesizer settings (an f0_shift
-    column only with Flite speakers: without them the file is what it was before Flite)."""
-    shift = any(s.synth == "flite" for s in spk)
+    """speakers.tsv: one row per speaker, its voice family and synthesizer settings."""
     with open(path, "w") as f:
-        f.write("name\tfamily\tsynth\tvoice\tsplit\tduration_stretch\tf0_mean\trate\tpitch\tpitch_range\tresample"
-                + ("\tf0_shift" if shift else "") + "\n")
+        f.write("name\tfamily\tsynth\tvoice\tsplit\tduration_stretch\tf0_mean\trate\tpitch\tpitch_range\tresample\n")
         for s in spk:
             f.write(f"{s.name}\t{s.family}\t{s.synth}\t{s.voice}\t{s.split}\t{s.stretch}\t{s.f0_mean or ''}\t"
-                    f"{s.rate or ''}\t{s.pitch or ''}\t{s.pitch_range or ''}\t{s.resample}"
-                    + (f"\t{s.f0_shift or ''}" if shift else "") + "\n")
+                    f"{s.rate or ''}\t{s.pitch or ''}\t{s.pitch_range or ''}\t{s.resample}\n")
 
 
 def espeak_version() -> str:
@@ -780,11 +715,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--format", choices=["wav", "flac"], default="wav")
     ap.add_argument("--text-dir", type=Path, default=WORDNET_DIR, help="WordNet's data.{adj,adv,noun,verb}")
     ap.add_argument("--install", action="store_true",
-                    help="apt-get install the Festival, espeak-ng or Flite packages when missing (needs root)")
+                    help="apt-get install the Festival packages when missing (needs root)")
     ap.add_argument("--force", action="store_true", help="write into a non-empty --out")
     ap.add_argument("--voices", default=",".join(DEFAULT_VOICES),
-                    help="comma-separated voice families: kal, ked, slt (Festival), espeak:<voice> (espeak-ng), "
-                         "flite:awb, flite:rms (Flite)")
+                    help="comma-separated voice families: kal, ked, slt (Festival), espeak:<voice> (espeak-ng)")
     for k in SPLITS:
         ap.add_argument(f"--{k}-voices", default=None, help=f"families whose speakers go to {k} (comma-separated)")
     ap.add_argument("--rotations", action="store_true", help="also write leave-one-voice-out lists under lovo/ (and lovo_synth/)")
