@@ -20,13 +20,16 @@ install: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/vecset fit --config configs/multitask.yaml
 
-# espeak-ng's synthesis tests skip (saying why) where libespeak-ng is missing: as root with
-# apt-get, `make test` installs it first so they run
+# espeak-ng's and flite's synthesis tests skip (saying why) where they are missing: as root with
+# apt-get, `make test` installs the missing ones first so they run
 test: $(STAMP)
-	-@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! ldconfig -p | grep -q libespeak-ng.so.1; then \
-		echo "installing espeak-ng for its tests"; \
-		DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q espeak-ng libespeak-ng1 >/dev/null \
-		|| echo "espeak-ng could not be installed: its tests will skip"; fi
+	-@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		pkgs=""; \
+		ldconfig -p | grep -q libespeak-ng.so.1 || pkgs="espeak-ng libespeak-ng1"; \
+		{ command -v flite >/dev/null && ldconfig -p | grep -q libflite_cmu_us_rms.so.1; } || pkgs="$${pkgs:+$$pkgs }flite"; \
+		if [ -n "$$pkgs" ]; then echo "installing $$pkgs for their tests"; \
+		DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q $$pkgs >/dev/null \
+		|| echo "$$pkgs could not be installed: their tests will skip"; fi; fi
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
