@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate a phone-aligned speech corpus in TIMIT layout with the Festival synthesizer.
+"""Generate a phone-aligned speech corpus in TIMIT layout with Festival (and espeak-ng, flite).
 
 Source: the Festival Speech Synthesis System (Black, Taylor & Caley, University of Edinburgh;
 Debian packages ``festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts``). Festival
@@ -32,25 +32,35 @@ sample round(t * 16000 / f); the last segment is stretched or clipped to the fil
 round to zero samples are dropped and counted in corpus.json.
 
 Voice families (``--voices``): Festival's ``kal``, ``ked``, ``slt`` (the default, the shipped
-sample's recipe) and espeak-ng voices ``espeak:<voice>`` (``espeak:en-us``, ``espeak:en-us+f3``,
+sample's recipe), espeak-ng voices ``espeak:<voice>`` (``espeak:en-us``, ``espeak:en-us+f3``,
 ``espeak:en-us+klatt``: scripts/espeak_synth.py, phone timings from its phoneme events, words
-exactly the transcript's). Speaker i belongs to family i mod F; an espeak speaker has its own rate,
-pitch and pitch range, and most are resampled as above. With ``--train-voices`` / ``--dev-voices``
-/ ``--test-voices`` the families go to those splits (a family in several splits cycles its speakers
-over them, in the order train, train, dev, test); a test family may not be a train family (an
-error), so the test voices are voices the model never heard. Without them every family is in all
-three splits (in-voice, speaker-disjoint). ``--rotations`` also writes leave-one-voice-out lists:
-``lovo/<family>/{train,dev}.lst`` (the train and dev speakers of the other families),
-``lovo/<family>/dev_unheard.lst`` (the held-out family's dev speakers: a voice-disjoint dev set for
-choosing settings), ``lovo/<family>/test.lst`` (the held-out family's other utterances, never those
-of its dev speakers) and ``test_in_voice.lst`` (the test speakers of the other families: the
-in-voice score of the same model). With both synthesizers, ``lovo_synth/<synth>/`` holds the same
-lists with a whole synthesizer held out (festival or espeak): a test voice from a synthesizer no
-training voice comes from.
+exactly the transcript's) and CMU Flite's ``flite:awb`` and ``flite:rms`` (families ``fliteawb``,
+``fliterms``; Debian package ``flite``; scripts/flite_synth.py). flite gives Festival's radio
+phones with end times and its words (their segments through the SylStructure relation); they are
+labelled by the same code as Festival's (``radio_labels``), and an utterance whose words are not
+the sentence's is skipped and counted (``flite_words_differ``). Only awb and rms are offered:
+flite's ``slt`` and ``kal``/``kal16`` are the same recorded speakers as Festival's slt and kal, so
+a held-out voice would be a speaker the model trained on (``family_of`` refuses them). Speaker i
+belongs to family i mod F (``--speakers``: a multiple of F, at least 4 per family); an espeak
+speaker has its own rate, pitch and pitch range, a flite speaker its own tempo and (awb only: rms
+ignores it) F0 mean, drawn as for the diphone voices, and most are resampled as above.
+With ``--train-voices`` / ``--dev-voices`` / ``--test-voices`` the families go to those splits (a
+family in several splits cycles its speakers over them, in the order train, train, dev, test); a
+test family may not be a train family (an error), so the test voices are voices the model never
+heard. Without them every family is in all three splits (in-voice, speaker-disjoint).
+``--rotations`` also writes leave-one-voice-out lists: ``lovo/<family>/{train,dev}.lst`` (the train
+and dev speakers of the other families), ``lovo/<family>/dev_unheard.lst`` (the held-out family's
+dev speakers: a voice-disjoint dev set for choosing settings), ``lovo/<family>/test.lst`` (the
+held-out family's other utterances, never those of its dev speakers) and ``test_in_voice.lst``
+(the test speakers of the other families: the in-voice score of the same model). With voices of
+two or three synthesizers, ``lovo_synth/<synth>/`` holds the same lists with a whole synthesizer
+held out (festival, espeak or flite): a test voice from a synthesizer no training voice comes from.
 
 Determinism: every sentence, speaker and setting is drawn from ``--seed`` before synthesis, and
-Festival is deterministic, so the files are the same for a given seed and job count (the job
-count only changes how utterances are grouped into Festival processes).
+the synthesizers are deterministic (flite's noise generator is reseeded before each utterance), so
+the files are the same for a given seed and job count (the job count only changes how utterances
+are grouped into Festival processes; espeak-ng and flite run in this process, one utterance after
+another).
 
 Usage:
     python scripts/make_speech_corpus.py --out data/speech_full --utterances 1000 --jobs 2
