@@ -20,14 +20,18 @@ install: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/vecset fit --config configs/multitask.yaml
 
-# espeak-ng's synthesis tests (which draw their sentences from WordNet) skip, saying why, where
-# libespeak-ng or WordNet's data is missing: as root with apt-get, `make test` installs them first
-TEST_DEBS := espeak-ng libespeak-ng1 wordnet-base
+# the espeak-ng and Flite synthesis tests (which draw their sentences from WordNet) skip, saying
+# why, where the library or WordNet's data is missing: as root with apt-get, `make test` installs
+# the missing ones first so they run
 test: $(STAMP)
-	-@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! { ldconfig -p | grep -q libespeak-ng.so.1 && [ -f /usr/share/wordnet/data.verb ]; }; then \
-		echo "installing $(TEST_DEBS) for their tests"; \
-		DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q $(TEST_DEBS) >/dev/null \
-		|| echo "$(TEST_DEBS) could not be installed: their tests will skip"; fi
+	-@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		pkgs=""; \
+		ldconfig -p | grep -q libespeak-ng.so.1 || pkgs="espeak-ng libespeak-ng1"; \
+		{ command -v flite >/dev/null && ldconfig -p | grep -q libflite_cmu_us_rms.so.1; } || pkgs="$${pkgs:+$$pkgs }flite"; \
+		[ -f /usr/share/wordnet/data.verb ] || pkgs="$${pkgs:+$$pkgs }wordnet-base"; \
+		if [ -n "$$pkgs" ]; then echo "installing $$pkgs for their tests"; \
+		DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q $$pkgs >/dev/null \
+		|| echo "$$pkgs could not be installed: their tests will skip"; fi; fi
 	$(PY) -m pytest -q
 
 lint: $(STAMP)

@@ -9,7 +9,7 @@ accuracy, tested on F); the same checkpoint is then tested on ``test_in_voice``.
 per model, both frame accuracies per held-out family and their means over the rotations. F's dev
 speakers are in no list of the table: they are the voice-disjoint dev set below.
 
-``--lovo lovo_synth`` holds out a whole synthesizer instead (Festival's voices or espeak-ng's):
+``--lovo lovo_synth`` holds out a whole synthesizer instead (Festival's, espeak-ng's or flite's voices):
 the voice-disjoint number for a synthesizer no training voice comes from.
 
 ``--choose-on F`` is the voice-disjoint dev split for choosing settings (augmentation): it trains
@@ -116,7 +116,7 @@ def main() -> None:
     ap.add_argument("--models", nargs="*", default=list(CONFIGS), choices=list(CONFIGS))
     ap.add_argument("--families", nargs="*", default=None, help="held-out families (default: every folder of --lovo)")
     ap.add_argument("--lovo", default="lovo", choices=["lovo", "lovo_synth"],
-                    help="lovo: one voice family out; lovo_synth: one synthesizer (festival, espeak) out")
+                    help="lovo: one voice family out; lovo_synth: one synthesizer (festival, espeak, flite) out")
     ap.add_argument("--out", default="bench/results/speech_voices.json")
     ap.add_argument("--corpus-command", default=None,
                     help="the command that built --root, kept in the JSON (its corpus.json has the settings)")

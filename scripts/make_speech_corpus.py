@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate a phone-aligned speech corpus in TIMIT layout with the Festival synthesizer.
+"""Generate a phone-aligned speech corpus in TIMIT layout with Festival (and espeak-ng, flite).
 
 Source: the Festival Speech Synthesis System (Black, Taylor & Caley, University of Edinburgh;
 Debian packages ``festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts``). Festival
@@ -32,25 +32,35 @@ sample round(t * 16000 / f); the last segment is stretched or clipped to the fil
 round to zero samples are dropped and counted in corpus.json.
 
 Voice families (``--voices``): Festival's ``kal``, ``ked``, ``slt`` (the default, the shipped
-sample's recipe) and espeak-ng voices ``espeak:<voice>`` (``espeak:en-us``, ``espeak:en-us+f3``,
+sample's recipe), espeak-ng voices ``espeak:<voice>`` (``espeak:en-us``, ``espeak:en-us+f3``,
 ``espeak:en-us+klatt``: scripts/espeak_synth.py, phone timings from its phoneme events, words
-exactly the transcript's). Speaker i belongs to family i mod F; an espeak speaker has its own rate,
-pitch and pitch range, and most are resampled as above. With ``--train-voices`` / ``--dev-voices``
-/ ``--test-voices`` the families go to those splits (a family in several splits cycles its speakers
-over them, in the order train, train, dev, test); a test family may not be a train family (an
-error), so the test voices are voices the model never heard. Without them every family is in all
-three splits (in-voice, speaker-disjoint). ``--rotations`` also writes leave-one-voice-out lists:
-``lovo/<family>/{train,dev}.lst`` (the train and dev speakers of the other families),
-``lovo/<family>/dev_unheard.lst`` (the held-out family's dev speakers: a voice-disjoint dev set for
-choosing settings), ``lovo/<family>/test.lst`` (the held-out family's other utterances, never those
-of its dev speakers) and ``test_in_voice.lst`` (the test speakers of the other families: the
-in-voice score of the same model). With both synthesizers, ``lovo_synth/<synth>/`` holds the same
-lists with a whole synthesizer held out (festival or espeak): a test voice from a synthesizer no
-training voice comes from.
+exactly the transcript's) and CMU Flite's ``flite:awb`` and ``flite:rms`` (families ``fliteawb``,
+``fliterms``; Debian package ``flite``; scripts/flite_synth.py). flite gives Festival's radio
+phones with end times and its words (their segments through the SylStructure relation); they are
+labelled by the same code as Festival's (``radio_labels``), and an utterance whose words are not
+the sentence's is skipped and counted (``flite_words_differ``). Only awb and rms are offered:
+flite's ``slt`` and ``kal``/``kal16`` are the same recorded speakers as Festival's slt and kal, so
+a held-out voice would be a speaker the model trained on (``family_of`` refuses them). Speaker i
+belongs to family i mod F (``--speakers``: a multiple of F, at least 4 per family); an espeak
+speaker has its own rate, pitch and pitch range, a flite speaker its own tempo and (awb only: rms
+ignores it) F0 mean, drawn as for the diphone voices, and most are resampled as above.
+With ``--train-voices`` / ``--dev-voices`` / ``--test-voices`` the families go to those splits (a
+family in several splits cycles its speakers over them, in the order train, train, dev, test); a
+test family may not be a train family (an error), so the test voices are voices the model never
+heard. Without them every family is in all three splits (in-voice, speaker-disjoint).
+``--rotations`` also writes leave-one-voice-out lists: ``lovo/<family>/{train,dev}.lst`` (the train
+and dev speakers of the other families), ``lovo/<family>/dev_unheard.lst`` (the held-out family's
+dev speakers: a voice-disjoint dev set for choosing settings), ``lovo/<family>/test.lst`` (the
+held-out family's other utterances, never those of its dev speakers) and ``test_in_voice.lst``
+(the test speakers of the other families: the in-voice score of the same model). With voices of
+two or three synthesizers, ``lovo_synth/<synth>/`` holds the same lists with a whole synthesizer
+held out (festival, espeak or flite): a test voice from a synthesizer no training voice comes from.
 
 Determinism: every sentence, speaker and setting is drawn from ``--seed`` before synthesis, and
-Festival is deterministic, so the files are the same for a given seed and job count (the job
-count only changes how utterances are grouped into Festival processes).
+the synthesizers are deterministic (flite's noise generator is reseeded before each utterance), so
+the files are the same for a given seed and job count (the job count only changes how utterances
+are grouped into Festival processes; espeak-ng and flite run in this process, one utterance after
+another).
 
 Usage:
     python scripts/make_speech_corpus.py --out data/speech_full --utterances 1000 --jobs 2
@@ -78,7 +88,9 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # speech_text.py beside this file
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # speech_text.py, flite_synth.py beside this file
+from flite_synth import LEAKING as FLITE_LEAKING  # noqa: E402
+from flite_synth import VOICES as FLITE_VOICES  # noqa: E402
 from speech_text import (  # noqa: E402
     MAX_WORDS,
     MIN_WORDS,
@@ -136,11 +148,11 @@ class Speaker:
     name: str
     voice: str
     split: str
-    stretch: float  # Festival Duration_Stretch (> 1 slower)
-    f0_mean: float | None  # target F0 mean in Hz (diphone voices only)
+    stretch: float  # Festival Duration_Stretch, flite duration_stretch (> 1 slower)
+    f0_mean: float | None  # target F0 mean in Hz (Festival's diphone voices and flite's awb only)
     resample: float  # 1.0 = as synthesized; f shifts pitch/formants by f and tempo by 1/f
-    family: str = ""  # voice family: kal, ked, slt, or the espeak voice's tag (enusf3)
-    synth: str = "festival"  # festival or espeak
+    family: str = ""  # voice family: kal, ked, slt, the espeak voice's tag (enusf3), fliteawb
+    synth: str = "festival"  # festival, espeak or flite
     rate: int | None = None  # espeak words per minute
     pitch: int | None = None  # espeak pitch (0-100)
     pitch_range: int | None = None  # espeak pitch range (0-100)
@@ -165,13 +177,26 @@ DEFAULT_VOICES = ("kal", "ked", "slt")
 
 
 def family_of(spec: str) -> str:
-    """``kal`` -> ``kal``; ``espeak:en-us+f3`` -> ``enusf3`` (letters and digits of the voice)."""
+    """``kal`` -> ``kal``; ``espeak:en-us+f3`` -> ``enusf3`` (letters and digits of the voice);
+    ``flite:awb`` -> ``fliteawb``. Refuses flite's slt, kal and kal16: the speakers of Festival's
+    slt and kal (scripts/flite_synth.py)."""
     if spec in VOICES:
         return spec
     if spec.startswith("espeak:") and len(spec) > 7:
         return re.sub(r"[^a-z0-9]", "", spec[7:].lower())
-    raise ValueError(f"voice {spec!r}: expected one of {', '.join(VOICES)} (Festival) or espeak:<voice> "
-                     "(espeak-ng --voices=en lists them; a variant as en-us+f3)")
+    if spec.startswith("flite:"):
+        v = spec[6:]
+        if v in FLITE_LEAKING:
+            raise ValueError(
+                f"voice {spec!r}: flite's {v} is the same recorded speaker as Festival's {FLITE_LEAKING[v]}, so a "
+                f"model trained on Festival's {FLITE_LEAKING[v]} would be tested on a speaker it has heard (and one "
+                f"trained on flite:{v} would have heard Festival's): use flite:{' or flite:'.join(FLITE_VOICES)}")
+        if v in FLITE_VOICES:
+            return "flite" + v
+        raise ValueError(f"voice {spec!r}: flite voices offered are {', '.join('flite:' + x for x in FLITE_VOICES)}")
+    raise ValueError(f"voice {spec!r}: expected one of {', '.join(VOICES)} (Festival), espeak:<voice> "
+                     "(espeak-ng --voices=en lists them; a variant as en-us+f3) or "
+                     f"{', '.join('flite:' + x for x in FLITE_VOICES)} (flite)")
 
 
 def family_splits(voices: list[str], train: list[str] | None = None, dev: list[str] | None = None,
@@ -231,6 +256,12 @@ def make_speakers(n: int, seed: int, voices: list[str] | tuple[str, ...] = DEFAU
                 f0_mean=round(r.uniform(85.0, 145.0), 1) if diphone else None,
                 resample=1.0 if j == 0 else round(r.uniform(0.9, 1.1), 3),
                 family=fam))
+        elif spec.startswith("flite:"):  # tempo and F0 as Festival's diphone voices (rms: tempo only)
+            speakers.append(Speaker(
+                name=f"s{i:02d}{fam}", voice=spec[6:], split=split,
+                stretch=round(r.uniform(0.85, 1.2), 3),
+                f0_mean=round(r.uniform(85.0, 145.0), 1) if FLITE_VOICES[spec[6:]] else None,
+                resample=1.0 if j == 0 else round(r.uniform(0.9, 1.1), 3), family=fam, synth="flite"))
         else:
             speakers.append(Speaker(
                 name=f"s{i:02d}{fam}", voice=spec[7:], split=split, stretch=1.0, f0_mean=None,
@@ -279,11 +310,11 @@ def check_splits(speakers: list[Speaker], utterances: int) -> dict[str, int]:
 
 
 def check_written(lists: dict[str, list[str]]) -> None:
-    """Refuses a corpus in which Festival's skips left a split without an utterance."""
+    """Refuses a corpus in which the synthesizers' skips left a split without an utterance."""
     empty = [k for k in SPLITS if not lists[k]]
     if empty:
-        raise SystemExit(f"no utterance of the {', '.join(empty)} split was written (Festival skipped all of its "
-                         f"speakers' utterances; see the 'skipped' lines above): use more --utterances")
+        raise SystemExit(f"no utterance of the {', '.join(empty)} split was written (the synthesizers skipped all of "
+                         f"its speakers' utterances; see the 'skipped' lines above): use more --utterances")
 
 
 # --- Festival --------------------------------------------------------------------------------
@@ -448,13 +479,19 @@ def merge_clitics(words: list[list[str]]) -> list[tuple[str, str, str]]:
     return out
 
 
+def words_differ(said: list[str], text: str) -> bool:
+    """Whether a synthesizer's words (Festival's, flite's: lower case, apostrophes kept or
+    dropped) are not the sentence's words."""
+    return [w.lower().replace("'", "") for w in said] != [w.replace("'", "") for w in words_of(text)]
+
+
 def postprocess(key: str, spk: Speaker, text: str, tmp: Path, out: Path, fmt: str) -> dict:
     """Festival's wave, segments and words -> the TIMIT-layout files of one utterance. Returns
     ``{"utt", "samples", "dropped_segments", "dropped_words"}``, or ``{"utt", "skipped": reason}``
     when Festival's words are not the sentence's words (it read something as an abbreviation or
     number): the utterance is not written, and the reason is counted."""
     said = merge_clitics([line.split() for line in (tmp / f"{key}.words").read_text().splitlines()])
-    if [w.lower().replace("'", "") for _, _, w in said] != [w.replace("'", "") for w in words_of(text)]:
+    if words_differ([w for _, _, w in said], text):
         return {"utt": key.replace("__", "/"), "skipped": "festival_words_differ", "text": text,
                 "festival_words": " ".join(w for _, _, w in said)}
     wav, sr = sf.read(tmp / f"{key}.wav", dtype="float32")
@@ -464,9 +501,20 @@ def postprocess(key: str, spk: Speaker, text: str, tmp: Path, out: Path, fmt: st
     wav = resample(wav, sr, SR)
     if spk.resample != 1.0:
         wav = resample(wav, int(round(SR * spk.resample)), SR)
-    factor = spk.resample
-    n = len(wav)
-    segs = read_segs(tmp / f"{key}.segs")
+    phn, words, dropped, dropped_words = radio_labels(read_segs(tmp / f"{key}.segs"), said, text, len(wav),
+                                                      spk.resample)
+    return write_utterance(out, spk, key.split("__")[1], wav, phn, words, text, fmt,
+                           {"dropped_segments": dropped, "dropped_words": dropped_words})
+
+
+def radio_labels(segs: list[tuple[float, str]], said: list, text: str, n: int,
+                 factor: float) -> tuple[list[list], list[tuple[int, int, str]], int, int]:
+    """Segments in Festival's radio phone set (Festival's and flite's) -> the .phn and .wrd rows
+    of a wave of ``n`` samples at 16 kHz read at 16000*``factor`` Hz (module docstring: a time t
+    is sample round(t * 16000 / factor), the last segment ends at ``n``, zero-length segments
+    dropped, the edge pauses ``h#``); ``said``: the synthesizer's (start, end, word) in seconds,
+    one per word of ``text`` (whose spelling .wrd keeps), snapped to the phone boundaries.
+    Returns (phn, words, dropped segments, dropped words)."""
     phones = [ph for _, ph in segs]
     ends = [min(n, int(round(t * SR / factor))) for t, _ in segs]
     ends[-1] = n  # the wave runs a few ms past (or short of) the last segment end
@@ -491,8 +539,7 @@ def postprocess(key: str, spk: Speaker, text: str, tmp: Path, out: Path, fmt: st
             words.append((s_, e_, w))
         else:  # shorter than half a phone: no span of its own
             dropped_words += 1
-    return write_utterance(out, spk, key.split("__")[1], wav, phn, words, text, fmt,
-                           {"dropped_segments": dropped, "dropped_words": dropped_words})
+    return phn, words, dropped, dropped_words
 
 
 def write_utterance(out: Path, spk: Speaker, stem: str, wav: np.ndarray, phn: list, words: list, text: str,
@@ -560,6 +607,60 @@ def run_espeak(items: list[tuple[str, Speaker, str]], out: Path, fmt: str) -> li
     return [espeak_utterance((k, s, t, str(out), fmt)) for k, s, t in track(items, "synthesizing (espeak-ng)")]
 
 
+# --- flite ---------------------------------------------------------------------------------------
+_FLITE = None
+
+
+def flite_utterance(key: str, spk: Speaker, text: str, out: Path, fmt: str) -> dict:
+    """Synthesize and write one flite utterance (scripts/flite_synth.py; one library instance per
+    process). Its segments are Festival's radio phones with end times, labelled as Festival's
+    (``radio_labels``); its words, with a split-off possessive joined back (``merge_clitics``), must
+    be the sentence's words, else the utterance is skipped (``flite_words_differ``)."""
+    global _FLITE
+    import flite_synth
+
+    if _FLITE is None:
+        _FLITE = flite_synth.Flite()
+    _FLITE.set_voice(spk.voice, spk.stretch, spk.f0_mean)
+    try:
+        spoken = _FLITE.say(text)
+    except flite_synth.SkipUtterance as e:
+        return {"utt": key.replace("__", "/"), "skipped": str(e), "text": text}
+    said = merge_clitics([list(w) for w in spoken.words])
+    if words_differ([w for _, _, w in said], text):
+        return {"utt": key.replace("__", "/"), "skipped": "flite_words_differ", "text": text,
+                "flite_words": " ".join(w for _, _, w in said)}
+    # flite's 16 kHz -> 16 kHz read at 16000*f Hz, as Festival's wave
+    wav = resample(spoken.wav.astype(np.float32) / 32768.0, spoken.rate, SR)
+    if spk.resample != 1.0:
+        wav = resample(wav, int(round(SR * spk.resample)), SR)
+    phn, words, dropped, dropped_words = radio_labels(spoken.segments, said, text, len(wav), spk.resample)
+    return write_utterance(out, spk, key.split("__")[1], wav, phn, words, text, fmt,
+                           {"dropped_segments": dropped, "dropped_words": dropped_words})
+
+
+def run_flite(items: list[tuple[str, Speaker, str]], out: Path, fmt: str) -> list[dict]:
+    """flite utterances one after another in this process (flite's voices synthesize about 50
+    seconds of speech a second on one core, so no worker processes)."""
+    if not items:
+        return []
+    import flite_synth
+
+    why = flite_synth.missing()
+    if why:
+        raise SystemExit(f"flite voices requested but {why}")
+    from vecset.pipelines.console import track
+
+    return [flite_utterance(k, s, t, out, fmt) for k, s, t in track(items, "synthesizing (flite)")]
+
+
+def check_flite(install: bool) -> None:
+    import flite_synth
+
+    if flite_synth.missing() is not None:
+        install_or_exit(flite_synth.PACKAGES, install, "flite voices requested but flite is missing")
+
+
 def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fmt: str,
              install: bool = False, text_dir: Path = WORDNET_DIR, voices: list[str] | tuple[str, ...] = DEFAULT_VOICES,
              train_voices: list[str] | None = None, dev_voices: list[str] | None = None,
@@ -576,6 +677,8 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
         check_festival(install)
     if any(s.synth == "espeak" for s in spk):
         check_espeak(install)
+    if any(s.synth == "flite" for s in spk):
+        check_flite(install)
     candidates = wordnet_examples(text_dir)
     pool, filtered = filter_sentences(candidates)
     texts = assign_sentences(pool, utterances, seed)
@@ -583,6 +686,7 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
     items = [(f"{spk[i % len(spk)].name}__u{i:05d}", spk[i % len(spk)], texts[i]) for i in range(utterances)]
     items.sort(key=lambda t: (t[1].name, t[0]))  # group by speaker: one voice switch per group
     espeak_items = [t for t in items if t[1].synth == "espeak"]
+    flite_items = [t for t in items if t[1].synth == "flite"]
     items_all, items = items, [t for t in items if t[1].synth == "festival"]
     per = max(1, math.ceil(len(items) / jobs))
     batches = [items[k:k + per] for k in range(0, len(items), per)]
@@ -606,12 +710,16 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
     t1 = time.time()
     rows += run_espeak(espeak_items, out, fmt)
     espeak_s = time.time() - t1
+    t2 = time.time()
+    rows += run_flite(flite_items, out, fmt)  # after espeak: flite reseeds the C library's rand()
+    flite_s = time.time() - t2
     items = items_all
     written = [r for r in rows if "skipped" not in r]
     skipped = [r for r in rows if "skipped" in r]
     for r in skipped:
         print(f"skipped {r['utt']} ({r['skipped']}): {r['text']!r}"
-              + (f" -> Festival said {r['festival_words']!r}" if "festival_words" in r else ""), file=sys.stderr)
+              + (f" -> Festival said {r['festival_words']!r}" if "festival_words" in r else "")
+              + (f" -> flite said {r['flite_words']!r}" if "flite_words" in r else ""), file=sys.stderr)
     unmapped: Counter = Counter()
     for r in written:
         unmapped.update(r.pop("unmapped", {}))
@@ -628,7 +736,7 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
         raise AssertionError(f"a dev or test sentence is also in train: {stats}")  # cannot happen: one use each
     write_speakers(out / "speakers.tsv", spk)
     rots = rotations(spk, lists) if write_rotations else {}
-    # with Festival and espeak-ng voices: also leave one synthesizer out (lovo_synth/)
+    # with voices of two or three synthesizers: also leave one synthesizer out (lovo_synth/)
     synth_rots = rotations(spk, lists, by="synth") if write_rotations and len({s.synth for s in spk}) > 1 else {}
     for folder, rr in (("lovo", rots), ("lovo_synth", synth_rots)):
         for fam, rot in rr.items():
@@ -666,6 +774,12 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
                           "skipped": dict(Counter(r["skipped"] for r in skipped if r["skipped"].startswith("espeak"))),
                           "unmappable_phonemes": dict(unmapped.most_common()),
                           "synthesis_seconds": round(espeak_s, 1)}
+    if flite_items:
+        import flite_synth
+
+        info["flite"] = {"version": flite_synth.version(), "utterances": len(flite_items),
+                         "skipped": dict(Counter(r["skipped"] for r in skipped if r["skipped"].startswith("flite"))),
+                         "synthesis_seconds": round(flite_s, 1)}
     (out / "corpus.json").write_text(json.dumps(info, indent=2) + "\n")
     return info
 
@@ -709,16 +823,18 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="output root (TIMIT layout)")
     ap.add_argument("--utterances", type=int, default=1000)
-    ap.add_argument("--speakers", type=int, default=15, help="multiple of 3, >= 12 (4 per base voice: train, train, dev, test)")
+    ap.add_argument("--speakers", type=int, default=15,
+                    help="a multiple of the number of voice families, at least 4 per family (train, train, dev, test)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2, help="parallel Festival processes")
     ap.add_argument("--format", choices=["wav", "flac"], default="wav")
     ap.add_argument("--text-dir", type=Path, default=WORDNET_DIR, help="WordNet's data.{adj,adv,noun,verb}")
     ap.add_argument("--install", action="store_true",
-                    help="apt-get install the Festival packages when missing (needs root)")
+                    help="apt-get install the Festival, espeak-ng or flite packages when missing (needs root)")
     ap.add_argument("--force", action="store_true", help="write into a non-empty --out")
     ap.add_argument("--voices", default=",".join(DEFAULT_VOICES),
-                    help="comma-separated voice families: kal, ked, slt (Festival), espeak:<voice> (espeak-ng)")
+                    help="comma-separated voice families: kal, ked, slt (Festival), espeak:<voice> (espeak-ng), "
+                         "flite:awb, flite:rms (flite)")
     for k in SPLITS:
         ap.add_argument(f"--{k}-voices", default=None, help=f"families whose speakers go to {k} (comma-separated)")
     ap.add_argument("--rotations", action="store_true", help="also write leave-one-voice-out lists under lovo/ (and lovo_synth/)")
@@ -738,8 +854,10 @@ def main(argv: list[str] | None = None) -> None:
                 p.unlink()
     info = generate(a.out, a.utterances, a.speakers, a.seed, a.jobs, a.format, a.install, a.text_dir,
                     tuple(csv(a.voices)), csv(a.train_voices), csv(a.dev_voices), csv(a.test_voices), a.rotations)
+    # Festival's seconds, and espeak-ng's and flite's (theirs include resampling and writing)
+    synth_s = info["synthesis_seconds"] + sum(info[k]["synthesis_seconds"] for k in ("espeak", "flite") if k in info)
     print(f"wrote {info['utterances']} of {a.utterances} utterances ({info['hours']} h, mean {info['mean_seconds']} s) from "
-          f"{a.speakers} speakers to {a.out} in {info['synthesis_seconds']} s of synthesis; "
+          f"{a.speakers} speakers to {a.out} in {synth_s:.1f} s of synthesis; "
           f"sha256 {digest(a.out)[:16]}")
 
 

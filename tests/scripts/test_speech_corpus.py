@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import random
 import shutil
 import sys
 from pathlib import Path
@@ -287,3 +288,111 @@ def test_an_espeak_corpus_is_valid_timit_layout_with_the_transcript_words(tmp_pa
         wrd = [ln.split()[2] for ln in wav.with_suffix(".wrd").read_text().splitlines()]
         assert wrd == text.words_of(wav.with_suffix(".txt").read_text().split(" ", 2)[2])
     assert (root / "lovo" / "enusf3" / "test.lst").read_text() == (root / "test.lst").read_text()
+
+
+def flite_missing() -> str | None:
+    import flite_synth  # scripts/ is on sys.path: the generator put it there
+
+    return flite_synth.missing()
+
+
+def test_flite_families_and_the_voices_of_festival_speakers_refused():
+    assert corpus.family_of("flite:awb") == "fliteawb" and corpus.family_of("flite:rms") == "fliterms"
+    for v, festival in (("slt", "slt"), ("kal", "kal"), ("kal16", "kal")):
+        with pytest.raises(ValueError, match=rf"flite's {v} is the same recorded speaker as Festival's {festival}"):
+            corpus.family_of(f"flite:{v}")
+    with pytest.raises(ValueError, match="flite voices offered are flite:awb, flite:rms"):
+        corpus.family_of("flite:awb_time")
+    with pytest.raises(ValueError, match="flite:awb, flite:rms"):
+        corpus.family_of("awb")
+    with pytest.raises(SystemExit, match="same recorded speaker"):  # refused before any synthesis
+        corpus.generate(Path("/nonexistent/c"), utterances=16, speakers=8, seed=0, jobs=1, fmt="wav",
+                        voices=("kal", "flite:slt"))
+
+
+def test_flite_speakers_draw_tempo_and_f0_like_festivals_diphone_speakers():
+    spk = corpus.make_speakers(16, 0, ["kal", "espeak:en-us", "flite:awb", "flite:rms"])
+    fl = [s for s in spk if s.synth == "flite"]
+    assert [s.name for s in fl[:2]] == ["s02fliteawb", "s03fliterms"] and [s.voice for s in fl[:2]] == ["awb", "rms"]
+    assert all(0.85 <= s.stretch <= 1.2 and s.rate is None for s in fl)
+    assert all(85 <= s.f0_mean <= 145 for s in fl if s.voice == "awb")
+    assert all(s.f0_mean is None for s in fl if s.voice == "rms")  # rms ignores a target F0 mean
+    assert [s.resample == 1.0 for s in fl[:2]] == [True, True] and all(0.9 <= s.resample <= 1.1 for s in fl)
+    for s in fl:  # speaker i's own draws from the seed, in the diphone speakers' order and ranges
+        r = random.Random(f"0:speaker:{int(s.name[1:3])}")
+        assert s.stretch == round(r.uniform(0.85, 1.2), 3)
+        assert s.f0_mean == (round(r.uniform(85.0, 145.0), 1) if s.voice == "awb" else None)
+    assert fl[0].recipe()["synth"] == "flite"
+
+
+def test_rotations_leave_each_of_three_synthesizers_out():
+    voices = ["kal", "slt", "espeak:en-us", "espeak:en-us+f3", "flite:awb", "flite:rms"]
+    spk = corpus.make_speakers(24, 0, voices)
+    lists = {k: [f"{s.name}/u{i:05d}" for i, s in enumerate(spk) if s.split == k] for k in ("train", "dev", "test")}
+    synth = {s.name: s.synth for s in spk}
+    rs = corpus.rotations(spk, lists, by="synth")
+    assert set(rs) == {"festival", "espeak", "flite"}
+    every = sorted(sum(lists.values(), []))
+    for held, r in rs.items():
+        others = {synth[u.split("/")[0]] for k in ("train", "dev", "test_in_voice") for u in r[k]}
+        assert others == {"festival", "espeak", "flite"} - {held}
+        assert sorted(r["test"] + r["dev_unheard"]) == [u for u in every if synth[u.split("/")[0]] == held]
+        assert not set(r["test"]) & set(lists["dev"]) and set(r["dev_unheard"]) <= set(lists["dev"])
+    assert len(rs["flite"]["train"]) == 8 and len(rs["flite"]["test"]) == 6  # 2 families x (2 train + test + dev)
+
+
+def test_radio_labels_are_exact_after_the_resampling_factor():
+    segs = [(0.2, "pau"), (0.25, "dh"), (0.31, "ax"), (0.50, "k"), (0.50001, "ae"), (0.7, "t"), (0.9, "pau")]
+    said = [(0.2, 0.31, "the"), (0.31, 0.7, "cat")]
+    f, n = 1.07, 13_500
+    phn, words, dropped, dropped_words = corpus.radio_labels(segs, said, "The cat.", n, f)
+    # t -> round(t * 16000 / f); ae rounds to zero samples (dropped); the last ends at the file's end
+    assert phn == [[0, 2991, "h#"], [2991, 3738, "dh"], [3738, 4636, "ax"], [4636, 7477, "k"], [7477, 10467, "t"],
+                   [10467, n, "h#"]]
+    assert [round(t * 16000 / f) for t in (0.2, 0.25, 0.31, 0.5, 0.7)] == [2991, 3738, 4636, 7477, 10467]
+    assert words == [(2991, 4636, "the"), (4636, 10467, "cat")] and dropped == 1 and dropped_words == 0
+
+
+@pytest.mark.skipif(flite_missing() is not None, reason=flite_missing() or "")
+def test_a_word_flite_reads_otherwise_skips_the_utterance(tmp_path):
+    spk = corpus.make_speakers(16, 0, ["kal", "espeak:en-us", "flite:awb", "flite:rms"])[2]
+    row = corpus.flite_utterance(f"{spk.name}__u00002", spk, "The boss gave me his A-list of people.", tmp_path, "wav")
+    # flite says the letter name (its word "_a"), not the article of the transcript
+    assert row["skipped"] == "flite_words_differ" and row["flite_words"].startswith("the boss gave me his _a list")
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.skipif(flite_missing() is not None or espeak_missing(),
+                    reason=flite_missing() or "espeak-ng is not installed (apt-get install espeak-ng libespeak-ng1)")
+def test_a_flite_corpus_is_valid_timit_layout_with_exact_labels(tmp_path):
+    import flite_synth
+    import soundfile as sf
+
+    root = tmp_path / "c"
+    info = corpus.generate(root, utterances=15, speakers=12, seed=4, jobs=1, fmt="wav",
+                           voices=("espeak:en-us", "flite:awb", "flite:rms"), write_rotations=True)
+    assert info["flite"]["utterances"] == 10 and info["flite"]["skipped"] == {} and info["utterances"] == 15
+    assert sorted(p.name for p in (root / "lovo_synth").iterdir()) == ["espeak", "flite"]
+    assert sorted(p.name for p in (root / "lovo").iterdir()) == ["enus", "fliteawb", "fliterms"]
+    spk = {s.name: s for s in corpus.make_speakers(12, 4, ["espeak:en-us", "flite:awb", "flite:rms"])}
+    fl = flite_synth.Flite()
+    resampled = 0
+    for wav in sorted(root.glob("s*flite*/*.wav")):
+        n = sf.info(str(wav)).frames
+        segs = read_phn(wav.with_suffix(".phn"), n, list(FESTIVAL_PHONES))
+        assert segs[0].start == 0 and segs[-1].end == n and segs[0].phone == "h#" == segs[-1].phone
+        assert all(a.end == b.start for a, b in zip(segs, segs[1:], strict=False))
+        sentence = wav.with_suffix(".txt").read_text().split(" ", 2)[2].strip()
+        wrd = [ln.split() for ln in wav.with_suffix(".wrd").read_text().splitlines()]
+        assert [w for _, _, w in wrd] == text.words_of(sentence)
+        # every boundary is flite's end time t at round(t * 16000 / f), the last at the file's end
+        s = spk[wav.parent.name]
+        fl.set_voice(s.voice, s.stretch, s.f0_mean)
+        said = fl.say(sentence)
+        want = [round(t * 16000 / s.resample) for t, _ in said.segments]
+        assert [p for _, p in said.segments][1:-1] == [sg.phone for sg in segs][1:-1]
+        assert [sg.end for sg in segs][:-1] == want[:-1] and abs(want[-1] - n) < 0.01 * 16000
+        bounds = {0} | {sg.end for sg in segs}
+        assert all(int(a) in bounds and int(b) in bounds and int(a) < int(b) for a, b, _ in wrd)
+        resampled += s.resample != 1.0
+    assert resampled >= 4
