@@ -23,6 +23,9 @@ sys.modules["make_speech_corpus"] = corpus
 spec.loader.exec_module(corpus)
 text = sys.modules["speech_text"]  # imported by the generator from scripts/
 SAMPLE = SCRIPT.parents[1] / "data" / "speech"
+# a generated corpus draws its sentences from WordNet's examples
+needs_wordnet = pytest.mark.skipif(not all((text.WORDNET_DIR / f).exists() for f in text.WORDNET_FILES),
+                                   reason="the corpus draws its sentences from WordNet: apt-get install wordnet-base")
 
 
 def espeak_missing() -> bool:
@@ -268,8 +271,7 @@ def test_voice_disjoint_speakers_and_rotations():
 
 
 @pytest.mark.skipif(espeak_missing(), reason="espeak-ng is not installed (apt-get install espeak-ng libespeak-ng1)")
-@pytest.mark.skipif(not all((text.WORDNET_DIR / f).exists() for f in text.WORDNET_FILES),
-                    reason="the corpus draws its sentences from WordNet: apt-get install wordnet-base")
+@needs_wordnet
 def test_an_espeak_corpus_is_valid_timit_layout_with_the_transcript_words(tmp_path):
     import soundfile as sf
 
@@ -364,6 +366,7 @@ def test_a_word_flite_reads_otherwise_skips_the_utterance(tmp_path):
 
 @pytest.mark.skipif(flite_missing() is not None or espeak_missing(),
                     reason=flite_missing() or "espeak-ng is not installed (apt-get install espeak-ng libespeak-ng1)")
+@needs_wordnet
 def test_a_flite_corpus_is_valid_timit_layout_with_exact_labels(tmp_path):
     import flite_synth
     import soundfile as sf
