@@ -7,6 +7,11 @@ bench/results/molecule_pretrain_<set>.json.
     python bench/molecule_pretrain.py --set solubility
     python bench/molecule_pretrain.py --set b3db
     python bench/molecule_pretrain.py --set freesolv --inits pretrained --tag lr3e-4 --extra=--model.init_args.lr=0.0003
+    python bench/molecule_pretrain.py --set freesolv --inits pretrained --ckpt <other>.ckpt --tag <its name>
+
+``--ckpt``: the checkpoint the pretrained runs start from (default ``CKPT``, the shipped one);
+it is written into the JSON. The runs import this checkout's ``vecset`` (its root goes first on
+``PYTHONPATH``), not that of another checkout whose editable install the ``vecset`` command is.
 """
 
 from __future__ import annotations
@@ -25,15 +30,25 @@ CONFIGS = {"freesolv": "configs/freesolv.yaml", "solubility": "configs/solubilit
 METRIC = {"freesolv": "test_rmse", "solubility": "test_rmse", "b3db": "roc_auc"}
 
 
-def launch(name: str, config: str, split: int, init: str, extra: list[str], tag: str = "") -> tuple[subprocess.Popen, Path]:
+def command(name: str, config: str, split: int, init: str, extra: list[str], tag: str = "",
+            ckpt: str = CKPT) -> tuple[list[str], dict[str, str], str]:
+    """The fit's arguments, environment and run name (``launch`` starts it)."""
     run = f"bench_pretrain_{name}_s{split}_{init}{'_' + tag if tag else ''}"
-    env = os.environ | {"VECSET_RUN_NAME": run, "VECSET_RUN_VERSION": "0", "OMP_WAIT_POLICY": "PASSIVE"}
+    path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env = os.environ | {"VECSET_RUN_NAME": run, "VECSET_RUN_VERSION": "0", "OMP_WAIT_POLICY": "PASSIVE",
+                        "PYTHONPATH": path}
     args = [str(Path(sys.executable).parent / "vecset"), "fit", "--config", config, "--trainer.enable_progress_bar=false",
             "--data.init_args.split_seed", str(split), *extra]
     if name != "b3db":  # B3DB's ROC-AUC is in its report (test_binary.json): plots stay on there
         args.append("--plots=false")
     if init == "pretrained":
-        args += ["--model.init_args.init_from", CKPT, "--model.init_args.init_parts", "[encoder, backbone]"]
+        args += ["--model.init_args.init_from", ckpt, "--model.init_args.init_parts", "[encoder, backbone]"]
+    return args, env, run
+
+
+def launch(name: str, config: str, split: int, init: str, extra: list[str], tag: str = "",
+           ckpt: str = CKPT) -> tuple[subprocess.Popen, Path]:
+    args, env, run = command(name, config, split, init, extra, tag, ckpt)
     log = open(ROOT / "runs" / f"{run}.log", "w")
     return subprocess.Popen(["nice", "-n", "5", *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), \
         ROOT / "runs" / run / "version_0"
@@ -55,7 +70,7 @@ def score(run: dict, metric: str) -> float:
     return run[metric] if metric == "roc_auc" else run["test"][metric]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", required=True, choices=sorted(CONFIGS))
     ap.add_argument("--splits", type=int, nargs="+", default=[0])
@@ -63,14 +78,17 @@ def main() -> None:
                     help="the runs per split (side by side)")
     ap.add_argument("--tag", default="", help="appended to the run names (a variant beside the earlier runs)")
     ap.add_argument("--extra", nargs="*", default=[], help="more CLI arguments for every run")
+    ap.add_argument("--ckpt", default=CKPT, help="the pretrained runs' init_from (relative to the repository root)")
     ap.add_argument("--out", default=None)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    if "pretrained" in args.inits and not (ROOT / args.ckpt).is_file():
+        raise SystemExit(f"--ckpt {args.ckpt}: no such file (relative to {ROOT})")
     (ROOT / "runs").mkdir(exist_ok=True)
     load = Path("/proc/loadavg").read_text().split()[:3]
     rows = []
     for split in args.splits:
         t0 = time.time()
-        procs = {init: launch(args.set, CONFIGS[args.set], split, init, args.extra, args.tag) for init in args.inits}
+        procs = {init: launch(args.set, CONFIGS[args.set], split, init, args.extra, args.tag, args.ckpt) for init in args.inits}
         for init, (p, _) in procs.items():
             if p.wait():
                 raise SystemExit(f"{args.set} split {split} {init}: exit {p.returncode}, see runs/*.log")
@@ -82,7 +100,7 @@ def main() -> None:
             f"{init} {score(row[init], m):.4f} (val {row[init]['best_val']:.4f})" for init in args.inits), flush=True)
     out = Path(args.out or ROOT / "bench" / "results" / f"molecule_pretrain_{args.set}.json")
     out.write_text(json.dumps({"command": "python bench/molecule_pretrain.py " + " ".join(sys.argv[1:]),
-                               "checkpoint": CKPT, "config": CONFIGS[args.set], "metric": METRIC[args.set],
+                               "checkpoint": args.ckpt, "config": CONFIGS[args.set], "metric": METRIC[args.set],
                                "loadavg_at_start": load, "loadavg_at_end": Path("/proc/loadavg").read_text().split()[:3],
                                "splits": rows, "notes": ""}, indent=1))
     print(f"wrote {out}")
