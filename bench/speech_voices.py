@@ -21,6 +21,10 @@ Usage:
     python scripts/make_speech_corpus.py --out data/speech_voices --utterances 300 --speakers 20 \
         --voices kal,ked,slt,espeak:en-us,espeak:en-us+f3 --rotations --format flac
     python bench/speech_voices.py --root data/speech_voices --epochs 8 --note "$(cat /proc/loadavg)"
+    python bench/speech_voices.py --plot-only --out bench/results/speech_voices.json   # the PNG again
+
+Beside ``--out`` it writes ``<out>.png``: per held-out family, each model's voice-disjoint
+accuracy (bars) and in-voice accuracy (ticks), families from the hardest to the easiest.
     python bench/speech_voices.py --choose-on slt --tag voice --epochs 5 --out bench/results/speech_voices_dev.json \
         -- --data.voice_augment '{vtlp: {p: 0.5}, pitch: {p: 0.3}}'
 """
@@ -124,9 +128,19 @@ def main() -> None:
     ap.add_argument("--choose-on", default=None, metavar="FAMILY",
                     help="score on FAMILY's dev speakers only (voice-disjoint dev), for choosing settings")
     ap.add_argument("--tag", default="", help="the name of the settings in --choose-on rows")
+    ap.add_argument("--plot-only", action="store_true", help="redraw <out>.png from --out's rows; train nothing")
     ap.add_argument("extra", nargs="*", help="more CLI overrides, after --")
     a = ap.parse_args()
     root = Path(a.root)
+    if a.plot_only:
+        out = Path(a.out)
+        if not out.is_file():
+            raise SystemExit(f"--out {out}: no such file (--plot-only draws an existing result)")
+        saved = json.loads(out.read_text())
+        if not saved.get("results"):
+            raise SystemExit(f"{out}: no 'results' rows to draw (a --choose-on file has none)")
+        print(f"wrote {plot(saved['results'], out.with_suffix('.png'), saved.get('held_out', 'lovo'))}")
+        return
     if a.choose_on:
         return choose(a, root)
     fams = a.families or sorted(p.name for p in (root / a.lovo).iterdir() if p.is_dir())
@@ -172,6 +186,53 @@ def write(out: Path, root: Path, rows: dict, a, fams: list[str], seconds: float)
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count()},
         "note": a.note, "bench_seconds_this_call": round(seconds, 1),
     }, indent=2) + "\n")
+    plot(rows, out.with_suffix(".png"), a.lovo)
+
+
+def plot_data(rows: dict) -> tuple[list[str], dict[str, tuple[list[float], list[float]]]]:
+    """The families, from the lowest mean voice-disjoint accuracy over the models to the highest,
+    and per model its (voice-disjoint, in-voice) accuracies in that order (NaN where a model has
+    no row for a family: a partial run)."""
+    fams = list(dict.fromkeys(r["held_out"] for r in rows.values()))
+    models = list(dict.fromkeys(r["model"] for r in rows.values()))
+    cell = {(r["model"], r["held_out"]): r for r in rows.values()}
+
+    def mean_vd(fam: str) -> float:
+        vals = [cell[m, fam]["voice_disjoint_frame_accuracy"] for m in models if (m, fam) in cell]
+        return sum(vals) / len(vals)
+
+    fams.sort(key=mean_vd)
+    nan = float("nan")
+    series = {m: ([cell[m, f]["voice_disjoint_frame_accuracy"] if (m, f) in cell else nan for f in fams],
+                  [cell[m, f]["in_voice_frame_accuracy"] if (m, f) in cell else nan for f in fams]) for m in models}
+    return fams, series
+
+
+def plot(rows: dict, out: Path, held_out: str = "lovo") -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fams, series = plot_data(rows)
+    width = 0.8 / max(len(series), 1)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.75 * len(fams) + 2), 4))
+    for i, (model, (vd, iv)) in enumerate(series.items()):
+        x = [j - 0.4 + (i + 0.5) * width for j in range(len(fams))]
+        ax.bar(x, vd, width * 0.9, label=f"{model}: voice-disjoint")
+        ax.scatter(x, iv, marker="_", s=120, color="black", linewidths=2, zorder=3,
+                   label="in-voice (each model's own bar)" if i == 0 else None)
+    ax.set_xticks(range(len(fams)), fams, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("test frame accuracy")
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("held-out synthesizer" if held_out == "lovo_synth" else "held-out voice family")
+    ax.set_title("in-voice (ticks) and voice-disjoint (bars), one run per rotation", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
 
 
 if __name__ == "__main__":
