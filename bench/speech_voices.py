@@ -21,12 +21,12 @@ Usage:
     python scripts/make_speech_corpus.py --out data/speech_voices --utterances 300 --speakers 20 \
         --voices kal,ked,slt,espeak:en-us,espeak:en-us+f3 --rotations --format flac
     python bench/speech_voices.py --root data/speech_voices --epochs 8 --note "$(cat /proc/loadavg)"
-    python bench/speech_voices.py --plot-only --out bench/results/speech_voices.json   # the PNG again
+    python bench/speech_voices.py --choose-on slt --tag voice --epochs 5 --out bench/results/speech_voices_dev.json \
+        -- --data.voice_augment '{vtlp: {p: 0.5}, pitch: {p: 0.3}}'
+    python bench/speech_voices.py --plot-only --out bench/results/speech_voices.json   # the figure again
 
 Beside ``--out`` it writes ``<out>.png``: per held-out family, each model's voice-disjoint
 accuracy (bars) and in-voice accuracy (ticks), families from the hardest to the easiest.
-    python bench/speech_voices.py --choose-on slt --tag voice --epochs 5 --out bench/results/speech_voices_dev.json \
-        -- --data.voice_augment '{vtlp: {p: 0.5}, pitch: {p: 0.3}}'
 """
 
 from __future__ import annotations
