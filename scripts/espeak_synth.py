@@ -15,6 +15,15 @@ every WORD event then points into one transcript word's ``[[...]]``, so word i's
 phonemes after its WORD events. An utterance is skipped, with a reason, only when a word got no
 phoneme at all (``espeak_word_without_phones``).
 
+Noise. The breathy variants (``en-us+f3`` and others with ``breath`` settings) draw their noise
+from the C library's ``rand()``, so without care their audio depends on whatever else in the
+process called ``rand()`` before (two builds of one corpus with one command once gave different
+audio for 60 en-us+f3 files, with the same phones). ``synth`` reseeds it (``srand(1)``) before
+each utterance, as scripts/flite_synth.py does; the phone times did not depend on it (a test).
+What espeak-ng synthesized before in the same process still moves an utterance's audio and phone
+times by a few samples (its own state: the same sentence said twice in a row differed by 12
+samples, under 1 ms), the same way for the same sequence of utterances.
+
 ``Espeak`` holds the library's global state: one instance per process.
 """
 
@@ -110,6 +119,7 @@ class Espeak:
         self.lib.espeak_TextToPhonemes.restype = ctypes.c_char_p
         self.lib.espeak_TextToPhonemes.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_int]
         self.lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
+        self.libc = ctypes.CDLL(None)  # rand(): module docstring, Noise
 
     def _callback(self, wav, n, events) -> int:
         if n > 0:
@@ -152,6 +162,7 @@ class Espeak:
         self._audio, self._events = [], []
         data = text.encode()
         flags = CHARS_UTF8 | ENDPAUSE | (PHONEMES if phonemes else 0)
+        self.libc.srand(1)  # module docstring, Noise: the same noise whatever ran before
         err = self.lib.espeak_Synth(data, len(data) + 1, 0, POS_CHARACTER, 0, flags, None, None)
         if err != 0:
             raise RuntimeError(f"espeak_Synth failed ({err}) on {text!r}")

@@ -57,8 +57,8 @@ two or three synthesizers, ``lovo_synth/<synth>/`` holds the same lists with a w
 held out (festival, espeak or flite): a test voice from a synthesizer no training voice comes from.
 
 Determinism: every sentence, speaker and setting is drawn from ``--seed`` before synthesis, and
-the synthesizers are deterministic (flite's noise generator is reseeded before each utterance), so
-the files are the same for a given seed and job count (the job count only changes how utterances
+the synthesizers are deterministic (espeak-ng's and flite's noise generator, the C library's
+``rand()``, is reseeded before each utterance), so the files are the same for a given seed and job count (the job count only changes how utterances
 are grouped into Festival processes; espeak-ng and flite run in this process, one utterance after
 another).
 
