@@ -1,7 +1,7 @@
 """Phone and word alignments in the formats real speech comes in, beside TIMIT's ``.phn``/``.wrd``:
 
 - ``textgrid``: Praat TextGrid (long or short text format; the Montreal Forced Aligner writes
-  one per utterance with a ``phones`` and a ``words`` interval tier), read with ``praatio``;
+  one per utterance with a ``phones`` and a ``words`` interval tier), parsed by ``praatio``;
 - ``ctm``: Kaldi CTM, one file for many utterances (``utterance channel start duration label
   [confidence]`` per line); a phone CTM and optionally a word CTM, the utterance id being the
   audio file's stem;
@@ -156,27 +156,36 @@ def span(t0: float, t1: float) -> str:
 
 
 # --- Praat TextGrid ----------------------------------------------------------------------------
-def read_textgrid_tier(path: Path, tier: str, sample_rate: int) -> list[Interval]:
-    """The intervals of the interval tier ``tier`` of a TextGrid (long or short text format, or
-    praatio's JSON), empty ones included (MFA's silences, a words tier's pauses)."""
-    from praatio import textgrid
-    from praatio.utilities import errors
+def read_textgrid(path: Path) -> dict:
+    """A TextGrid (long or short text format, or praatio's JSON) as praatio's dictionary: its
+    ``tiers``, each with ``name``, ``class`` and ``entries`` (start, end, label), empty intervals
+    kept and nothing checked yet (``check_intervals`` names the tier and interval of a problem)."""
+    from praatio.utilities import textgrid_io
 
     try:
-        tg = textgrid.openTextgrid(str(path), includeEmptyIntervals=True, reportingMode="silence")
-    except errors.TextgridStateError as e:  # praatio checks overlaps while building a tier
-        raise ValueError(f"{path}: {' '.join(str(e).split())}") from None
-    except (OSError, UnicodeDecodeError, ValueError, IndexError, errors.PraatioException) as e:
+        try:  # Praat writes UTF-16 or UTF-8 (as praatio's openTextgrid reads them)
+            data = path.read_text(encoding="utf-16")
+        except UnicodeError:
+            data = path.read_text(encoding="utf-8")
+        return textgrid_io.parseTextgridStr(data, includeEmptyIntervals=True)
+    except Exception as e:  # noqa: BLE001 - praatio's parser fails in many ways on a broken file: name it
         raise ValueError(f"{path}: cannot read it as a Praat TextGrid ({type(e).__name__}: {e})") from None
-    if tier not in tg.tierNames:
-        raise ValueError(f"{path}: no tier {tier!r} (its tiers: {', '.join(map(repr, tg.tierNames)) or 'none'}); set "
-                         "the data module's phone_tier / word_tier to the names your aligner writes")
-    t = tg.getTier(tier)
-    if not hasattr(t, "entries") or type(t).__name__ != "IntervalTier":
-        raise ValueError(f"{path}: tier {tier!r} is a point tier; an alignment needs an interval tier")
-    return [Interval(to_sample(e.start, sample_rate), to_sample(e.end, sample_rate), e.label.strip(),
-                     f"tier {tier!r}, interval {i} ({span(e.start, e.end)})")
-            for i, e in enumerate(t.entries, 1)]
+
+
+def textgrid_tier(path: Path, tg: dict, tier: str, sample_rate: int) -> list[Interval]:
+    """The intervals of the interval tier ``tier`` of ``tg`` (``read_textgrid``), in samples."""
+    names = [t["name"] for t in tg["tiers"]]
+    if tier not in names:
+        raise ValueError(f"{path}: no tier {tier!r} (its tiers: {', '.join(map(repr, names)) or 'none'}); set the "
+                         "data module's phone_tier / word_tier to the names your aligner writes")
+    if names.count(tier) > 1:
+        raise ValueError(f"{path}: {names.count(tier)} tiers named {tier!r}; which one is the alignment is unclear")
+    t = tg["tiers"][names.index(tier)]
+    if t["class"] != "IntervalTier":
+        raise ValueError(f"{path}: tier {tier!r} is a {t['class']}; an alignment needs an IntervalTier")
+    return [Interval(to_sample(float(s), sample_rate), to_sample(float(e), sample_rate), str(lab).strip(),
+                     f"tier {tier!r}, interval {i} ({span(float(s), float(e))})")
+            for i, (s, e, lab) in enumerate(t["entries"], 1)]
 
 
 # --- Kaldi CTM ---------------------------------------------------------------------------------
@@ -350,10 +359,10 @@ class AlignmentReader:
         zero: list[str] = []
         words: list[Word] | None = None
         if fmt == "textgrid":
-            tier = self.source.phone_tier
-            phones = read_textgrid_tier(path, tier, sample_rate)
+            tg = read_textgrid(path)
+            phones = textgrid_tier(path, tg, self.source.phone_tier, sample_rate)
             if self.source.word_tier is not None:
-                w = read_textgrid_tier(path, self.source.word_tier, sample_rate)
+                w = textgrid_tier(path, tg, self.source.word_tier, sample_rate)
                 check_intervals(path, w, n_samples, sample_rate, audio)  # a Praat tier has no gaps
                 words = words_from(w, zero, path)
             extra = None
