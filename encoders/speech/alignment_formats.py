@@ -347,8 +347,9 @@ class AlignmentReader:
             raise ValueError(f"{audio}: alignments in more than one format beside it ({names}); set the data "
                              f"module's alignment_format to {' or '.join(found)}")
         if not found:
-            names = " nor ".join(audio.with_suffix(ALIGNMENT_EXTS[f][0]).name for f in formats)
-            raise ValueError(f"{audio}: no {names} next to it; every training, validation and test utterance "
+            names = [audio.with_suffix(ALIGNMENT_EXTS[f][0]).name for f in formats]
+            others = f" (nor {' nor '.join(names[1:])})" if len(names) > 1 else ""
+            raise ValueError(f"{audio}: no {names[0]} next to it{others}; every training, validation and test utterance "
                              "needs its phone alignment (alignment_format: phn, textgrid, buckeye, or ctm with "
                              "phone_ctm)")
         return next(iter(found.items()))
