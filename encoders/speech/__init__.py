@@ -1,7 +1,8 @@
 """Speech frames: TIMIT-layout readers, Kaldi filterbank features, frame labels, SpeechEncoder.
 
 ``SpeechReader.read`` (``reader.py``) is the one call from an audio file to a labelled,
-featurized ``Utterance`` (the .phn, .wrd and .txt beside it found and read there).
+featurized ``Utterance`` (the .phn, .wrd and .txt beside it found and read there; or a Praat
+TextGrid, Kaldi CTM or Buckeye .phones alignment: ``alignment_formats.py``).
 
 Features: ``torchaudio.compliance.kaldi.fbank`` (or ``.mfcc``) with 25 ms frames and a 10 ms
 shift (Povey et al. 2011, the Kaldi toolkit). Masking in training: SpecAugment (Park et al.
@@ -30,6 +31,12 @@ from vecset.encoders.speech.alignment import (
     frame_labels,
     frames_to_segments,
     read_phn,
+)
+from vecset.encoders.speech.alignment_formats import (
+    AlignmentFormat,
+    AlignmentReader,
+    AlignmentSource,
+    PhoneMap,
 )
 from vecset.encoders.speech.audio import Audio, audio_extensions, check_wav_complete, read_audio
 from vecset.encoders.speech.encoder import Normalization, SpeechEncoder
@@ -72,4 +79,4 @@ from vecset.encoders.speech.transcripts import (
     word_frames,
 )
 
-__all__ = ["Audio", "AudioFile", "COMPANION_EXTS", "INT16_SCALE", "SpeechReader", "Utterance", "featurize", "find_audio", "find_companion", "read_sentences", "read_vocabulary", "to_int16", "FESTIVAL_PHONES", "FOLD39", "FRAME_LENGTH", "FRAME_SHIFT", "Featurizer", "Normalization", "PhoneSet", "Recording", "SAMPLE_RATE", "Segment", "SpeechEncoder", "TIMIT39", "TIMIT61", "audio_extensions", "check_wav_complete", "frame_centres", "frame_labels", "fold39_runs", "frames_stats", "frames_to_segments", "normalise_sentence", "num_frames", "phone_names", "read_audio", "read_frames", "read_phn", "read_txt", "read_wrd", "recording_info", "recording_stats", "scoring_phones", "Word", "word_frames"]
+__all__ = ["AlignmentFormat", "AlignmentReader", "AlignmentSource", "PhoneMap", "Audio", "AudioFile", "COMPANION_EXTS", "INT16_SCALE", "SpeechReader", "Utterance", "featurize", "find_audio", "find_companion", "read_sentences", "read_vocabulary", "to_int16", "FESTIVAL_PHONES", "FOLD39", "FRAME_LENGTH", "FRAME_SHIFT", "Featurizer", "Normalization", "PhoneSet", "Recording", "SAMPLE_RATE", "Segment", "SpeechEncoder", "TIMIT39", "TIMIT61", "audio_extensions", "check_wav_complete", "frame_centres", "frame_labels", "fold39_runs", "frames_stats", "frames_to_segments", "normalise_sentence", "num_frames", "phone_names", "read_audio", "read_frames", "read_phn", "read_txt", "read_wrd", "recording_info", "recording_stats", "scoring_phones", "Word", "word_frames"]

@@ -24,6 +24,8 @@ from vecset.backbone.data_spec import DataSpec
 from vecset.encoders.collate import pad_sets
 from vecset.encoders.speech import (
     COMPANION_EXTS,
+    AlignmentFormat,
+    AlignmentSource,
     AudioFile,
     Featurizer,
     PhoneSet,
@@ -116,6 +118,15 @@ class SpeechFramesDataModule(VecsetDataModule):
             (``train.lst``...) or a folder under ``root`` (real TIMIT: ``TRAIN``, ``TEST``).
         phone_set: ``festival`` (radio phones + pau + h#), ``timit61``, or ``timit39`` (the
             Lee & Hon folding of either set; TIMIT's ``q`` frames are ignored and counted).
+            Labels of other alignments are mapped to it (``encoders/speech/alignment_formats.py``:
+            ARPAbet stress digits stripped, silences to h#/pau; counted and reported).
+        alignment_format: where each utterance's phone alignment is: ``auto`` (the one file beside
+            the audio: ``.phn``, ``.TextGrid`` or Buckeye ``.phones``; two of them is an error; with
+            ``phone_ctm`` set, the CTM), ``phn``, ``textgrid``, ``ctm`` or ``buckeye``.
+        phone_tier, word_tier: a TextGrid's tier names (the Montreal Forced Aligner's ``phones``
+            and ``words``); word_tier null: no words from the TextGrid.
+        phone_ctm, word_ctm: Kaldi CTM files (relative to ``root`` or absolute) holding every
+            utterance's phones / words, the utterance id being the audio file's stem.
         features: ``fbank`` or ``mfcc``; num_mel_bins: 40 or 80; num_ceps: MFCC width.
         batch_size: utterances per batch.
         predict_paths: audio files or folders for ``vecset predict`` (no .phn needed);
@@ -159,7 +170,8 @@ class SpeechFramesDataModule(VecsetDataModule):
                  predict_segments: Literal["decoder", "argmax"] = "decoder", fit_max_frames: int = 0,
                  speed_factors: list[float] | None = None, noise_snr_db: list[float] | None = None,
                  noise_prob: float = 0.5, voice_augment: dict[str, dict] | None = None,
-                 augment_seed: int = 0) -> None:
+                 augment_seed: int = 0, alignment_format: AlignmentFormat = "auto", phone_tier: str = "phones",
+                 word_tier: str | None = "words", phone_ctm: str | None = None, word_ctm: str | None = None) -> None:
         super().__init__()
         if fit_max_frames < 0:
             raise ValueError(f"fit_max_frames must be >= 0 (0: full lengths), got {fit_max_frames}")
@@ -168,7 +180,11 @@ class SpeechFramesDataModule(VecsetDataModule):
         self.split_specs = {"train": train, "val": val, "test": test}
         self.phone_set = phone_set
         # the one reader: audio, features, frame labels, segments, words (encoders/speech/reader.py)
-        self.reader = SpeechReader(phone_set, Featurizer(features, num_mel_bins, num_ceps))  # type: ignore[arg-type]
+        alignments = AlignmentSource(alignment_format, phone_tier, word_tier,
+                                     None if phone_ctm is None else self.root / phone_ctm,
+                                     None if word_ctm is None else self.root / word_ctm)
+        self.reader = SpeechReader(phone_set, Featurizer(features, num_mel_bins, num_ceps),  # type: ignore[arg-type]
+                                   alignments)
         self.class_names, self.featurizer = self.reader.class_names, self.reader.featurizer
         self.batch_size, self.num_workers = batch_size, num_workers
         self.predict_paths = predict_paths
@@ -235,8 +251,14 @@ class SpeechFramesDataModule(VecsetDataModule):
                     f"{self.fit_max_frames} frames ({dropped} frames left out)")
         if ignored:
             msg += f"; {ignored} frames without a class (not covered by a segment, or q) are ignored"
+        formats = Counter(u.alignment_format for u in items)
+        mapped = sum((Counter(u.mapped_labels) for u in items), Counter())
+        if set(formats) != {"phn"}:
+            msg += "; alignments: " + ", ".join(f"{n} {f}" for f, n in sorted(formats.items()))
+        if mapped:
+            msg += "; labels mapped to the phone set: " + ", ".join(f"{n} {k}" for k, n in sorted(mapped.items()))
         log.info(msg)
-        if ignored or self.fit_max_frames:
+        if ignored or self.fit_max_frames or mapped:
             print(msg)
         zero = [z for u in items for z in u.zero_length_words]
         self.zero_length_words[split] = zero
@@ -257,7 +279,7 @@ class SpeechFramesDataModule(VecsetDataModule):
         the split cannot be listed or none of its utterances has a ``.wrd``."""
         if not (self.root / self.split_specs[split]).exists():
             return None
-        return read_vocabulary(self.split_files(split))
+        return read_vocabulary(self.split_files(split), self.reader)
 
     def check_shared_sentences(self) -> dict[str, int]:
         """Per split, its utterances that say a training sentence, warned about
