@@ -198,6 +198,8 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         writer = next((c for c in trainer.callbacks if isinstance(c, ReportWriter)), None)
         if writer is not None:  # it wrote them at the end of the test above
             results["plots"] = [str(p) for p in writer.written]
+            if writer.failed:  # each named in a warning when it failed
+                results["failed_reports"] = writer.failed
         from vecset.pipelines.training.multitask import MultiTaskModule, task_table
 
         if isinstance(model, MultiTaskModule):
