@@ -49,7 +49,7 @@ from vecset.pipelines.training.checkpoint import (
 )
 from vecset.pipelines.training.elapsed import TrainingClock
 from vecset.pipelines.training.metrics_history import HistoryCSVLogger, TrimMetricsHistory
-from vecset.pipelines.training.precision import AUTO, resolve_precision
+from vecset.pipelines.training.precision import AUTO, backbone_width, ran_as, resolve_precision
 
 RUNS_DIR = "runs"
 
@@ -134,12 +134,10 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         if self._subcommand_config().get("plots", True) and not any(isinstance(c, ReportWriter) for c in configured):
             callbacks.append(ReportWriter())
         config["plugins"] = with_atomic_checkpoint_io(config.get("plugins"))
-        # auto (the default): bf16-mixed where the hardware has bf16 matrix units, else 32-true;
-        # the saved config.yaml keeps the request, results.json the choice
-        self.precision_choice = resolve_precision(config.get("precision"), config.get("accelerator"))
-        config["precision"] = self.precision_choice.precision
-        if int(os.environ.get("LOCAL_RANK", 0)) == 0 and int(os.environ.get("NODE_RANK", 0)) == 0:
-            print(self.precision_choice.line(), flush=True)
+        # auto (the default): bf16-mixed where the hardware has bf16 matrix units and the model is
+        # not narrow, else 32-true; the saved config.yaml keeps the request, results.json what ran
+        choice = resolve_precision(config.get("precision"), config.get("accelerator"), backbone_width(self.model))
+        config["precision"] = choice.precision
         if config.get("enable_progress_bar", True) is not False:
             callbacks.append(ProgressBar())
         if config.get("enable_model_summary", True) is not False and not any(
@@ -147,7 +145,12 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
             callbacks.append(ModelSummary())
             # the trainer's own default is off: it would say on every run that it skips it for this one
             config["enable_model_summary"] = False
-        return super()._instantiate_trainer(config, callbacks)
+        trainer = super()._instantiate_trainer(config, callbacks)
+        # what runs (Lightning runs 16-mixed as bf16-mixed on a CPU): printed, and in results.json
+        self.precision_choice = ran_as(choice, trainer.precision)
+        if int(os.environ.get("LOCAL_RANK", 0)) == 0 and int(os.environ.get("NODE_RANK", 0)) == 0:
+            print(self.precision_choice.line(), flush=True)
+        return trainer
 
     def _subcommand_config(self):
         """This subcommand's parsed options (the whole config when built with run=False)."""
@@ -272,6 +275,9 @@ def silence_inapplicable_advice(resuming: bool) -> None:
     # pipelines/predict/test_speech_chunked_predict.py); Lightning cannot know and warns on every predict
     warnings.filterwarnings("ignore", category=UserWarning,
                             message=r"You are using a custom batch sampler `ChunkBatches` for prediction")
+    # the start-up line says it: "precision: bf16-mixed (16-mixed was asked: Lightning runs bf16-mixed instead ...)"
+    warnings.filterwarnings("ignore", category=UserWarning,
+                            message=r"You passed `Trainer\(accelerator='cpu', precision='16-mixed'\)` but AMP with fp16")
     # bf16-mixed keeps fp32 weights, so the summary's 32-bit size estimate is right (trainer.precision: auto)
     warnings.filterwarnings("ignore", category=UserWarning,
                             message=r"Precision bf16-mixed is not supported by the model summary")
