@@ -48,6 +48,7 @@ from vecset.pipelines.training.checkpoint import (
     with_atomic_checkpoint_io,
 )
 from vecset.pipelines.training.elapsed import TrainingClock
+from vecset.pipelines.training.lr_finder import FoundLearningRate
 from vecset.pipelines.training.metrics_history import HistoryCSVLogger, TrimMetricsHistory
 from vecset.pipelines.training.precision import AUTO, backbone_width, ran_as, resolve_precision
 
@@ -125,7 +126,7 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         if config.get("logger") in (None, True):
             config["logger"] = default_loggers()
         writer = [PredictionWriter()] if self.subcommand in (None, "predict") else []
-        callbacks = list(callbacks) + [*writer, ResumeState(), TrainingClock(), TrimMetricsHistory()]
+        callbacks = list(callbacks) + [*writer, ResumeState(), TrainingClock(), TrimMetricsHistory(), FoundLearningRate()]
         # a NonFiniteGuard in trainer.callbacks (e.g. init_args {check_inputs: false}, or both
         # checks off) replaces the default one
         configured = [*(config.get("callbacks") or []), *callbacks]
@@ -198,6 +199,9 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
             "train_seconds": None if setup is None else round(wall - setup, 2),
             **self.precision_choice.as_dict(),  # "precision" (what ran) and "precision_reason"
         }
+        found = next((c.lr for c in trainer.callbacks if isinstance(c, FoundLearningRate)), None)
+        if found is not None:  # a LearningRateFinder's, which every step used (config.yaml holds it too)
+            results["lr_found"] = found
         writer = next((c for c in trainer.callbacks if isinstance(c, ReportWriter)), None)
         if writer is not None:  # it wrote them at the end of the test above
             results["plots"] = [str(p) for p in writer.written]
