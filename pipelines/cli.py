@@ -38,6 +38,7 @@ from vecset.pipelines.console import ModelSummary, ProgressBar
 from vecset.pipelines.predict.writer import PredictionWriter
 from vecset.pipelines.reports.callback import ReportWriter
 from vecset.pipelines.signals import stop_on_signals
+from vecset.pipelines.training.averaging import warn_lightning_averaging
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
 from vecset.pipelines.training.checkpoint import (
     CheckpointConfigCheck,
@@ -132,6 +133,7 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         configured = [*(config.get("callbacks") or []), *callbacks]
         if not any(isinstance(c, NonFiniteGuard) for c in configured):
             callbacks.append(NonFiniteGuard())
+        warn_lightning_averaging(configured)  # its test after fit scores the training weights
         if self._subcommand_config().get("plots", True) and not any(isinstance(c, ReportWriter) for c in configured):
             callbacks.append(ReportWriter())
         config["plugins"] = with_atomic_checkpoint_io(config.get("plugins"))
@@ -161,6 +163,10 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         self._t0 = time.time()
 
     def before_validate(self) -> None:
+        if self._subcommand_config().get("ckpt_path") is None:
+            warnings.warn(f"vecset {self.subcommand}: no --ckpt_path: the model runs with the weights its config "
+                          "builds (random, unless its init_from or backbone_ckpt loads some); give --ckpt_path "
+                          "runs/<job>/version_<n>/checkpoints/<file>.ckpt (or last)", UserWarning, stacklevel=2)
         # a checkpoint's ModelCheckpoint state (best scores, top-k files) matters only to a fit
         # that keeps saving into its directory; Lightning warns at every evaluation of a
         # checkpoint from elsewhere that it is not reloaded
