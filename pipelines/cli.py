@@ -229,8 +229,9 @@ def accept_auto_precision(parser: LightningArgumentParser) -> None:
     action = next(a for a in parser._actions if a.dest == "trainer.precision")
     action._typehint = Literal[AUTO] | action._typehint  # jsonargparse's ActionTypeHint checks values against it
     action.default = AUTO
-    action.help = ("auto (the default): bf16-mixed where the CPU has bf16 matrix units (AMX, AVX512-BF16) "
-                   "or the GPU supports bf16, else 32-true; or one of Lightning's values, e.g. 32-true")
+    action.help = ("auto (the default): bf16-mixed where the CPU has bf16 matrix units (AMX, AVX512-BF16) and "
+                   "the backbone's d_model is at least 128, or the GPU supports bf16, else 32-true; or one of "
+                   "Lightning's values, e.g. 32-true")
 
 
 def default_loggers() -> list:
