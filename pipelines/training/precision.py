@@ -49,7 +49,9 @@ def ran_as(choice: PrecisionChoice, ran: str) -> PrecisionChoice:
     """``choice`` as the Trainer runs it (``trainer.precision``): Lightning spells a short name
     out (``32`` is ``32-true``, ``bf16`` is ``bf16-mixed``) and replaces what the device cannot run
     (``16-mixed`` on a CPU runs ``bf16-mixed``); the latter is said in the reason."""
-    from lightning_fabric.plugins.precision.precision import _PRECISION_INPUT_STR_ALIAS_CONVERSION as ALIASES
+    from lightning_fabric.plugins.precision.precision import (
+        _PRECISION_INPUT_STR_ALIAS_CONVERSION as ALIASES,
+    )
 
     if ran == choice.precision or ran == ALIASES.get(choice.precision):
         return PrecisionChoice(ran, choice.reason)

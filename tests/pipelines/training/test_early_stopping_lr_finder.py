@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from pytorch_lightning.callbacks import Callback
 
 from vecset.pipelines.cli import VecsetCLI, run_cli
