@@ -38,6 +38,7 @@ from vecset.pipelines.console import ModelSummary, ProgressBar
 from vecset.pipelines.predict.writer import PredictionWriter
 from vecset.pipelines.reports.callback import ReportWriter
 from vecset.pipelines.signals import stop_on_signals
+from vecset.pipelines.training.averaging import warn_lightning_averaging
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
 from vecset.pipelines.training.checkpoint import (
     CheckpointConfigCheck,
@@ -48,8 +49,9 @@ from vecset.pipelines.training.checkpoint import (
     with_atomic_checkpoint_io,
 )
 from vecset.pipelines.training.elapsed import TrainingClock
+from vecset.pipelines.training.lr_finder import FoundLearningRate
 from vecset.pipelines.training.metrics_history import HistoryCSVLogger, TrimMetricsHistory
-from vecset.pipelines.training.precision import AUTO, resolve_precision
+from vecset.pipelines.training.precision import AUTO, backbone_width, ran_as, resolve_precision
 
 RUNS_DIR = "runs"
 
@@ -125,21 +127,20 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         if config.get("logger") in (None, True):
             config["logger"] = default_loggers()
         writer = [PredictionWriter()] if self.subcommand in (None, "predict") else []
-        callbacks = list(callbacks) + [*writer, ResumeState(), TrainingClock(), TrimMetricsHistory()]
+        callbacks = list(callbacks) + [*writer, ResumeState(), TrainingClock(), TrimMetricsHistory(), FoundLearningRate()]
         # a NonFiniteGuard in trainer.callbacks (e.g. init_args {check_inputs: false}, or both
         # checks off) replaces the default one
         configured = [*(config.get("callbacks") or []), *callbacks]
         if not any(isinstance(c, NonFiniteGuard) for c in configured):
             callbacks.append(NonFiniteGuard())
+        warn_lightning_averaging(configured)  # its test after fit scores the training weights
         if self._subcommand_config().get("plots", True) and not any(isinstance(c, ReportWriter) for c in configured):
             callbacks.append(ReportWriter())
         config["plugins"] = with_atomic_checkpoint_io(config.get("plugins"))
-        # auto (the default): bf16-mixed where the hardware has bf16 matrix units, else 32-true;
-        # the saved config.yaml keeps the request, results.json the choice
-        self.precision_choice = resolve_precision(config.get("precision"), config.get("accelerator"))
-        config["precision"] = self.precision_choice.precision
-        if int(os.environ.get("LOCAL_RANK", 0)) == 0 and int(os.environ.get("NODE_RANK", 0)) == 0:
-            print(self.precision_choice.line(), flush=True)
+        # auto (the default): bf16-mixed where the hardware has bf16 matrix units and the model is
+        # not narrow, else 32-true; the saved config.yaml keeps the request, results.json what ran
+        choice = resolve_precision(config.get("precision"), config.get("accelerator"), backbone_width(self.model))
+        config["precision"] = choice.precision
         if config.get("enable_progress_bar", True) is not False:
             callbacks.append(ProgressBar())
         if config.get("enable_model_summary", True) is not False and not any(
@@ -147,7 +148,12 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
             callbacks.append(ModelSummary())
             # the trainer's own default is off: it would say on every run that it skips it for this one
             config["enable_model_summary"] = False
-        return super()._instantiate_trainer(config, callbacks)
+        trainer = super()._instantiate_trainer(config, callbacks)
+        # what runs (Lightning runs 16-mixed as bf16-mixed on a CPU): printed, and in results.json
+        self.precision_choice = ran_as(choice, trainer.precision)
+        if int(os.environ.get("LOCAL_RANK", 0)) == 0 and int(os.environ.get("NODE_RANK", 0)) == 0:
+            print(self.precision_choice.line(), flush=True)
+        return trainer
 
     def _subcommand_config(self):
         """This subcommand's parsed options (the whole config when built with run=False)."""
@@ -157,6 +163,10 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         self._t0 = time.time()
 
     def before_validate(self) -> None:
+        if self._subcommand_config().get("ckpt_path") is None:
+            warnings.warn(f"vecset {self.subcommand}: no --ckpt_path: the model runs with the weights its config "
+                          "builds (random, unless its init_from or backbone_ckpt loads some); give --ckpt_path "
+                          "runs/<job>/version_<n>/checkpoints/<file>.ckpt (or last)", UserWarning, stacklevel=2)
         # a checkpoint's ModelCheckpoint state (best scores, top-k files) matters only to a fit
         # that keeps saving into its directory; Lightning warns at every evaluation of a
         # checkpoint from elsewhere that it is not reloaded
@@ -195,9 +205,14 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
             "train_seconds": None if setup is None else round(wall - setup, 2),
             **self.precision_choice.as_dict(),  # "precision" (what ran) and "precision_reason"
         }
+        found = next((c.lr for c in trainer.callbacks if isinstance(c, FoundLearningRate)), None)
+        if found is not None:  # a LearningRateFinder's, which every step used (config.yaml holds it too)
+            results["lr_found"] = found
         writer = next((c for c in trainer.callbacks if isinstance(c, ReportWriter)), None)
         if writer is not None:  # it wrote them at the end of the test above
             results["plots"] = [str(p) for p in writer.written]
+            if writer.failed:  # each named in a warning when it failed
+                results["failed_reports"] = writer.failed
         from vecset.pipelines.training.multitask import MultiTaskModule, task_table
 
         if isinstance(model, MultiTaskModule):
@@ -214,8 +229,9 @@ def accept_auto_precision(parser: LightningArgumentParser) -> None:
     action = next(a for a in parser._actions if a.dest == "trainer.precision")
     action._typehint = Literal[AUTO] | action._typehint  # jsonargparse's ActionTypeHint checks values against it
     action.default = AUTO
-    action.help = ("auto (the default): bf16-mixed where the CPU has bf16 matrix units (AMX, AVX512-BF16) "
-                   "or the GPU supports bf16, else 32-true; or one of Lightning's values, e.g. 32-true")
+    action.help = ("auto (the default): bf16-mixed where the CPU has bf16 matrix units (AMX, AVX512-BF16) and "
+                   "the backbone's d_model is at least 128, or the GPU supports bf16, else 32-true; or one of "
+                   "Lightning's values, e.g. 32-true")
 
 
 def default_loggers() -> list:
@@ -270,6 +286,9 @@ def silence_inapplicable_advice(resuming: bool) -> None:
     # pipelines/predict/test_speech_chunked_predict.py); Lightning cannot know and warns on every predict
     warnings.filterwarnings("ignore", category=UserWarning,
                             message=r"You are using a custom batch sampler `ChunkBatches` for prediction")
+    # the start-up line says it: "precision: bf16-mixed (16-mixed was asked: Lightning runs bf16-mixed instead ...)"
+    warnings.filterwarnings("ignore", category=UserWarning,
+                            message=r"You passed `Trainer\(accelerator='cpu', precision='16-mixed'\)` but AMP with fp16")
     # bf16-mixed keeps fp32 weights, so the summary's 32-bit size estimate is right (trainer.precision: auto)
     warnings.filterwarnings("ignore", category=UserWarning,
                             message=r"Precision bf16-mixed is not supported by the model summary")

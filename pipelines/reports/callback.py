@@ -24,13 +24,16 @@ run; a task it leaves out gets its defaults), else the job's defaults
 
 Figures are also added to TensorBoard when the trainer has a TensorBoardLogger. The CLI adds
 this callback with the defaults unless one is configured or ``--plots false``; ``written``
-holds the paths of the last test's files (``results.json``'s ``plots``). Only the global-zero
-process writes.
+holds the paths of the last test's files (``results.json``'s ``plots``). A report that fails is
+named in a warning and the others are still written (``failed``, ``results.json``'s
+``failed_reports``): a report's bug never costs the run's results. Only the global-zero process
+writes.
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 
 import pytorch_lightning as pl
@@ -73,21 +76,41 @@ def task_reports(reports: Reports, ctx: ReportContext) -> list[Report]:
     return default_reports(ctx.data)
 
 
+def write_task_reports(reports: list[Report], ctx: ReportContext, failed: list[str]) -> list[Path]:
+    """Each of ``reports`` for ``ctx``'s task; the paths written. One that raises is named in a
+    warning (its traceback in the log) and in ``failed`` (``<task>/<Report>`` in a multi-task
+    run), and the next one runs."""
+    paths = []
+    for report in reports:
+        try:
+            paths += report.write(ctx)
+        except Exception as e:  # noqa: BLE001 - any report's bug: named, and the run's results kept
+            name = type(report).__name__ if ctx.task is None else f"{ctx.task}/{type(report).__name__}"
+            failed.append(name)
+            first = (str(e).splitlines() or [""])[0]
+            log.debug("report %s failed", name, exc_info=True)
+            warnings.warn(f"report {name} failed ({type(e).__name__}: {first}); the run's other reports and "
+                          "results.json are written", UserWarning, stacklevel=2)
+    return paths
+
+
 def write_reports(trainer: pl.Trainer, model: pl.LightningModule, datamodule, run_dir: Path,
-                  reports: Reports = None) -> list[Path]:
-    """curves.png of the run, then each task's reports (``reports``, or the defaults); the paths written."""
+                  reports: Reports = None, failed: list[str] | None = None) -> list[Path]:
+    """curves.png of the run, then each task's reports (``reports``, or the defaults); the paths
+    written. Reports that fail are appended to ``failed`` by name (``write_task_reports``)."""
+    failed = [] if failed is None else failed
     writers = [lg.experiment for lg in trainer.loggers if isinstance(lg, TensorBoardLogger)]
     step = trainer.global_step
     paths = []
     csv = next((Path(lg.log_dir) / "metrics.csv" for lg in trainer.loggers if isinstance(lg, CSVLogger)), None)
     if csv is not None:
-        paths += CurvesReport(csv).write(ReportContext(model, datamodule, run_dir, None, writers, step))
+        paths += write_task_reports([CurvesReport(csv)], ReportContext(model, datamodule, run_dir, None, writers, step),
+                                    failed)
     for ctx in task_contexts(model, datamodule, run_dir, writers, step):
         chosen = task_reports(reports, ctx)
         if chosen:
             ctx.out_dir.mkdir(parents=True, exist_ok=True)
-        for report in chosen:
-            paths += report.write(ctx)
+        paths += write_task_reports(chosen, ctx, failed)
     for w in writers:
         w.flush()
     return paths
@@ -104,6 +127,7 @@ class ReportWriter(pl.Callback):
     def __init__(self, reports: list[Report] | dict[str, list[Report]] | None = None) -> None:
         self.reports = reports
         self.written: list[Path] = []
+        self.failed: list[str] = []  # the reports of the last test that raised, by name
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         """A list in a multi-task run (or a dict in a single-task one) is refused before any step."""
@@ -122,5 +146,6 @@ class ReportWriter(pl.Callback):
         if not trainer.is_global_zero or trainer.datamodule is None:
             return
         run_dir.mkdir(parents=True, exist_ok=True)
-        self.written = write_reports(trainer, pl_module, trainer.datamodule, run_dir, self.reports)
+        self.failed = []
+        self.written = write_reports(trainer, pl_module, trainer.datamodule, run_dir, self.reports, self.failed)
         log.info("reports: %s", ", ".join(str(p) for p in self.written))

@@ -34,7 +34,7 @@ from vecset.pipelines.reports.attention_heads import (
     shared_max,
 )
 from vecset.pipelines.reports.base import Report, ReportContext, plt
-from vecset.pipelines.reports.outputs import inference, to_device
+from vecset.pipelines.reports.outputs import inference, to_model
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def attention_panels(model, batch: dict, layer: int = -1, heads: Heads = "mean")
     the queries. Each panel sums to 1 over the grid.
     """
     with inference(model):
-        batch = to_device(batch, model.device)
+        batch = to_model(batch, model)
         H, W = batch["image"].shape[-2:]
         gh, gw = model.encoder.grid(H, W)
         if pools_by_attention(model.head):
@@ -74,7 +74,7 @@ def attention_panels(model, batch: dict, layer: int = -1, heads: Heads = "mean")
             labels = picked[0][1]
             what = f"{what}, {block_name(model.backbone, layer)}, {heads_name(heads)}"
     B, P = weights.shape[:2]
-    return weights.reshape(B, P, gh, gw).float().cpu(), probs.cpu(), labels, what
+    return weights.reshape(B, P, gh, gw).float().cpu(), probs.float().cpu(), labels, what
 
 
 def attention_grid(model, batch: dict, layer: int = -1) -> tuple[Tensor, Tensor, str]:

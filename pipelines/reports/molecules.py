@@ -16,7 +16,7 @@ import numpy as np
 from vecset.backbone.abilities import pools_by_attention
 from vecset.pipelines.reports.attention_heads import UNIT
 from vecset.pipelines.reports.base import Report, ReportContext, plt
-from vecset.pipelines.reports.outputs import inference, to_device
+from vecset.pipelines.reports.outputs import inference, to_model
 
 CMAP = "RdBu_r"  # blue: below uniform, white: uniform, red: above
 
@@ -25,8 +25,8 @@ def pooling_weights(model, items: list[dict], collate) -> list[np.ndarray]:
     """Per molecule, the attention the pooling query gives each atom, (n_atoms,) (the head
     declares ``PoolingWeights``: its last forward's weights)."""
     with inference(model):
-        model(to_device(collate(items), model.device))
-        w = model.head.last_pool_weights.cpu()  # (B, N)
+        model(to_model(collate(items), model))
+        w = model.head.last_pool_weights.float().cpu()  # (B, N)
     return [w[i, : it["x"].shape[0]].numpy() for i, it in enumerate(items)]
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from torch import Tensor
 
 from vecset.pipelines.reports.base import Report, ReportContext, plt
-from vecset.pipelines.reports.outputs import inference, to_device
+from vecset.pipelines.reports.outputs import inference, to_model
 
 
 def alignment_figure(weights, inputs: list[str], outputs: list[str], title: str = ""):
     """Attention heatmap: rows = output tokens, columns = input tokens (weights (T, N))."""
-    w = weights.detach().cpu().numpy() if isinstance(weights, Tensor) else weights
+    w = weights.detach().float().cpu().numpy() if isinstance(weights, Tensor) else weights
     fig, ax = plt.subplots(figsize=(0.5 * max(len(inputs), 4) + 1.5, 0.4 * max(len(outputs), 4) + 1.2))
     im = ax.imshow(w, cmap="viridis", aspect="auto", vmin=0)
     ax.set_xticks(range(len(inputs)), inputs)
@@ -46,7 +46,7 @@ class AlignmentReport(Report):
             return []
         model = ctx.model
         with inference(model):
-            batch = to_device(ctx.data.collate(items), model.device)
+            batch = to_model(ctx.data.collate(items), model)
             pred = model.head.predict(model(batch), batch)
         paths = []
         for k, it in enumerate(items):

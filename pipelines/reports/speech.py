@@ -29,7 +29,7 @@ from vecset.pipelines.reports.attention_heads import (
     shared_max,
 )
 from vecset.pipelines.reports.base import Report, ReportContext, plt
-from vecset.pipelines.reports.outputs import inference, to_device
+from vecset.pipelines.reports.outputs import inference, to_model
 from vecset.pipelines.reports.segment_scores import SegmentScores
 from vecset.pipelines.reports.word_scores import WordScores
 
@@ -275,7 +275,7 @@ def attention_figure(dm, model, sample_id: int, layer: int = -1, max_frames: int
     names = list(dm.class_names) if y is not None else None
     q = min(T - 1, default_query_frame(y, min(T, max_frames), names) if query_frame is None else query_frame)
     with inference(model):
-        batch = to_device(dm.collate([{"x": item.x, "id": sample_id}]), model.device)
+        batch = to_model(dm.collate([{"x": item.x, "id": sample_id}]), model)
         vs = model.encoder(batch)
         w = model.backbone.attention_weights(vs, layer=layer, queries=q + 1)  # (1, H, q + 1, T)
     rows, labels = pick_heads(w[0, :, q].float().cpu(), heads)  # (P, T)

@@ -29,7 +29,7 @@ from vecset.pipelines.reports.attention_heads import (
     shared_max,
 )
 from vecset.pipelines.reports.base import Report, ReportContext, plt
-from vecset.pipelines.reports.outputs import inference, to_device
+from vecset.pipelines.reports.outputs import inference, to_model
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def attention_matrices(model, batch: dict, layer: int = -1, max_vectors: int | N
         batch (one sample) -> VectorSet (1, N, D) -> weights (1, H, N, N) -> (P, min(N, max), min(N, max))
     """
     with inference(model):
-        vs = model.encoder(to_device(batch, model.device))
+        vs = model.encoder(to_model(batch, model))
         w = model.backbone.attention_weights(vs, layer=layer, queries=max_vectors)  # (1, H, Nq, N)
     panels, labels = pick_heads(w[0].float().cpu(), heads)  # (P, Nq, N)
     a = panels.numpy()

@@ -15,6 +15,7 @@ both behaviours).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import pytorch_lightning as pl
@@ -44,3 +45,17 @@ class WeightAveraging(_EvaluateAveraged, LightningWeightAveraging):
     """Lightning's ``WeightAveraging``: by default the equal-weight average of the weights after
     every optimizer step (SWA's average, from the first step; ``avg_fn`` / ``multi_avg_fn`` give
     another, see ``torch.optim.swa_utils.AveragedModel``)."""
+
+
+def warn_lightning_averaging(callbacks: list) -> None:
+    """A warning per Lightning ``WeightAveraging`` callback (its ``EMAWeightAveraging`` too) that is
+    not vecset's subclass: after fit, ``vecset fit`` tests the best checkpoint, and Lightning's
+    callback puts the training weights back when it loads one, so the test would score other
+    weights than the averaged ones the checkpoint was chosen by (this module's docstring)."""
+    for cb in callbacks:
+        if isinstance(cb, LightningWeightAveraging) and not isinstance(cb, _EvaluateAveraged):
+            name = type(cb).__name__
+            ours = "EMAWeightAveraging" if isinstance(cb, LightningEMA) else "WeightAveraging"
+            warnings.warn(f"trainer.callbacks: {type(cb).__module__}.{name} tests the training weights after fit, not "
+                          "the averaged ones the best checkpoint holds (its test score is another model's): use "
+                          f"vecset.pipelines.training.averaging.{ours} (the same arguments)", UserWarning, stacklevel=2)

@@ -93,13 +93,53 @@ def test_the_probes_agree_with_cpuinfo():
     assert ("AVX512-BF16" in P.cpu_bf16_units()) == ("avx512_bf16" in flags)
 
 
+def test_a_narrow_model_gets_fp32_on_a_cpu_with_bf16_units(monkeypatch):
+    cpu(monkeypatch, ["AMX"])
+    narrow = P.resolve_precision("auto", "cpu", width=64)
+    assert narrow == P.PrecisionChoice("32-true", "auto: d_model 64 < 128: at this width bf16 is no faster on "
+                                                  "this CPU's bf16 units (AMX) and less accurate")
+    wide = P.resolve_precision("auto", "cpu", width=128)
+    assert wide == P.PrecisionChoice("bf16-mixed", "auto: this CPU has bf16 matrix units (AMX) and d_model 128 >= 128")
+    assert P.resolve_precision("auto", "cpu", width=None).precision == "bf16-mixed"  # width unknown
+    assert P.resolve_precision("bf16-mixed", "cpu", width=64).precision == "bf16-mixed"  # explicit wins
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "Mock GPU")
+    monkeypatch.setattr(P, "cuda_bf16_supported", lambda: True)
+    assert P.resolve_precision("auto", "gpu", width=64).precision == "bf16-mixed"  # the CPU measurement only
+
+
+def test_the_cli_passes_the_backbone_width(monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    cpu(monkeypatch, ["AMX"])
+    cli = run_cli(["--config", DEBUG, *TINY], run=False)  # d_model 32
+    assert cli.trainer.precision == "32-true"
+    assert "precision: 32-true (auto: d_model 32 < 128: at this width bf16 is no faster on this CPU's bf16 units " \
+           "(AMX) and less accurate)" in capsys.readouterr().out.splitlines()
+
+
+def test_what_lightning_runs_instead_is_recorded_and_said(monkeypatch, tmp_path, capsys):
+    """16-mixed on a CPU: Lightning runs bf16-mixed; the line and results.json say so."""
+    monkeypatch.chdir(tmp_path)
+    cli = run_cli(["--config", DEBUG, *TINY, "--trainer.precision", "16-mixed"], run=False)
+    assert cli.trainer.precision == "bf16-mixed"
+    assert cli.precision_choice.as_dict() == {
+        "precision": "bf16-mixed", "precision_asked": "16-mixed",
+        "precision_reason": "16-mixed was asked: Lightning runs bf16-mixed instead on this device"}
+    lines = capsys.readouterr().out.splitlines()
+    assert "precision: bf16-mixed (16-mixed was asked: Lightning runs bf16-mixed instead on this device)" in lines
+    # a short name Lightning spells out is no difference
+    assert P.ran_as(P.PrecisionChoice("32", "r"), "32-true") == P.PrecisionChoice("32-true", "r")
+
+
 def test_the_cli_defaults_to_auto_and_takes_an_explicit_value(monkeypatch, tmp_path, capsys):
     monkeypatch.chdir(tmp_path)
     cpu(monkeypatch, ["AMX"])
+    monkeypatch.setattr(P, "MIN_BF16_WIDTH", 32)  # the debug model's width (the rule: tested above)
     cli = run_cli(["--config", DEBUG, *TINY], run=False)
     assert cli.config.trainer.precision == "auto"
     assert cli.trainer.precision == "bf16-mixed"
-    assert "precision: bf16-mixed (auto: this CPU has bf16 matrix units (AMX))" in capsys.readouterr().out.splitlines()
+    assert "precision: bf16-mixed (auto: this CPU has bf16 matrix units (AMX) and d_model 32 >= 32)" in \
+        capsys.readouterr().out.splitlines()
     cli = run_cli(["--config", DEBUG, *TINY, "--trainer.precision", "32-true"], run=False)
     assert cli.trainer.precision == "32-true"
     assert "precision: 32-true (set in the config or on the command line)" in capsys.readouterr().out.splitlines()
@@ -108,6 +148,7 @@ def test_the_cli_defaults_to_auto_and_takes_an_explicit_value(monkeypatch, tmp_p
 def test_a_debug_fit_runs_in_bf16_and_records_it(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     cpu(monkeypatch, ["AVX512-BF16"])
+    monkeypatch.setattr(P, "MIN_BF16_WIDTH", 32)  # the debug model's width
     dtypes = set()
     hook = torch.nn.modules.module.register_module_forward_hook(
         lambda m, args, out: dtypes.add(out.dtype) if isinstance(m, torch.nn.Linear) else None)
@@ -118,7 +159,7 @@ def test_a_debug_fit_runs_in_bf16_and_records_it(monkeypatch, tmp_path):
     run_cli(["fit", "--config", DEBUG, *TINY, "--trainer.precision", "32-true"])  # the same seed in fp32
     bf16, fp32 = (json.loads((tmp_path / f"runs/debug/version_{v}/results.json").read_text()) for v in (0, 1))
     assert bf16["precision"] == "bf16-mixed" and fp32["precision"] == "32-true"
-    assert bf16["precision_reason"] == "auto: this CPU has bf16 matrix units (AVX512-BF16)"
+    assert bf16["precision_reason"] == "auto: this CPU has bf16 matrix units (AVX512-BF16) and d_model 32 >= 32"
     assert torch.bfloat16 in dtypes  # the layers ran under bf16 autocast
     # bf16 keeps 8 bits of mantissa: after 2 steps its test loss is the fp32 one within a few percent
     assert bf16["test"]["test_loss"] == pytest.approx(fp32["test"]["test_loss"], rel=0.05)

@@ -72,3 +72,27 @@ def test_test_after_fit_in_the_same_trainer(callback, holds, tmp_path):
     ckpt = torch.load(best, weights_only=True)
     key = "backbone.blocks.0.attn.in_proj.weight"
     assert torch.equal(model.state_dict()[key], ckpt[holds][key])
+
+
+@pytest.mark.parametrize("lightning_class, ours", [("EMAWeightAveraging", "EMAWeightAveraging"),
+                                                    ("WeightAveraging", "WeightAveraging")])
+def test_lightnings_own_averaging_is_warned_about(tmp_path, monkeypatch, lightning_class, ours):
+    monkeypatch.chdir(tmp_path)
+    config = yaml.safe_load((ROOT / "configs" / "debug.yaml").read_text())
+    config["trainer"]["callbacks"].append({"class_path": f"pytorch_lightning.callbacks.{lightning_class}"})
+    (tmp_path / "ema.yaml").write_text(yaml.safe_dump(config))
+    with pytest.warns(UserWarning, match=r"^trainer\.callbacks: pytorch_lightning\.") as caught:
+        run_cli(["--config", "ema.yaml", *SMALL], run=False)
+    first = str(next(w.message for w in caught if "trainer.callbacks" in str(w.message))).splitlines()[0]
+    assert first.startswith(f"trainer.callbacks: pytorch_lightning.callbacks.weight_averaging.{lightning_class} tests "
+                            "the training weights after fit")
+    assert first.endswith(f"use vecset.pipelines.training.averaging.{ours} (the same arguments)")
+
+
+def test_vecsets_averaging_is_not_warned_about(tmp_path, monkeypatch, recwarn):
+    monkeypatch.chdir(tmp_path)
+    config = yaml.safe_load((ROOT / "configs" / "debug.yaml").read_text())
+    config["trainer"]["callbacks"].append({"class_path": "vecset.pipelines.training.averaging.EMAWeightAveraging"})
+    (tmp_path / "ema.yaml").write_text(yaml.safe_dump(config))
+    run_cli(["--config", "ema.yaml", *SMALL], run=False)
+    assert not [w for w in recwarn if "trainer.callbacks:" in str(w.message)]
