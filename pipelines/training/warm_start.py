@@ -1,7 +1,11 @@
 """Warm start: a new run's model starts from the matching tensors of another run's checkpoint.
 
 Distinct from resuming (``--ckpt_path``): only weights move, never the optimizer, the schedule,
-the epoch or the step; the new run trains from epoch 0 with its own config. Per part
+the epoch or the step; the new run trains from epoch 0 with its own config. The checkpoint is read
+when a fit starts from scratch (``start_fit``, from the module's ``on_fit_start``), never at
+construction: a run's own checkpoint is enough to test, predict, export or resume it once the
+``init_from`` file is gone, and a fit given ``--ckpt_path`` resumes, saying that ``init_from`` is
+ignored. Per part
 (``encoder``, ``backbone``, ``head``) each tensor of the model is
 
 - ``loaded``: the checkpoint has the same name with the same shape,
@@ -25,7 +29,7 @@ from dataclasses import dataclass, field
 
 from torch import Tensor, nn
 
-from vecset.pipelines.training.checkpoint import read_checkpoint
+from vecset.pipelines.training.checkpoint import read_checkpoint, run_of_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +75,41 @@ def check_names(parts: dict[str, nn.Module], given: list[str], what: str) -> Non
         raise ValueError(f"{what} names {bad}; the parts are {list(parts)}")
 
 
+def check_warm_start_args(parts: dict[str, nn.Module], init_from: str | None, init_parts: list[str] | None,
+                          freeze: list[str] | None) -> None:
+    """The names in ``init_parts`` and ``freeze`` (at construction: nothing is read)."""
+    check_names(parts, list(init_parts or []), "init_parts")
+    check_names(parts, list(freeze or []), "freeze")
+    if init_parts and not init_from:
+        raise ValueError(f"init_parts={init_parts} needs init_from (the checkpoint to load them from)")
+    if init_from and init_parts is not None and not list(init_parts):
+        raise ValueError(f"model.init_parts is empty: name the parts init_from loads, of {list(parts)}, "
+                         "or leave init_parts out to load them all")
+
+
+def check_something_trains(module: nn.Module, freeze: list[str] | None) -> None:
+    """Refuse a fit whose ``freeze`` leaves no parameter to train (the optimizer would get none)."""
+    if freeze and not any(p.requires_grad for p in module.parameters()):
+        raise ValueError(f"model.freeze={list(freeze)} leaves nothing to train: every parameter of the model is "
+                         "frozen; leave at least one part (e.g. the head) out of freeze")
+
+
+def start_fit(trainer, parts: dict[str, nn.Module], init_from: str | None, init_parts: list[str] | None,
+              freeze: list[str] | None, sources: dict[str, str] | None = None) -> dict[str, PartLoad] | None:
+    """A fit starting: the warm start from ``init_from`` when it starts from scratch; when it
+    resumes (``trainer.ckpt_path``, restored before ``on_fit_start``) the run's own checkpoint has
+    the weights, ``init_from`` is not read, and one line says so. The report, or None."""
+    if not init_from:
+        return None
+    resumed = trainer.ckpt_path if trainer is not None else None
+    if resumed:
+        if trainer.is_global_zero:
+            print(f"model.init_from {init_from} is ignored: the run resumes from {resumed} (its weights, "
+                  "optimizer, epoch and step)", flush=True)
+        return None
+    return warm_start(parts, init_from, init_parts, freeze, sources)
+
+
 def freeze_parts(parts: dict[str, nn.Module], names: list[str]) -> None:
     """``requires_grad=False`` on every parameter of the ``names`` parts."""
     check_names(parts, names, "freeze")
@@ -93,11 +132,11 @@ def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str
             ``{"head": "heads.solubility"}`` for a multi-task checkpoint.
     """
     names = list(parts)
+    check_warm_start_args(parts, ckpt_path, init_parts, freeze)
     init_parts = names if init_parts is None else list(init_parts)
     freeze = list(freeze or [])
-    check_names(parts, init_parts, "init_parts")
-    check_names(parts, freeze, "freeze")
-    state = read_checkpoint(ckpt_path)["state_dict"]
+    ckpt = read_checkpoint(ckpt_path)
+    state = ckpt["state_dict"]
     sources = dict(sources or {})
     report: dict[str, PartLoad] = {}
     for name, module in parts.items():
@@ -106,8 +145,13 @@ def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str
         else:
             report[name] = PartLoad(new=list(module.state_dict()), included=False)
     if not any(r.loaded for r in report.values()):
-        raise ValueError(f"warm start from {ckpt_path}: no tensor of {init_parts} matches the checkpoint "
-                         f"(its prefixes: {sorted({k.split('.')[0] for k in state})})")
+        wanted = sorted({sources.get(n, n) + ".*" for n in init_parts})
+        raise ValueError(
+            f"model.init_from {ckpt_path}: no tensor of init_parts {init_parts} matches this checkpoint"
+            f"{describe_checkpoint(ckpt, ckpt_path)}\n"
+            f"expected tensors named {', '.join(wanted)} with this model's names and shapes; the checkpoint's "
+            f"prefixes are {sorted({k.split('.')[0] for k in state})}. Give a checkpoint of a run whose "
+            "parts share this model's (e.g. a pretraining run of the same encoder and backbone).")
     freeze_parts(parts, freeze)
     for name in freeze:
         report[name].frozen = True
@@ -115,6 +159,26 @@ def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str
     print(text)
     log.info("warm start: %s", {k: (len(r.loaded), len(r.new), len(r.skipped)) for k, r in report.items()})
     return report
+
+
+def describe_checkpoint(ckpt: dict, path: str) -> str:
+    """Where a checkpoint comes from, as far as it says: its run (``runs/<job>/version_<n>``, from
+    its path) and its module, encoder and head classes (its hyperparameters); "" if nothing."""
+    what = []
+    run = run_of_checkpoint(path)
+    if run is not None:
+        what.append(f"job {run[0]!r} (version_{run[1]})")
+    hp = ckpt.get("hyper_parameters") or {}
+    module = hp.get("_class_path")
+    if isinstance(module, str):
+        what.append(f"a {module.rsplit('.', 1)[-1]}")
+    for key in ("encoder", "head", "encoders", "heads"):
+        cls = hp.get(key, {}).get("class_path") if isinstance(hp.get(key), dict) else None
+        if isinstance(cls, str):
+            what.append(f"{key} {cls.rsplit('.', 1)[-1]}")
+        elif isinstance(hp.get(key), dict) and key in ("encoders", "heads"):
+            what.append(f"{key} of tasks {sorted(hp[key])}")
+    return f" ({', '.join(what)})" if what else ""
 
 
 def warm_start_table(report: dict[str, PartLoad], ckpt_path: str) -> str:
@@ -136,4 +200,5 @@ def warm_start_table(report: dict[str, PartLoad], ckpt_path: str) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["PARTS", "PartLoad", "check_names", "freeze_parts", "load_part", "warm_start", "warm_start_table"]
+__all__ = ["PARTS", "PartLoad", "check_names", "check_something_trains", "check_warm_start_args", "describe_checkpoint",
+           "freeze_parts", "load_part", "start_fit", "warm_start", "warm_start_table"]
