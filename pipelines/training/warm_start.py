@@ -19,7 +19,10 @@ encoder and backbone of a pretrained model, training the head only).
 
 A multi-task checkpoint (``MultiTaskModule``: ``backbone.*``, ``encoders.<task>.*``,
 ``heads.<task>.*``) gives its backbone; its per-task parts are matched when named
-``encoders.<task>`` / ``heads.<task>`` in ``sources``.
+``encoders.<task>`` / ``heads.<task>`` in ``sources``. A ``MultiTaskModule`` warm-starts too: its
+parts are ``backbone``, ``encoders.<task>`` and ``heads.<task>`` (``encoder`` / ``head``: every
+task's); each task's encoder and head start from the checkpoint's part of the same task, or from
+a single-task checkpoint's ``encoder`` / ``head`` (``multi_task_parts``).
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ def load_part(module: nn.Module, state: dict[str, Tensor], prefix: str) -> PartL
 def check_names(parts: dict[str, nn.Module], given: list[str], what: str) -> None:
     bad = [p for p in given if p not in parts]
     if bad:
-        raise ValueError(f"{what} names {bad}; the parts are {list(parts)}")
+        raise ValueError(f"model.{what} names {bad}; the parts are {list(parts)}")
 
 
 def check_warm_start_args(parts: dict[str, nn.Module], init_from: str | None, init_parts: list[str] | None,
@@ -118,8 +121,19 @@ def freeze_parts(parts: dict[str, nn.Module], names: list[str]) -> None:
             p.requires_grad_(False)
 
 
+def as_tuple(source: str | tuple[str, ...]) -> tuple[str, ...]:
+    return (source,) if isinstance(source, str) else tuple(source)
+
+
+def source_prefix(state: dict[str, Tensor], source: str | tuple[str, ...]) -> str:
+    """The first of ``source``'s prefixes that ``state`` has tensors under (the first if none)."""
+    options = as_tuple(source)
+    return next((p for p in options if any(k.startswith(p + ".") for k in state)), options[0])
+
+
 def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str] | None = None,
-               freeze: list[str] | None = None, sources: dict[str, str] | None = None) -> dict[str, PartLoad]:
+               freeze: list[str] | None = None,
+               sources: dict[str, str | tuple[str, ...]] | None = None) -> dict[str, PartLoad]:
     """Load the matching tensors of ``ckpt_path`` into ``parts`` (name -> module), freeze the
     ``freeze`` parts, print the table; the per-part ``PartLoad``.
 
@@ -129,7 +143,9 @@ def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str
         init_parts: the parts to load (None: all of them).
         freeze: parts whose parameters get ``requires_grad=False`` (loaded or not).
         sources: part -> the checkpoint's prefix for it (default: the part's own name), e.g.
-            ``{"head": "heads.solubility"}`` for a multi-task checkpoint.
+            ``{"head": "heads.solubility"}`` for a multi-task checkpoint; a tuple of prefixes:
+            the first the checkpoint has (``("encoders.esol", "encoder")``: a multi-task
+            checkpoint's encoder of that task, else a single-task checkpoint's encoder).
     """
     names = list(parts)
     check_warm_start_args(parts, ckpt_path, init_parts, freeze)
@@ -141,11 +157,11 @@ def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str
     report: dict[str, PartLoad] = {}
     for name, module in parts.items():
         if name in init_parts:
-            report[name] = load_part(module, state, sources.get(name, name) + ".")
+            report[name] = load_part(module, state, source_prefix(state, sources.get(name, name)) + ".")
         else:
             report[name] = PartLoad(new=list(module.state_dict()), included=False)
     if not any(r.loaded for r in report.values()):
-        wanted = sorted({sources.get(n, n) + ".*" for n in init_parts})
+        wanted = sorted({p + ".*" for n in init_parts for p in as_tuple(sources.get(n, n))})
         raise ValueError(
             f"model.init_from {ckpt_path}: no tensor of init_parts {init_parts} matches this checkpoint"
             f"{describe_checkpoint(ckpt, ckpt_path)}\n"
@@ -159,6 +175,33 @@ def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str
     print(text)
     log.info("warm start: %s", {k: (len(r.loaded), len(r.new), len(r.skipped)) for k, r in report.items()})
     return report
+
+
+def multi_task_parts(backbone: nn.Module, encoders: dict[str, nn.Module], heads: dict[str, nn.Module]
+                     ) -> tuple[dict[str, nn.Module], dict[str, tuple[str, ...]]]:
+    """A multi-task model's parts (``backbone``, ``encoders.<task>``, ``heads.<task>``) and where
+    each is looked for in a checkpoint: the same name, else a single-task checkpoint's part."""
+    parts: dict[str, nn.Module] = {"backbone": backbone}
+    sources: dict[str, tuple[str, ...]] = {}
+    for t in encoders:
+        parts[f"encoders.{t}"], sources[f"encoders.{t}"] = encoders[t], (f"encoders.{t}", "encoder")
+    for t in heads:
+        parts[f"heads.{t}"], sources[f"heads.{t}"] = heads[t], (f"heads.{t}", "head")
+    return parts, sources
+
+
+def expand_part_names(parts: dict[str, nn.Module], names: list[str] | None, what: str) -> list[str] | None:
+    """``names`` with ``encoder`` / ``head`` standing for every task's (``encoders.<task>`` ...);
+    an unknown name is an error naming ``what`` (init_parts, freeze) and the parts."""
+    if names is None:
+        return None
+    out: list[str] = []
+    for n in names:
+        group = [p for p in parts if p.startswith(f"{n}s.")] if n in ("encoder", "head") else [n]
+        if n not in parts and not (n in ("encoder", "head") and group):
+            raise ValueError(f"model.{what} names {n!r}; the parts are {list(parts)} (encoder, head: every task's)")
+        out += [p for p in group if p not in out]
+    return out
 
 
 def describe_checkpoint(ckpt: dict, path: str) -> str:
@@ -201,4 +244,5 @@ def warm_start_table(report: dict[str, PartLoad], ckpt_path: str) -> str:
 
 
 __all__ = ["PARTS", "PartLoad", "check_names", "check_something_trains", "check_warm_start_args", "describe_checkpoint",
-           "freeze_parts", "load_part", "start_fit", "warm_start", "warm_start_table"]
+           "expand_part_names", "freeze_parts", "load_part", "multi_task_parts", "source_prefix", "start_fit",
+           "warm_start", "warm_start_table"]

@@ -145,3 +145,42 @@ def test_freezing_every_part_is_refused_at_fit_setup():
     assert str(e.value).splitlines()[0].startswith(
         "model.freeze=['encoder', 'backbone', 'head'] leaves nothing to train")
     _model(freeze=["encoder", "backbone"]).setup("fit")  # the head trains
+
+
+def _multi(**kw):
+    from vecset.heads import SequenceHead
+    from vecset.pipelines import MultiTaskModule
+
+    model = MultiTaskModule(Backbone(16, 2, 4, mlp_ratio=2.0), {"a": VectorEncoder(2, 16), "b": VectorEncoder(2, 16)},
+                            {"a": LabelingHead(16, 2), "b": SequenceHead(16, 1, task="regression")}, **kw)
+    model.apply_warm_start()
+    return model
+
+
+def test_a_multi_task_model_starts_from_a_single_task_checkpoint(ckpt):
+    """Every task's encoder from the checkpoint's encoder, the shared backbone from its backbone,
+    the heads left as initialized; freeze takes the same names."""
+    path, source = ckpt
+    model = _multi(init_from=str(path), init_parts=["encoder", "backbone"], freeze=["backbone"])
+    report = model.warm_start_report
+    assert list(report) == ["backbone", "encoders.a", "encoders.b", "heads.a", "heads.b"]
+    for t in ("a", "b"):
+        torch.testing.assert_close(model.encoders[t].state_dict(), source.encoder.state_dict())
+        assert not report[f"heads.{t}"].included
+    torch.testing.assert_close(model.backbone.state_dict(), source.backbone.state_dict())
+    assert report["backbone"].frozen and not any(p.requires_grad for p in model.backbone.parameters())
+    with pytest.raises(ValueError, match=r"^model.init_parts names 'decoder'; the parts are \['backbone', "):
+        _multi(init_from=str(path), init_parts=["decoder"])
+
+
+def test_a_multi_task_model_starts_from_a_multi_task_checkpoint(tmp_path):
+    torch.manual_seed(0)
+    source = _multi()
+    path = tmp_path / "multi.ckpt"
+    torch.save({"state_dict": source.state_dict()}, path)
+    torch.manual_seed(1)
+    model = _multi(init_from=str(path), init_parts=["heads.b", "encoders.a"])
+    torch.testing.assert_close(model.heads["b"].state_dict(), source.heads["b"].state_dict())
+    torch.testing.assert_close(model.encoders["a"].state_dict(), source.encoders["a"].state_dict())
+    assert not torch.equal(model.encoders["b"].proj.weight, source.encoders["b"].proj.weight)
+    assert [n for n, r in model.warm_start_report.items() if r.included] == ["encoders.a", "heads.b"]

@@ -68,7 +68,7 @@ def test_a_warm_started_run_needs_only_its_own_checkpoint(tmp_path, monkeypatch,
     assert epochs_validated(run) == [0, 1]  # one metrics history, in one folder
 
 
-def test_a_failed_fit_leaves_no_empty_folder_and_last_resumes_the_run_with_a_checkpoint(tmp_path, monkeypatch):
+def test_a_failed_fit_leaves_no_empty_folder_and_a_resume_continues_the_run_with_a_checkpoint(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     cfg = tiny_config(tmp_path, "job")
     run_cli(["fit", "--config", str(cfg), *QUIET])
@@ -77,6 +77,12 @@ def test_a_failed_fit_leaves_no_empty_folder_and_last_resumes_the_run_with_a_che
     assert sorted(p.name for p in (tmp_path / "runs/job").iterdir()) == ["version_0"]
     cli = run_cli(["fit", "--config", str(cfg), "--ckpt_path", "last", "--trainer.max_epochs=2", *QUIET])
     assert Path(cli.trainer.log_dir) == Path("runs/job/version_0") and cli.trainer.current_epoch == 2
+    # resuming from the file itself continues its folder too
+    last = str(tmp_path / "runs/job/version_0/checkpoints/last.ckpt")
+    cli = run_cli(["fit", "--config", str(cfg), "--ckpt_path", last, "--trainer.max_epochs=3", *QUIET])
+    assert Path(cli.trainer.log_dir) == Path("runs/job/version_0") and cli.trainer.current_epoch == 3
+    assert sorted(p.name for p in (tmp_path / "runs/job").iterdir()) == ["version_0"]
+    assert epochs_validated(tmp_path / "runs/job/version_0") == [0, 1, 2]
 
 
 def test_last_skips_a_newer_version_without_a_last_checkpoint(tmp_path):
