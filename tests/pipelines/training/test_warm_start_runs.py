@@ -105,3 +105,25 @@ def test_the_run_of_a_checkpoint_file(tmp_path):
     assert resumed_run(["fit", f"--ckpt_path={ckpt}"], runs) == ("job", 3)
     assert resumed_run(["test", "--ckpt_path", str(ckpt)], runs) is None  # a test writes a run of its own
     assert resumed_run(["fit", "--ckpt_path", "last"], runs) is None
+
+
+def test_a_multi_task_config_takes_init_from(tmp_path, monkeypatch, capsys):
+    """configs/debug_multitask.yaml with init_from a single-task checkpoint (as docs/molecules.md
+    says of every molecule job): every task's encoder and the backbone load."""
+    import torch
+
+    from vecset.backbone import Backbone
+    from vecset.encoders.vector import VectorEncoder
+    from vecset.heads import LabelingHead
+    from vecset.pipelines import TaskModule
+
+    source = TaskModule(VectorEncoder(2, 32), Backbone(32, 2, 4, mlp_ratio=2.0), LabelingHead(32, 2))
+    path = tmp_path / "single.ckpt"
+    torch.save({"state_dict": source.state_dict()}, path)
+    monkeypatch.chdir(tmp_path)
+    cli = run_cli(["--config", str(ROOT / "configs/debug_multitask.yaml"), "--model.init_args.init_from", str(path),
+                   "--model.init_args.init_parts", "[encoder, backbone]"], run=False)
+    report = cli.model.apply_warm_start()  # what a fit from scratch does at its start
+    assert {n: len(r.loaded) for n, r in report.items() if r.included} == {
+        "backbone": len(source.backbone.state_dict()), "encoders.above": 2, "encoders.mean": 2}
+    assert f"warm start from {path}" in capsys.readouterr().out
