@@ -98,12 +98,21 @@ class VecsetArgumentParser(LightningArgumentParser):
 class VecsetCLI(CheckpointConfigCheck, LightningCLI):
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("parser_class", VecsetArgumentParser)
+        self._subcommands = kwargs.get("run", True)  # False: one parser, no subcommand (vecset export)
         super().__init__(*args, **kwargs)
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--plots", type=bool, default=True,
                             help="write the curves and each task's reports and plots into the run directory after test")
         accept_auto_precision(parser)
+        if not self._subcommands:
+            # a run's saved config.yaml has its subcommand's arguments (ckpt_path, ...): here the
+            # config only builds the model and data (vecset export reads its own --ckpt_path),
+            # so they are accepted and not used
+            for key, typ in (("ckpt_path", str | None), ("weights_only", bool | None), ("verbose", bool),
+                             ("return_predictions", bool | None)):
+                parser.add_argument(f"--{key}", type=typ, default=None,
+                                    help="not used without a subcommand (a run's saved config.yaml carries it)")
         # values given once: the model width, the speech feature count, the phone set's class count
         add_links(parser, single_task_links())
 

@@ -151,7 +151,11 @@ def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str
     check_warm_start_args(parts, ckpt_path, init_parts, freeze)
     init_parts = names if init_parts is None else list(init_parts)
     freeze = list(freeze or [])
-    ckpt = read_checkpoint(ckpt_path)
+    try:
+        ckpt = read_checkpoint(ckpt_path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"model.init_from {ckpt_path}: no such file (the checkpoint a fit from scratch "
+                                "starts from; to continue a run, give its checkpoint as --ckpt_path)") from None
     state = ckpt["state_dict"]
     sources = dict(sources or {})
     report: dict[str, PartLoad] = {}

@@ -108,7 +108,7 @@ def test_construction_reads_no_checkpoint(tmp_path):
                        init_from=str(tmp_path / "moved.ckpt"), init_parts=["backbone"], freeze=["encoder"])
     assert model.warm_start_report is None
     assert not any(p.requires_grad for p in model.encoder.parameters())  # freeze holds from the start
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError, match=r"^model.init_from .*moved.ckpt: no such file \(the checkpoint a fit"):
         model.apply_warm_start()
 
 

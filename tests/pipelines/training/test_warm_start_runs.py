@@ -37,7 +37,7 @@ def epochs_validated(run_dir: Path) -> list[int]:
 
 def test_a_warm_started_run_needs_only_its_own_checkpoint(tmp_path, monkeypatch, capsys):
     """Its init_from file deleted, a warm-started run is tested with its saved config and with the
-    job's config without init_from, exported with the job's config, and resumed (into its own folder, saying that
+    job's config without init_from, exported with either config, and resumed (into its own folder, saying that
     init_from is ignored because the run resumes)."""
     from vecset.pipelines.export.command import run_export
 
@@ -55,9 +55,10 @@ def test_a_warm_started_run_needs_only_its_own_checkpoint(tmp_path, monkeypatch,
     for config in (run / "config.yaml", plain):
         cli = run_cli(["test", "--config", str(config), "--ckpt_path", own, *QUIET])
         assert "test_acc" in cli.trainer.callback_metrics
-    report = run_export(["--config", str(tuned), "--ckpt_path", own, "--no_onnx",
-                         "--output_dir", str(tmp_path / "exported")])
-    assert report["max_abs_diff"]["pt2"] <= 1e-5
+    for config in (run / "config.yaml", tuned):
+        report = run_export(["--config", str(config), "--ckpt_path", own, "--no_onnx",
+                             "--output_dir", str(tmp_path / "exported")])
+        assert report["max_abs_diff"]["pt2"] <= 1e-5
     capsys.readouterr()
     before = sorted(p.name for p in (tmp_path / "runs/tuned").iterdir())  # the test above made one of its own
     cli = run_cli(["fit", "--config", str(plain), "--ckpt_path", own, "--trainer.max_epochs=2", *QUIET])
@@ -127,3 +128,14 @@ def test_a_multi_task_config_takes_init_from(tmp_path, monkeypatch, capsys):
     assert {n: len(r.loaded) for n, r in report.items() if r.included} == {
         "backbone": len(source.backbone.state_dict()), "encoders.above": 2, "encoders.mean": 2}
     assert f"warm start from {path}" in capsys.readouterr().out
+
+
+def test_init_from_is_not_compared_with_a_runs_checkpoint():
+    """Where a run's first weights came from does not make its checkpoint differ from a config
+    (resuming or testing it without init_from, or with another); freeze does."""
+    from vecset.pipelines.training.checkpoint import hparams_mismatch
+
+    saved = {"init_from": "gone/pretrained.ckpt", "init_parts": ["encoder", "backbone"], "freeze": None}
+    assert hparams_mismatch(saved, {"init_from": None, "init_parts": None, "freeze": None}) == []
+    assert hparams_mismatch(saved, {"init_from": None, "freeze": ["encoder"]}) == [
+        "model.freeze: checkpoint has None, the config has ['encoder']"]
