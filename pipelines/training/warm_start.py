@@ -84,7 +84,7 @@ def check_warm_start_args(parts: dict[str, nn.Module], init_from: str | None, in
     check_names(parts, list(init_parts or []), "init_parts")
     check_names(parts, list(freeze or []), "freeze")
     if init_parts and not init_from:
-        raise ValueError(f"init_parts={init_parts} needs init_from (the checkpoint to load them from)")
+        raise ValueError(f"model.init_parts={init_parts} needs init_from (the checkpoint to load them from)")
     if init_from and init_parts is not None and not list(init_parts):
         raise ValueError(f"model.init_parts is empty: name the parts init_from loads, of {list(parts)}, "
                          "or leave init_parts out to load them all")
