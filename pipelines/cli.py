@@ -44,6 +44,8 @@ from vecset.pipelines.training.checkpoint import (
     CheckpointConfigCheck,
     claim_version,
     last_checkpoint_path,
+    remove_unused_run_dir,
+    resumed_run,
     resumed_version,
     wants_last_checkpoint,
     with_atomic_checkpoint_io,
@@ -98,12 +100,21 @@ class VecsetArgumentParser(LightningArgumentParser):
 class VecsetCLI(CheckpointConfigCheck, LightningCLI):
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("parser_class", VecsetArgumentParser)
+        self._subcommands = kwargs.get("run", True)  # False: one parser, no subcommand (vecset export)
         super().__init__(*args, **kwargs)
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--plots", type=bool, default=True,
                             help="write the curves and each task's reports and plots into the run directory after test")
         accept_auto_precision(parser)
+        if not self._subcommands:
+            # a run's saved config.yaml has its subcommand's arguments (ckpt_path, ...): here the
+            # config only builds the model and data (vecset export reads its own --ckpt_path),
+            # so they are accepted and not used
+            for key, typ in (("ckpt_path", str | None), ("weights_only", bool | None), ("verbose", bool),
+                             ("return_predictions", bool | None)):
+                parser.add_argument(f"--{key}", type=typ, default=None,
+                                    help="not used without a subcommand (a run's saved config.yaml carries it)")
         # values given once: the model width, the speech feature count, the phone set's class count
         add_links(parser, single_task_links())
 
@@ -309,17 +320,23 @@ def end_process_group() -> None:
 def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
     argv = sys.argv[1:] if args is None else args
     name = config_name(argv)
+    resumed = None
+    own_run = "VECSET_RUN_VERSION" not in os.environ  # not a DDP child: this process claims the directory
     # one run directory for every process of a run (DDP children inherit the environment)
-    if "VECSET_RUN_VERSION" not in os.environ:
+    if own_run:
+        # --ckpt_path last continues the newest run directory with a last checkpoint, a fit from
+        # a run directory's checkpoint file that directory; a new run claims one when its
+        # loggers are made (default_loggers)
+        in_run = resumed_run(argv, Path(RUNS_DIR))
+        name = in_run[0] if in_run is not None else name
         os.environ["VECSET_RUN_NAME"] = name
-        # --ckpt_path last continues the newest run directory (its checkpoints are there); a
-        # new run claims one when its loggers are made (default_loggers)
-        resumed = resumed_version(argv, Path(RUNS_DIR) / name)
+        resumed = in_run[1] if in_run is not None else resumed_version(argv, Path(RUNS_DIR) / name)
         if resumed is not None:
             os.environ["VECSET_RUN_VERSION"] = str(resumed)
     try:
         with warnings.catch_warnings():
-            silence_inapplicable_advice(resuming=wants_last_checkpoint(argv))
+            resuming = wants_last_checkpoint(argv) or resumed_run(argv, Path(RUNS_DIR)) is not None
+            silence_inapplicable_advice(resuming=resuming)
             cli = VecsetCLI(
                 pl.LightningModule,  # TaskModule, MultiTaskModule, or a user's own, by class_path
                 subclass_mode_model=True,
@@ -332,6 +349,12 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
             if run:
                 end_process_group()
             return cli
+    except BaseException:
+        # a new run that failed before writing anything (e.g. at data setup) leaves no empty
+        # run directory, which --ckpt_path last would take for the newest
+        if own_run and resumed is None and "VECSET_RUN_VERSION" in os.environ:
+            remove_unused_run_dir(Path(RUNS_DIR) / name / f"version_{os.environ['VECSET_RUN_VERSION']}")
+        raise
     finally:
         if args is not None:
             os.environ.pop("VECSET_RUN_VERSION", None)

@@ -48,3 +48,11 @@ class PoisonedSets(SyntheticSetDataModule):
     def setup(self, stage: str | None = None) -> None:
         super().setup(stage)
         self.sets["train"].items[self.poison_id]["x"][0, 0] = self.value
+
+
+class FailingSetupData(SyntheticSetDataModule):
+    """SyntheticSetDataModule whose setup fails (a missing file, a bad column): a fit that ends
+    before it has written anything into its run directory."""
+
+    def setup(self, stage: str | None = None) -> None:
+        raise FileNotFoundError("the data is missing, on purpose (tests/resume_helpers.py)")

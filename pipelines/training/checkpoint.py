@@ -160,14 +160,58 @@ def taken_versions(root: Path) -> list[int]:
     return [int(m.group(1)) for p in Path(root).glob("version_*") if (m := re.fullmatch(r"version_(\d+)", p.name))]
 
 
+def ckpt_path_arg(argv: list[str]) -> str | None:
+    """The value of ``--ckpt_path`` on the command line (the last one), or None."""
+    value = None
+    for i, a in enumerate(argv):
+        if a == "--ckpt_path" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif a.startswith("--ckpt_path="):
+            value = a.split("=", 1)[1]
+    return value
+
+
+def run_of_checkpoint(path: str | os.PathLike, runs: Path | None = None) -> tuple[str, int] | None:
+    """``(job, n)`` for a checkpoint in a run directory's ``<runs>/<job>/version_<n>/checkpoints/``
+    (any runs folder when ``runs`` is None); None for any other path or URL."""
+    if not isinstance(path, (str, os.PathLike)) or "://" in str(path):
+        return None
+    p = Path(path).absolute()
+    version = p.parent.parent
+    m = re.fullmatch(r"version_(\d+)", version.name)
+    if p.parent.name != "checkpoints" or m is None or not version.parent.name:
+        return None
+    if runs is not None and os.path.normpath(version.parent.parent) != os.path.normpath(Path(runs).absolute()):
+        return None
+    return version.parent.name, int(m.group(1))
+
+
+def has_last_checkpoint(version_dir: Path) -> bool:
+    """``version_dir/checkpoints`` holds a ``last*.ckpt`` (what ``--ckpt_path last`` resumes)."""
+    return any((Path(version_dir) / "checkpoints").glob("last*.ckpt"))
+
+
 def resumed_version(argv: list[str], root: Path) -> int | None:
-    """With ``--ckpt_path last``, the newest ``version_<n>`` under ``root`` (its checkpoints
-    are there), which the run continues; None otherwise or when there is none."""
-    taken = taken_versions(root)
-    if wants_last_checkpoint(argv) and taken:
-        log.info("--ckpt_path last: continuing %s/version_%d", root, max(taken))
-        return max(taken)
-    return None
+    """With ``--ckpt_path last``, the newest ``version_<n>`` under ``root`` that holds a last
+    checkpoint (an older one's when a newer run failed before saving any), which the run
+    continues; the newest one when none does (Lightning then says there is no last checkpoint);
+    None otherwise or when there is none."""
+    taken = sorted(taken_versions(root), reverse=True)
+    if not (wants_last_checkpoint(argv) and taken):
+        return None
+    version = next((n for n in taken if has_last_checkpoint(Path(root) / f"version_{n}")), taken[0])
+    log.info("--ckpt_path last: continuing %s/version_%d", root, version)
+    return version
+
+
+def resumed_run(argv: list[str], runs: Path) -> tuple[str, int] | None:
+    """A fit resuming from a checkpoint file in a run directory (``--ckpt_path
+    runs/<job>/version_<n>/checkpoints/last.ckpt``) continues that directory: ``(job, n)``, so
+    its logs and metrics history stay in one folder; None for any other command line."""
+    path = ckpt_path_arg(argv)
+    if "fit" not in argv or path in (None, "last", "best", "hpc", "registry"):
+        return None
+    return run_of_checkpoint(path, runs)
 
 
 def claim_version(root: Path) -> int:
@@ -184,6 +228,23 @@ def claim_version(root: Path) -> int:
             return n
         except FileExistsError:
             n += 1
+
+
+def remove_unused_run_dir(version_dir: Path) -> bool:
+    """Remove a new run's ``version_<n>`` directory after its command failed, when it holds
+    nothing but empty folders and TensorBoard's event files (the loggers' start: no checkpoint,
+    config, metrics or report), so that no empty run is left to be taken for the newest one.
+    True when it was removed."""
+    version_dir = Path(version_dir)
+    if not version_dir.is_dir():
+        return False
+    files = [p for p in version_dir.rglob("*") if not p.is_dir()]
+    if any(not p.name.startswith("events.out.tfevents.") for p in files):
+        return False
+    import shutil
+
+    shutil.rmtree(version_dir, ignore_errors=True)
+    return not version_dir.exists()
 
 
 # -- reading a checkpoint ---------------------------------------------------------------
@@ -274,6 +335,9 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
 
 # may differ on purpose (another learning rate to fine-tune); taken from the checkpoint
 TRAINING_ONLY = {"lr", "weight_decay", "warmup"}
+# where a fit from scratch took its first weights (pipelines/training/warm_start.py): a run's own
+# checkpoint has its weights, so these may differ or be left out (the file may be gone)
+WARM_START_ONLY = {"init_from", "init_parts"}
 
 # the top-level packages of the source layout, which were class paths' first names before the
 # install put them under vecset. (a checkpoint of then says encoders.VectorEncoder)
@@ -354,7 +418,7 @@ def hparams_mismatch(saved: dict, current: dict) -> list[str]:
         else:
             decode_only |= {f"{prefix}init_args.{n}" for n in decode_settings(a[key])}
     for key in sorted(set(a) & set(b)):
-        if (key in TRAINING_ONLY or key in decode_only or under_decode(key) or key.endswith("class_path")
+        if (key in TRAINING_ONLY or key in WARM_START_ONLY or key in decode_only or under_decode(key) or key.endswith("class_path")
                 or any(key.startswith(p) for p in other_class)):
             continue
         if a[key] != b[key]:

@@ -33,6 +33,15 @@ from vecset.pipelines.training.step import (
 )
 from vecset.pipelines.training.task import adamw_warmup_cosine, best_and_last_checkpoint
 from vecset.pipelines.training.task_view import TaskView
+from vecset.pipelines.training.warm_start import (
+    check_something_trains,
+    check_warm_start_args,
+    expand_part_names,
+    freeze_parts,
+    multi_task_parts,
+    start_fit,
+    warm_start,
+)
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +136,10 @@ class MultiTaskModule(pl.LightningModule):
             tests), keep each task's best by its own validation metric (``best-<task>-epoch<e>.ckpt``,
             monitoring ``<task>/val_rmse`` or ``<task>/val_acc``): each task's epoch chosen on its
             own validation split (bench/molecule_multitask.py tests them).
+        init_from, init_parts, freeze: a warm start, as in TaskModule; the parts are ``backbone``,
+            ``encoders.<task>`` and ``heads.<task>`` (``encoder`` / ``head``: every task's). A task's
+            encoder and head load the checkpoint's of the same task, else a single-task
+            checkpoint's ``encoder`` / ``head`` (a pretraining run's).
 
     Metrics are logged with the task's name as prefix: ``speech/val_acc``,
     ``digits/val_acc``, ``freesolv/val_rmse``; ``val_loss`` is the weighted sum of the
@@ -135,7 +148,8 @@ class MultiTaskModule(pl.LightningModule):
 
     def __init__(self, backbone: nn.Module, encoders: dict[str, Encoder], heads: dict[str, Head],
                  loss_weights: dict[str, float] | None = None, lr: float = 1e-3, weight_decay: float = 0.01,
-                 warmup: float = 0.05, task_checkpoints: bool = False) -> None:
+                 warmup: float = 0.05, task_checkpoints: bool = False, init_from: str | None = None,
+                 init_parts: list[str] | None = None, freeze: list[str] | None = None) -> None:
         super().__init__()
         if set(encoders) != set(heads):
             raise ValueError(f"encoders {sorted(encoders)} and heads {sorted(heads)} must name the same tasks")
@@ -160,6 +174,30 @@ class MultiTaskModule(pl.LightningModule):
         self.mean_losses = nn.ModuleDict({f"{stage}__{t}": MeanMetric() for stage in ("val", "test") for t in self.tasks}
                                          | {f"train__{t}": train_loss_mean() for t in self.tasks})
         self.train_loss_mean = train_loss_mean()  # of the weighted sum, one value per step
+        # as TaskModule: names checked now, init_from read when a fit starts from scratch
+        parts, self._sources = self.parts()
+        init_parts = expand_part_names(parts, init_parts, "init_parts")
+        freeze = expand_part_names(parts, freeze, "freeze")
+        check_warm_start_args(parts, init_from, init_parts, freeze)
+        self._init_from, self._init_parts, self._freeze = init_from, init_parts, freeze
+        self.warm_start_report = None
+        freeze_parts(parts, list(freeze or []))
+
+    def parts(self) -> tuple[dict[str, nn.Module], dict[str, tuple[str, ...]]]:
+        """The parts ``init_parts`` and ``freeze`` name, and their checkpoint prefixes."""
+        return multi_task_parts(self.backbone, dict(self.encoders), dict(self.heads))
+
+    def apply_warm_start(self) -> dict | None:
+        """Load ``init_from`` now (what a fit from scratch does at its start); the report."""
+        if self._init_from:
+            self.warm_start_report = warm_start(self.parts()[0], self._init_from, self._init_parts, self._freeze,
+                                                self._sources)
+        return self.warm_start_report
+
+    def on_fit_start(self) -> None:
+        # after the checkpoint of a resumed fit was restored, before the first step
+        self.warm_start_report = start_fit(self.trainer, self.parts()[0], self._init_from, self._init_parts,
+                                           self._freeze, self._sources)
 
     def forward(self, task: str, batch: dict) -> Tensor:
         return forward_task(self.encoders[task], self.backbone, self.heads[task], batch)
@@ -179,6 +217,8 @@ class MultiTaskModule(pl.LightningModule):
         """The hand-over, per task: each task's data module's DataSpec goes to that task's
         encoder and head (as in TaskModule.setup; messages name the task). At predict only
         the task being predicted (the data's ``predict_task``) is set up."""
+        if stage == "fit":
+            check_something_trains(self, self._freeze)
         dm = self.trainer.datamodule if self._trainer is not None else None
         if not isinstance(dm, MultiTaskDataModule):
             if stage in ("fit", "predict") and dm is not None:

@@ -24,7 +24,14 @@ from vecset.pipelines.training.step import (
     task_step,
     train_loss_mean,
 )
-from vecset.pipelines.training.warm_start import PARTS, freeze_parts, warm_start
+from vecset.pipelines.training.warm_start import (
+    PARTS,
+    check_something_trains,
+    check_warm_start_args,
+    freeze_parts,
+    start_fit,
+    warm_start,
+)
 
 
 def warmup_cosine(step: int, total: int, warmup: int) -> float:
@@ -88,9 +95,10 @@ class TaskModule(pl.LightningModule):
             example a multi-task run's), then train as configured.
         freeze_backbone: keep those backbone weights fixed (train encoder and head only).
         init_from: warm start: a whole checkpoint (this or another job's, e.g. a pretraining
-            run's) whose tensors of the same name and shape start ``init_parts``; one table says
-            what was loaded, new and skipped (``warm_start.py``). Weights only: unlike
-            ``--ckpt_path`` (resume), the optimizer, schedule and epoch start afresh.
+            run's) whose tensors of the same name and shape start ``init_parts`` when a fit starts
+            from scratch; one table says what was loaded, new and skipped (``warm_start.py``).
+            Weights only: unlike ``--ckpt_path`` (resume), the optimizer, schedule and epoch start
+            afresh. Not read otherwise: a fit given ``--ckpt_path`` resumes and ignores it.
         init_parts: the parts ``init_from`` loads (``encoder``, ``backbone``, ``head``; None: all).
         freeze: parts kept fixed (no gradient), e.g. ``[encoder, backbone]`` to train a head only.
 
@@ -116,18 +124,31 @@ class TaskModule(pl.LightningModule):
             load_backbone(backbone, backbone_ckpt, freeze_backbone)
         elif freeze_backbone:
             raise ValueError("freeze_backbone=True needs backbone_ckpt (a frozen random backbone learns nothing)")
-        parts = dict(zip(PARTS, (encoder, backbone, head), strict=True))
-        self.warm_start_report = None  # part -> PartLoad, when init_from was given
-        if init_from:
-            self.warm_start_report = warm_start(parts, init_from, init_parts, freeze)
-        elif init_parts:
-            raise ValueError(f"init_parts={init_parts} needs init_from (the checkpoint to load them from)")
-        elif freeze:  # freezing without loading: e.g. a fixed random encoder, on purpose
-            freeze_parts(parts, freeze)
+        # the names are checked now, the checkpoint is read when a fit starts from scratch
+        # (on_fit_start): a run's own checkpoint is all that testing or resuming it needs
+        check_warm_start_args(self.parts(), init_from, init_parts, freeze)
+        self._init_from, self._init_parts, self._freeze = init_from, init_parts, freeze
+        self.warm_start_report = None  # part -> PartLoad, once init_from was loaded
+        freeze_parts(self.parts(), list(freeze or []))  # e.g. a fixed random encoder, on purpose
         self.train_metrics = stage_metrics(head, "train")
         self.val_metrics = stage_metrics(head, "val")
         self.test_metrics = stage_metrics(head, "test")
         self.train_loss_mean = train_loss_mean()
+
+    def parts(self) -> dict[str, nn.Module]:
+        """The parts ``init_parts`` and ``freeze`` name."""
+        return dict(zip(PARTS, (self.encoder, self.backbone, self.head), strict=True))
+
+    def apply_warm_start(self) -> dict | None:
+        """Load ``init_from`` into ``init_parts`` now (``warm_start``); what a fit from scratch does
+        at its start. The per-part report (None without init_from)."""
+        if self._init_from:
+            self.warm_start_report = warm_start(self.parts(), self._init_from, self._init_parts, self._freeze)
+        return self.warm_start_report
+
+    def on_fit_start(self) -> None:
+        # after the checkpoint of a resumed fit was restored, before the first step
+        self.warm_start_report = start_fit(self.trainer, self.parts(), self._init_from, self._init_parts, self._freeze)
 
     def forward(self, batch: dict) -> Tensor:
         return forward_task(self.encoder, self.backbone, self.head, batch)
@@ -138,6 +159,8 @@ class TaskModule(pl.LightningModule):
         training data (vocabulary, scaler, statistics). On resume the checkpoint, restored
         after this, brings its own. (What predict needs from the model, the predict side asks
         for itself: ``pipelines/predict/writer.py``.)"""
+        if stage == "fit":
+            check_something_trains(self, self._freeze)
         dm = self.trainer.datamodule if self._trainer is not None else None
         if dm is not None:
             hand_over(dm, stage, self.encoder, self.head)

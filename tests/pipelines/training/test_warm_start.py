@@ -13,7 +13,10 @@ from vecset.pipelines.training.warm_start import warm_start_table
 
 
 def _model(classes: int = 2, depth: int = 2, **kw) -> TaskModule:
-    return TaskModule(VectorEncoder(2, 16), Backbone(16, depth, 4, mlp_ratio=2.0), LabelingHead(16, classes), **kw)
+    """A model warm-started from ``init_from`` (if given), as a fit from scratch does at its start."""
+    model = TaskModule(VectorEncoder(2, 16), Backbone(16, depth, 4, mlp_ratio=2.0), LabelingHead(16, classes), **kw)
+    model.apply_warm_start()
+    return model
 
 
 @pytest.fixture
@@ -93,5 +96,91 @@ def test_bad_names_and_a_checkpoint_with_nothing_matching_are_errors(ckpt, tmp_p
         _model(init_parts=["head"])
     other = tmp_path / "other.ckpt"
     torch.save({"state_dict": {"model.w": torch.zeros(3)}}, other)
-    with pytest.raises(ValueError, match=r"no tensor of .* matches the checkpoint \(its prefixes: \['model'\]\)"):
+    with pytest.raises(ValueError, match=r"no tensor of init_parts .* matches this checkpoint\n.*the checkpoint's "
+                                         r"prefixes are \['model'\]"):
         _model(init_from=str(other))
+
+
+def test_construction_reads_no_checkpoint(tmp_path):
+    """init_from is read when a fit starts from scratch, not when the model is built: a run whose
+    init_from file is gone still builds (to test, export or resume it from its own checkpoint)."""
+    model = TaskModule(VectorEncoder(2, 16), Backbone(16, 2, 4, mlp_ratio=2.0), LabelingHead(16, 2),
+                       init_from=str(tmp_path / "moved.ckpt"), init_parts=["backbone"], freeze=["encoder"])
+    assert model.warm_start_report is None
+    assert not any(p.requires_grad for p in model.encoder.parameters())  # freeze holds from the start
+    with pytest.raises(FileNotFoundError, match=r"^model.init_from .*moved.ckpt: no such file \(the checkpoint a fit"):
+        model.apply_warm_start()
+
+
+def test_empty_init_parts_is_refused_naming_the_field(ckpt):
+    path, _ = ckpt
+    with pytest.raises(ValueError) as e:
+        _model(init_from=str(path), init_parts=[])
+    assert str(e.value).splitlines()[0].startswith("model.init_parts is empty: name the parts init_from loads, "
+                                                   "of ['encoder', 'backbone', 'head']")
+
+
+def test_a_checkpoint_of_another_job_says_which_job_and_what_was_expected(tmp_path):
+    """A checkpoint of another job shares no tensor name: the message names its run, its module,
+    encoder and head classes, and the tensors expected."""
+    path = tmp_path / "runs" / "pretrain_text" / "version_2" / "checkpoints" / "last.ckpt"
+    path.parent.mkdir(parents=True)
+    torch.save({"state_dict": {"embed.weight": torch.zeros(3, 4)},
+                "hyper_parameters": {"_class_path": "vecset.pipelines.TaskModule",
+                                     "encoder": {"class_path": "vecset.encoders.TokenEncoder", "init_args": {}},
+                                     "head": {"class_path": "vecset.heads.SequenceHead", "init_args": {}}}}, path)
+    with pytest.raises(ValueError) as e:
+        _model(init_from=str(path), init_parts=["encoder", "backbone"])
+    first, second = str(e.value).splitlines()[:2]
+    assert first == (f"model.init_from {path}: no tensor of init_parts ['encoder', 'backbone'] matches this "
+                     "checkpoint (job 'pretrain_text' (version_2), a TaskModule, encoder TokenEncoder, head SequenceHead)")
+    assert second.startswith("expected tensors named backbone.*, encoder.* with this model's names and shapes; "
+                             "the checkpoint's prefixes are ['embed']")
+
+
+def test_freezing_every_part_is_refused_at_fit_setup():
+    model = _model(freeze=["encoder", "backbone", "head"])
+    with pytest.raises(ValueError) as e:
+        model.setup("fit")
+    assert str(e.value).splitlines()[0].startswith(
+        "model.freeze=['encoder', 'backbone', 'head'] leaves nothing to train")
+    _model(freeze=["encoder", "backbone"]).setup("fit")  # the head trains
+
+
+def _multi(**kw):
+    from vecset.heads import SequenceHead
+    from vecset.pipelines import MultiTaskModule
+
+    model = MultiTaskModule(Backbone(16, 2, 4, mlp_ratio=2.0), {"a": VectorEncoder(2, 16), "b": VectorEncoder(2, 16)},
+                            {"a": LabelingHead(16, 2), "b": SequenceHead(16, 1, task="regression")}, **kw)
+    model.apply_warm_start()
+    return model
+
+
+def test_a_multi_task_model_starts_from_a_single_task_checkpoint(ckpt):
+    """Every task's encoder from the checkpoint's encoder, the shared backbone from its backbone,
+    the heads left as initialized; freeze takes the same names."""
+    path, source = ckpt
+    model = _multi(init_from=str(path), init_parts=["encoder", "backbone"], freeze=["backbone"])
+    report = model.warm_start_report
+    assert list(report) == ["backbone", "encoders.a", "encoders.b", "heads.a", "heads.b"]
+    for t in ("a", "b"):
+        torch.testing.assert_close(model.encoders[t].state_dict(), source.encoder.state_dict())
+        assert not report[f"heads.{t}"].included
+    torch.testing.assert_close(model.backbone.state_dict(), source.backbone.state_dict())
+    assert report["backbone"].frozen and not any(p.requires_grad for p in model.backbone.parameters())
+    with pytest.raises(ValueError, match=r"^model.init_parts names 'decoder'; the parts are \['backbone', "):
+        _multi(init_from=str(path), init_parts=["decoder"])
+
+
+def test_a_multi_task_model_starts_from_a_multi_task_checkpoint(tmp_path):
+    torch.manual_seed(0)
+    source = _multi()
+    path = tmp_path / "multi.ckpt"
+    torch.save({"state_dict": source.state_dict()}, path)
+    torch.manual_seed(1)
+    model = _multi(init_from=str(path), init_parts=["heads.b", "encoders.a"])
+    torch.testing.assert_close(model.heads["b"].state_dict(), source.heads["b"].state_dict())
+    torch.testing.assert_close(model.encoders["a"].state_dict(), source.encoders["a"].state_dict())
+    assert not torch.equal(model.encoders["b"].proj.weight, source.encoders["b"].proj.weight)
+    assert [n for n, r in model.warm_start_report.items() if r.included] == ["encoders.a", "heads.b"]
