@@ -21,6 +21,7 @@ from vecset.backbone.tracing import NotExportable
 from vecset.pipelines.export.program import (
     IMAGE,
     ServedModel,
+    check_exportable,
     example_inputs,
     export_onnx,
     export_program,
@@ -30,7 +31,6 @@ from vecset.pipelines.export.program import (
     max_set_size,
     run_onnx,
     served_batch,
-    served_parts,
     set_size,
 )
 from vecset.pipelines.training.checkpoint import (
@@ -172,7 +172,7 @@ def run_export(argv: list[str]) -> dict:
         configs = [a for c in args.config for a in ("--config", _config(c, Path(tmp)))]
         cli = run_cli([*configs, *rest, "--trainer.logger=false", "--trainer.enable_progress_bar=false"], run=False)
     model, dm = cli.model, cli.datamodule
-    encoder, _, head = served_parts(model)  # before reading anything: what cannot be exported is said first
+    encoder, _, head = check_exportable(model)  # before reading anything: what cannot be exported is said first
     check_checkpoint(ckpt, model, weights=False)  # the config, before reading data
     dm.prepare_data()
     dm.setup("test")
