@@ -129,6 +129,22 @@ def _refuse_one_set(batch: dict, served: ServedModel, dm) -> None:
                             "predict); otherwise give a test batch_size of >= 2")
 
 
+def describe(served: ServedModel, example: dict) -> dict:
+    """What export.json says the exported model takes and returns (``serve.ExportedModel``
+    checks inputs against it): each input's dtype, traced shape and dynamic axes, an image's
+    sides, the largest set size, a text model's tokenizer, the outputs' names."""
+    report = {"inputs": {n: {"dtype": str(example[n].dtype).removeprefix("torch."), "shape": list(example[n].shape),
+                             "dynamic_axes": input_axes(served, example)[n]} for n in served.inputs},
+              "outputs": served.outputs}
+    if max_set_size(served) is not None:  # a learned positional table's length: longer sets are refused
+        report["max_set_size"] = max_set_size(served)
+    if image_sides(served) is not None:  # which heights and widths the model takes
+        report["inputs"][IMAGE]["sides"] = image_sides(served)
+    if isinstance(served.encoder, Tokenizes):  # the ids the model reads: how a server makes them
+        report["tokenizer"] = served.encoder.tokenizer()
+    return report
+
+
 def readme(report: dict) -> str:
     """The export directory's README.md: what the model takes and returns, and how to call it."""
     lines = ["# Exported vecset model", "", f"From {report['checkpoint']}.", "", "## Inputs", ""]
@@ -193,17 +209,8 @@ def run_export(argv: list[str]) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     program = export_program(served, example)
     torch.export.save(program, out / "model.pt2")
-    report = {"checkpoint": str(Path(ckpt).resolve()),
-              "inputs": {n: {"dtype": str(example[n].dtype).removeprefix("torch."),
-                             "shape": list(example[n].shape), "dynamic_axes": input_axes(served, example)[n]}
-                         for n in served.inputs},
-              "outputs": served.outputs, "pt2": str(out / "model.pt2"), "max_abs_diff": {}}
-    if max_set_size(served) is not None:  # a learned positional table's length: longer sets are refused
-        report["max_set_size"] = max_set_size(served)
-    if image_sides(served) is not None:  # which heights and widths the model takes
-        report["inputs"][IMAGE]["sides"] = image_sides(served)
-    if isinstance(encoder, Tokenizes):  # the ids the model reads: how a server makes them
-        report["tokenizer"] = encoder.tokenizer()
+    report = {"checkpoint": str(Path(ckpt).resolve()), **describe(served, example),
+              "pt2": str(out / "model.pt2"), "max_abs_diff": {}}
     with torch.no_grad():
         refs = [served(*example_inputs(served, b)) for b in checks]
         report["max_abs_diff"]["pt2"] = max(max_difference(r, program.module()(*example_inputs(served, b)))
