@@ -1,11 +1,15 @@
 """``vecset export --config CONFIG --ckpt_path CKPT [--output_dir DIR]``: the config's model with
 the checkpoint's weights, written as ``model.pt2`` (``torch.export``), ``model.onnx`` (when onnx
-and onnxscript are installed: ``pip install 'vecset[export]'``) and ``export.json`` (inputs with
+and onnxscript are installed: ``pip install 'vecset[export]'``), ``export.json`` (inputs with
 their dtypes and dynamic axes, outputs, the largest difference to the PyTorch model on test
 batches; an image model's sides: multiples of the patch, the smallest and largest; a text
-model's tokenizer: the vocabulary in id order, which ids it reads). Traced on one test batch;
-checked on it, the next one and, for images, the first cropped by one patch (onnxruntime for
-ONNX). Other options (``--data.init_args...``, ``--model...``) are the CLI's, as for ``vecset test``."""
+model's tokenizer: the vocabulary in id order, which ids it reads) and ``README.md`` (the same
+for a reader, and how to serve it with ``serve.ExportedModel``, which checks inputs against
+export.json). Traced on one test batch; checked on it, the next one and, for images, the first
+cropped by one patch (onnxruntime for ONNX). CONFIG may be a run's saved ``config.yaml``. The
+options, the checkpoint's file and the output directory are checked before the model loads;
+``--no_onnx`` removes an earlier export's model.onnx. Other options (``--data.init_args...``,
+``--model...``) are the CLI's, as for ``vecset test``."""
 
 from __future__ import annotations
 
