@@ -39,7 +39,12 @@ def test_conformer_conv_and_global_normalization_export_past_512_frames():
     # configs/speech_frames.yaml's backbone convolution (eager CPU takes another path from 512
     # frames on) and speech_frames_debug.yaml's global normalization (a buffer says whether it
     # is fitted): neither may become a condition of the graph
-    from vecset.pipelines.export.program import ServedModel, example_inputs, export_program, max_difference
+    from vecset.pipelines.export.program import (
+        ServedModel,
+        example_inputs,
+        export_program,
+        max_difference,
+    )
 
     torch.manual_seed(0)
     encoder = SpeechEncoder(40, 16, normalization="global", positional="none", conv_kernel=3)
