@@ -14,6 +14,8 @@ it, instead of asking for attributes by name:
   positional table's length; export bounds the set-size axis by it).
 - ``Tokenizes``: an encoder that reads strings and can give their token ids instead (export:
   the tokenizer stays in Python, the graph reads the ids).
+- ``NotExported``: a part that an exported graph cannot hold (``export_refusal``: why, and
+  what to do instead); export refuses it before reading any data.
 - ``AttentionWeights``: a backbone whose blocks' attention can be read (plots, the set-size
   check): ``capture_attention``, ``attention_weights``, its ``blocks`` (each an ``attn`` with
   ``heads`` and ``window``) and ``cls`` (the CLS vector's parameter, or None).
@@ -87,6 +89,14 @@ class MaxSetSize(Protocol):
     ``max_len``), None when any size will do."""
 
     max_set_size: int | None
+
+
+@runtime_checkable
+class NotExported(Protocol):
+    """A part that ``vecset export`` refuses: ``export_refusal`` (a class attribute, one line)
+    names the part, says why an exported graph cannot hold it and what to do instead."""
+
+    export_refusal: str
 
 
 @runtime_checkable

@@ -99,6 +99,10 @@ class BiLSTM(nn.Module):
         VectorSet x (B, N, D) -> VectorSet x (B, N, D); padded positions are zero.
     """
 
+    # declared (backbone.abilities.NotExported): export refuses it before reading data
+    export_refusal = ("BiLSTM: torch.export traces nn.LSTM for the example's number of frames only (no "
+                      "dynamic set size); serve it with the PyTorch model (vecset predict)")
+
     def __init__(self, d_model: int, hidden: int = 256, layers: int = 2, dropout: float = 0.0) -> None:
         super().__init__()
         self.d_model, self.hidden, self.layers = d_model, hidden, layers
@@ -115,8 +119,7 @@ class BiLSTM(nn.Module):
         if D != self.d_model:
             raise ValueError(f"BiLSTM expects vectors of width d_model={self.d_model}, got {D}")
         if is_exporting():  # torch 2.11 fixes the LSTM's sequence length at the example's
-            raise NotExportable("BiLSTM: torch.export traces nn.LSTM for the example's number of frames only (no "
-                                "dynamic set size); serve it with the PyTorch model (vecset predict)")
+            raise NotExportable(self.export_refusal)
         lengths = vs.mask.sum(1)  # (B,)
         m = vs.mask[..., None].to(vs.x.dtype)
         h = vs.x * m
@@ -211,6 +214,11 @@ class GridResNet(nn.Module):
         VectorSet x (B, N, D), pos (B, N, 2) -> VectorSet x (B, N, D); padded positions are zero.
     """
 
+    # declared (backbone.abilities.NotExported): export refuses it before reading data
+    export_refusal = ("GridResNet finds its grid from the vectors' positions (torch.unique: sizes that "
+                      "depend on the values), which an exported graph cannot hold; serve it with the "
+                      "PyTorch model (vecset predict)")
+
     def __init__(self, d_model: int, widths: Sequence[int] = (32, 64, 128), blocks: int = 2,
                  dropout: float = 0.0) -> None:
         super().__init__()
@@ -237,9 +245,7 @@ class GridResNet(nn.Module):
         if D != self.d_model:
             raise ValueError(f"GridResNet expects vectors of width d_model={self.d_model}, got {D}")
         if is_exporting():
-            raise NotExportable("GridResNet finds its grid from the vectors' positions (torch.unique: sizes that "
-                                "depend on the values), which an exported graph cannot hold; serve it with the "
-                                "PyTorch model (vecset predict)")
+            raise NotExportable(self.export_refusal)
         cells, gh, gw = grid_cells(vs)  # (B, N)
         m = vs.mask[..., None].to(vs.x.dtype)  # (B, N, 1)
         grid = vs.x.new_zeros(B, gh * gw + 1, D).scatter(1, cells[..., None].expand(-1, -1, D), vs.x * m)

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from vecset.backbone.attention import MultiHeadSelfAttention
+from vecset.backbone.tracing import is_exporting
 
 # PyTorch's (oneDNN's) CPU backward of a depthwise Conv1d is about 8x slower from 512
 # positions on (10.1 ms at 500, 87.7 ms at 600, batch 8, d 128, K 15), and a padded batch is
@@ -63,7 +64,9 @@ class ConvModule(nn.Module):
     def forward(self, x: Tensor, mask: Tensor) -> Tensor:
         h = F.glu(self.pointwise_in(x), dim=-1) * mask[..., None]  # (B, N, D)
         h = h.transpose(1, 2)  # (B, D, N)
-        if h.device.type == "cpu" and h.shape[-1] >= SLOW_DEPTHWISE_BACKWARD:
+        # not in an exported graph: the set size is dynamic there (a branch on it would fix it),
+        # and the custom backward is of no use to inference
+        if not is_exporting() and h.device.type == "cpu" and h.shape[-1] >= SLOW_DEPTHWISE_BACKWARD:
             h = _DepthwiseConv1d.apply(h, self.depthwise.weight, self.depthwise.bias)
         else:
             h = self.depthwise(h)

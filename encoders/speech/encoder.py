@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from vecset.backbone.data_spec import DataSpec
+from vecset.backbone.tracing import is_exporting
 from vecset.backbone.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
 from vecset.encoders.vector import Positional1D, make_positional_1d, max_positions
@@ -114,7 +115,9 @@ class SpeechEncoder(Encoder):
         if self.normalization == "none":
             return x
         if self.normalization == "global":
-            if not bool(self.stats_fitted):
+            # a buffer's value is data to torch.export (no Python branch on it in a traced graph):
+            # the eager run before the export (ServedModel.of) has made this check
+            if not is_exporting() and not bool(self.stats_fitted):
                 raise ValueError("SpeechEncoder(normalization='global') has no statistics: train it on data "
                                  "that hands over its training frames (SpeechFramesDataModule) or call "
                                  "set_global_stats")

@@ -183,6 +183,11 @@ class Seq2SeqHead(Head):
         targets "logits" (B, T+1, V), "targets" (B, T+1)} where T is the longest target.
     """
 
+    # declared (backbone.abilities.NotExported): export refuses it before reading data
+    export_refusal = ("Seq2SeqHead decodes token by token (greedy or beam search: a loop whose length and "
+                      "beams depend on the tokens it emits), which one exported graph cannot hold; serve it "
+                      "with the PyTorch model (vecset predict)")
+
     task = "seq2seq"
     monitor = ("val_per", "min")
     needs_batch = True  # teacher forcing reads the targets: the step passes the batch
@@ -391,9 +396,7 @@ class Seq2SeqHead(Head):
         return preds, self._references(batch)
 
     def served_outputs(self, out: dict) -> dict[str, Tensor]:
-        raise NotExportable("Seq2SeqHead decodes token by token (greedy or beam search: a loop whose length and "
-                            "beams depend on the tokens it emits), which one exported graph cannot hold; serve it "
-                            "with the PyTorch model (vecset predict)")
+        raise NotExportable(Seq2SeqHead.export_refusal)
 
     def predict(self, out: dict, batch: dict) -> dict:
         """Per item: output tokens, whether ``<eos>`` was reached, the alignment (T, N)."""

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor, nn
 from torch.export import Dim, ExportedProgram
 
-from vecset.backbone.abilities import ImageSides, MaxSetSize, Tokenizes
+from vecset.backbone.abilities import ImageSides, MaxSetSize, NotExported, Tokenizes
 from vecset.backbone.tracing import NotExportable, exporting
 from vecset.heads.contract import Head
 from vecset.pipelines.training.step import forward_task
@@ -125,6 +125,20 @@ def served_parts(module: nn.Module) -> tuple[nn.Module, nn.Module, Head]:
         raise NotExportable(f"{type(module).__name__} is not a TaskModule (encoder, backbone, head): "
                             "nothing to export")
     return parts[0], parts[1], parts[2]
+
+
+def check_exportable(module: nn.Module) -> tuple[nn.Module, nn.Module, Head]:
+    """The module's encoder, backbone and head, once no part of it is refused before any data
+    is read; ``NotExportable`` (one line naming the part) for a multi-task module, a part that
+    declares ``export_refusal`` (``backbone.abilities.NotExported``: the BiLSTM, GridResNet and
+    Seq2SeqHead) or a head that declares no served outputs."""
+    encoder, backbone, head = served_parts(module)
+    for part in (encoder, backbone, head):
+        if isinstance(part, NotExported):
+            raise NotExportable(part.export_refusal)
+    if type(head).served_outputs is Head.served_outputs:  # Head's default: nothing served
+        head.served_outputs(None)  # raises its NotExportable, naming the head
+    return encoder, backbone, head
 
 
 def example_inputs(model: ServedModel, batch: dict) -> tuple[Tensor, ...]:

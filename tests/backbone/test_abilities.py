@@ -15,6 +15,7 @@ from vecset.backbone.abilities import (
     ImageSides,
     MaxSetSize,
     MeanStd,
+    NotExported,
     PoolingWeights,
     ReceptiveField,
     SetsWindow,
@@ -147,8 +148,8 @@ def test_set_size_reads_the_declared_grid(monkeypatch):
                    torch.device("cpu"))
 
 
-ABILITIES = (AttentionWeights, Decoder, Grid, ImageSides, MaxSetSize, MeanStd, PoolingWeights, ReceptiveField,
-             SetsWindow, TaskKind, Tokenizes, Width, WindowedReceptiveField)
+ABILITIES = (AttentionWeights, Decoder, Grid, ImageSides, MaxSetSize, MeanStd, NotExported, PoolingWeights,
+             ReceptiveField, SetsWindow, TaskKind, Tokenizes, Width, WindowedReceptiveField)
 
 
 def _members(proto: type) -> set[str]:

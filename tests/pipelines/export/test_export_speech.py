@@ -33,3 +33,25 @@ def test_bilstm_is_refused_and_the_window_mlp_exports(check_exports):
         export_program(ServedModel.of(lstm, padded([30, 21, 9], 40)), padded([30, 21, 9], 40))
     mlp = TaskModule(SpeechEncoder(40, 16), WindowMLP(16, context=2, hidden=32, depth=1), LabelingHead(16, 5))
     check_exports(mlp, padded([30, 21, 9], 40), [padded([45, 12], 40, seed=1)])
+
+
+def test_conformer_conv_and_global_normalization_export_past_512_frames():
+    # configs/speech_frames.yaml's backbone convolution (eager CPU takes another path from 512
+    # frames on) and speech_frames_debug.yaml's global normalization (a buffer says whether it
+    # is fitted): neither may become a condition of the graph
+    from vecset.pipelines.export.program import (
+        ServedModel,
+        example_inputs,
+        export_program,
+        max_difference,
+    )
+
+    torch.manual_seed(0)
+    encoder = SpeechEncoder(40, 16, normalization="global", positional="none", conv_kernel=3)
+    encoder.set_global_stats([torch.randn(50, 40)])
+    model = TaskModule(encoder, Backbone(16, 1, 2, 2.0, window=4, conv_kernel=5), LabelingHead(16, 5))
+    served = ServedModel.of(model, padded([30, 21, 9], 40))
+    program = export_program(served, padded([30, 21, 9], 40))
+    long = padded([520, 300], 40, seed=1)  # past the eager path's 512-frame switch
+    with torch.no_grad():
+        assert max_difference(served(*example_inputs(served, long)), program.module()(*example_inputs(served, long))) <= 1e-5
