@@ -98,6 +98,11 @@ class VecsetDataModule(pl.LightningDataModule):
         multi-task leakage check, ``overlap.py``, skips this data)."""
         return None
 
+    def item_keys_of(self, path: str) -> list[str] | None:
+        """The keys (as ``item_keys``) of the items of another file of this data's kind, e.g. the
+        molecules a model was pretrained on; None: not declared."""
+        return None
+
     def label_key(self) -> str:
         """What this data's targets are: two data modules with one key label their items alike
         (the same file and columns). Here: this object alone."""

@@ -433,6 +433,16 @@ class MoleculeDataModule(VecsetDataModule):
         """The canonical SMILES of the molecules of ``split`` (the leakage check, ``overlap.py``)."""
         return self._keys[split]
 
+    def item_keys_of(self, path: str) -> list[str]:
+        """The canonical SMILES of a CSV's ``smiles_column`` (a pretraining set's molecules)."""
+        from vecset.encoders.files import read_csv_rows
+
+        df, _ = read_csv_rows(Path(path))
+        column = self.smiles_column if self.smiles_column in df.columns else "smiles"
+        if column not in df.columns:
+            raise ValueError(f"{path}: no column {self.smiles_column!r}; its columns are {list(df.columns)}")
+        return [canonical_smiles(s) for s in df[column]]
+
     def label_key(self) -> str:
         """The file's SHA-256 and the target columns (or the label column): a copy of the file
         with the same columns has the same labels."""

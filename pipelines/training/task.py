@@ -24,7 +24,9 @@ from vecset.pipelines.training.step import (
     task_step,
     train_loss_mean,
 )
-from vecset.pipelines.training.warm_start import PARTS, freeze_parts, warm_start
+from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.overlap import note_pretraining_overlap
+from vecset.pipelines.training.warm_start import PARTS, freeze_parts, pretrained_on, warm_start
 
 
 def warmup_cosine(step: int, total: int, warmup: int) -> float:
@@ -118,8 +120,10 @@ class TaskModule(pl.LightningModule):
             raise ValueError("freeze_backbone=True needs backbone_ckpt (a frozen random backbone learns nothing)")
         parts = dict(zip(PARTS, (encoder, backbone, head), strict=True))
         self.warm_start_report = None  # part -> PartLoad, when init_from was given
+        self.pretrained_on = None  # the data init_from's checkpoint names: its overlap with the test split is noted
         if init_from:
             self.warm_start_report = warm_start(parts, init_from, init_parts, freeze)
+            self.pretrained_on = pretrained_on(init_from)
         elif init_parts:
             raise ValueError(f"init_parts={init_parts} needs init_from (the checkpoint to load them from)")
         elif freeze:  # freezing without loading: e.g. a fixed random encoder, on purpose
@@ -142,6 +146,8 @@ class TaskModule(pl.LightningModule):
         if dm is not None:
             hand_over(dm, stage, self.encoder, self.head)
             check_set_size(self.encoder, self.backbone, dm, self.trainer.strategy.root_device)
+            if self.pretrained_on and stage == "fit" and isinstance(dm, VecsetDataModule):
+                note_pretraining_overlap(dm, self.pretrained_on)
 
     # -- steps --------------------------------------------------------------------------
     def _step(self, batch: dict, stage: str) -> Tensor:

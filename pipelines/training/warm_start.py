@@ -117,6 +117,13 @@ def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str
     return report
 
 
+def pretrained_on(ckpt_path: str) -> str | None:
+    """The data file a checkpoint says it was pretrained on (``checkpoint["pretraining"]["data"]``,
+    as in the shipped ``data/molecules/pretrained_moses_10k.ckpt``), or None."""
+    info = read_checkpoint(ckpt_path).get("pretraining")
+    return info.get("data") if isinstance(info, dict) else None
+
+
 def warm_start_table(report: dict[str, PartLoad], ckpt_path: str) -> str:
     """One table: per part the tensors loaded / new / skipped (shape mismatch), values loaded,
     frozen or trained; then the skipped tensors by name (at most five per part)."""

@@ -100,3 +100,33 @@ def test_a_multitask_run_writes_each_tasks_skipped_rows_and_duplicates_in_its_fo
         assert [(r["line"], r["smiles"]) for r in csv.DictReader(f)] == [("14", "not a smiles"), ("15", "CCO")]
     assert (tmp_path / "run" / "leaky" / "duplicates.csv").exists()
     assert not (tmp_path / "run" / "skipped_rows.csv").exists()
+
+
+def test_test_molecules_in_the_warm_starts_pretraining_set_are_noted(leaky, tmp_path, caplog):
+    """A fine-tuning run from a checkpoint that names its pretraining data (as the shipped
+    ``pretrained_moses_10k.ckpt`` does) says which test molecules that data holds."""
+    import torch
+
+    from vecset.backbone import Backbone
+    from vecset.encoders import GraphEncoder
+    from vecset.heads import SequenceHead
+    from vecset.pipelines import TaskModule
+
+    def model(**kw) -> TaskModule:
+        return TaskModule(GraphEncoder(d_model=8, node_dim=42, heads=2), Backbone(8, 1, 2),
+                          SequenceHead(8, 1, task="regression"), **kw)
+
+    pre = write(tmp_path / "pre.csv", [["smiles"], ["OCCCC"], ["NCCCC"], ["CCCCCCCC"]])  # 2 test molecules
+    ckpt = tmp_path / "pre.ckpt"
+    torch.save({"state_dict": model().state_dict(), "pretraining": {"data": pre}}, ckpt)
+    fine = model(init_from=str(ckpt), init_parts=["encoder", "backbone"])
+    assert fine.pretrained_on == pre
+    dm = MoleculeDataModule(leaky, target_columns=["y"], split="column", cache=False)
+    trainer = pl.Trainer(default_root_dir=str(tmp_path), accelerator="cpu", logger=False, max_steps=1,
+                         limit_val_batches=0, enable_progress_bar=False, enable_model_summary=False,
+                         enable_checkpointing=False)
+    with caplog.at_level(logging.WARNING):
+        trainer.fit(fine, dm)
+    (msg,) = [r.getMessage() for r in caplog.records if "pretrained on" in r.getMessage()]
+    assert msg == (f"2 of 18 test items are in the data the warm start's model was pretrained on ({pre}; their "
+                   "structure, not their targets, was seen before the test): CCCCN, CCCCO")
