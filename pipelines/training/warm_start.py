@@ -118,10 +118,16 @@ def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str
 
 
 def pretrained_on(ckpt_path: str) -> str | None:
-    """The data file a checkpoint says it was pretrained on (``checkpoint["pretraining"]["data"]``,
-    as in the shipped ``data/molecules/pretrained_moses_10k.ckpt``), or None."""
-    info = read_checkpoint(ckpt_path).get("pretraining")
-    return info.get("data") if isinstance(info, dict) else None
+    """The data file a checkpoint says it was pretrained on, or None: ``checkpoint["pretraining"]
+    ["data"]`` (the shipped ``data/molecules/pretrained_moses_10k.ckpt``), or the
+    ``pretraining_data`` of a data module's saved state (Lightning saves ``state_dict()`` under
+    the data module's class name: a pretraining run's checkpoints)."""
+    ckpt = read_checkpoint(ckpt_path)
+    info = ckpt.get("pretraining")
+    if isinstance(info, dict) and info.get("data"):
+        return str(info["data"])
+    found = [v["pretraining_data"] for v in ckpt.values() if isinstance(v, dict) and "pretraining_data" in v]
+    return str(found[0]) if found else None
 
 
 def warm_start_table(report: dict[str, PartLoad], ckpt_path: str) -> str:

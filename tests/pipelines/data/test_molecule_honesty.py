@@ -130,3 +130,19 @@ def test_test_molecules_in_the_warm_starts_pretraining_set_are_noted(leaky, tmp_
     (msg,) = [r.getMessage() for r in caplog.records if "pretrained on" in r.getMessage()]
     assert msg == (f"2 of 18 test items are in the data the warm start's model was pretrained on ({pre}; their "
                    "structure, not their targets, was seen before the test): CCCCN, CCCCO")
+
+
+def test_a_pretraining_runs_checkpoints_name_its_data(tmp_path):
+    """Lightning saves the data module's ``state_dict`` in every checkpoint: a pretraining run's
+    ``last.ckpt`` names its molecules, which ``pretrained_on`` reads back."""
+    import torch
+
+    from vecset.pipelines.data.molecule_pretrain import MoleculePretrainDataModule
+    from vecset.pipelines.training.warm_start import pretrained_on
+
+    dm = MoleculePretrainDataModule("data/molecules/moses_10k.csv")
+    ckpt = tmp_path / "last.ckpt"
+    torch.save({"state_dict": {}, type(dm).__qualname__: dm.state_dict()}, ckpt)
+    assert pretrained_on(str(ckpt)) == "data/molecules/moses_10k.csv"
+    torch.save({"state_dict": {}}, ckpt)
+    assert pretrained_on(str(ckpt)) is None
