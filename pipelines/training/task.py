@@ -12,6 +12,8 @@ from torch import Tensor, nn
 
 from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
+from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.overlap import note_pretraining_overlap
 from vecset.pipelines.training.checkpoint import last_checkpoint, read_checkpoint, state_mismatch
 from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.param_groups import weight_decay_groups
@@ -24,8 +26,6 @@ from vecset.pipelines.training.step import (
     task_step,
     train_loss_mean,
 )
-from vecset.pipelines.data.base import VecsetDataModule
-from vecset.pipelines.data.overlap import note_pretraining_overlap
 from vecset.pipelines.training.warm_start import PARTS, freeze_parts, pretrained_on, warm_start
 
 
