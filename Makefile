@@ -20,13 +20,18 @@ install: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/vecset fit --config configs/multitask.yaml
 
-# the espeak-ng and Flite synthesis tests (which draw their sentences from WordNet) skip, saying
-# why, where the library or WordNet's data is missing: as root with apt-get, `make test` installs
-# the missing ones first so they run
+# the Festival, espeak-ng and Flite synthesis tests (which draw their sentences from WordNet) skip,
+# saying why, where the synthesizer, its voices or WordNet's data is missing: as root with apt-get,
+# `make test` installs the missing ones first so they run (Festival: the program and the kal, ked
+# and slt voices of the default speech corpus)
 test: $(STAMP)
 	-@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		pkgs=""; \
-		ldconfig -p | grep -q libespeak-ng.so.1 || pkgs="espeak-ng libespeak-ng1"; \
+		pkgs=""; v=/usr/share/festival/voices; \
+		command -v festival >/dev/null || pkgs="festival"; \
+		[ -d $$v/english/kal_diphone ] || pkgs="$${pkgs:+$$pkgs }festvox-kallpc16k"; \
+		[ -d $$v/english/ked_diphone ] || pkgs="$${pkgs:+$$pkgs }festvox-kdlpc16k"; \
+		[ -d $$v/us/cmu_us_slt_arctic_hts ] || pkgs="$${pkgs:+$$pkgs }festvox-us-slt-hts"; \
+		ldconfig -p | grep -q libespeak-ng.so.1 || pkgs="$${pkgs:+$$pkgs }espeak-ng libespeak-ng1"; \
 		{ command -v flite >/dev/null && ldconfig -p | grep -q libflite_cmu_us_rms.so.1; } || pkgs="$${pkgs:+$$pkgs }flite"; \
 		[ -f /usr/share/wordnet/data.verb ] || pkgs="$${pkgs:+$$pkgs }wordnet-base"; \
 		if [ -n "$$pkgs" ]; then echo "installing $$pkgs for their tests"; \

@@ -48,7 +48,8 @@ With ``--train-voices`` / ``--dev-voices`` / ``--test-voices`` the families go t
 family in several splits cycles its speakers over them, in the order train, train, dev, test); a
 test family may not be a train family (an error), so the test voices are voices the model never
 heard. Without them every family is in all three splits (in-voice, speaker-disjoint).
-``--rotations`` also writes leave-one-voice-out lists: ``lovo/<family>/{train,dev}.lst`` (the train
+``--rotations`` (two or more voice families, each with train and dev speakers; otherwise a
+rotation's lists would be empty, refused before synthesis) also writes leave-one-voice-out lists: ``lovo/<family>/{train,dev}.lst`` (the train
 and dev speakers of the other families), ``lovo/<family>/dev_unheard.lst`` (the held-out family's
 dev speakers: a voice-disjoint dev set for choosing settings), ``lovo/<family>/test.lst`` (the
 held-out family's other utterances, never those of its dev speakers) and ``test_in_voice.lst``
@@ -307,6 +308,28 @@ def check_splits(speakers: list[Speaker], utterances: int) -> dict[str, int]:
                          f"split{'s' if len(empty) > 1 else ''} empty (utterance i goes to speaker i mod "
                          f"{len(speakers)}): use at least {need}")
     return counts
+
+
+def check_rotations(speakers: list[Speaker], voices: list[str] | tuple[str, ...], by: str = "family",
+                    lists: dict[str, dict[str, list[str]]] | None = None) -> None:
+    """Refuses ``--rotations`` whose leave-one-out lists would be empty: before synthesis from the
+    speakers (``lists`` None: every held-out family, or synthesizer, needs train and dev speakers
+    among the others), after it from the written lists (the synthesizers' skips). A fit on an
+    empty list fails far from its cause (Lightning's "num_samples=0")."""
+    what = "voice family" if by == "family" else "synthesizer"
+    if lists is None:
+        lists = {}
+        for h in dict.fromkeys(getattr(s, by) for s in speakers):
+            other = {s.split for s in speakers if getattr(s, by) != h}
+            lists[h] = {k: [k] if k in other else [] for k in ("train", "dev")}
+    for h, rot in lists.items():
+        empty = [k for k in ("train", "dev") if not rot[k]]  # a test-only or dev-only family has no test list
+        if empty:
+            raise SystemExit(
+                f"--rotations with --voices {','.join(voices)}: holding out the {what} {h} leaves its "
+                f"{' and '.join(empty)} list{'s' if len(empty) > 1 else ''} empty (no other {what} has a speaker "
+                f"there{'' if len(lists) > 1 else f': {h} is the only one'}); give --voices two or more voice "
+                "families, each with train and dev speakers, or leave out --rotations")
 
 
 def check_written(lists: dict[str, list[str]]) -> None:
@@ -673,6 +696,10 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
     except ValueError as e:
         raise SystemExit(str(e)) from None
     check_splits(spk, utterances)  # before Festival: a bad count fails at once
+    if write_rotations:  # so does a rotation that would hold out every training voice
+        check_rotations(spk, voices)
+        if len({s.synth for s in spk}) > 1:
+            check_rotations(spk, voices, by="synth")
     if any(s.synth == "festival" for s in spk):
         check_festival(install)
     if any(s.synth == "espeak" for s in spk):
@@ -738,6 +765,8 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
     rots = rotations(spk, lists) if write_rotations else {}
     # with voices of two or three synthesizers: also leave one synthesizer out (lovo_synth/)
     synth_rots = rotations(spk, lists, by="synth") if write_rotations and len({s.synth for s in spk}) > 1 else {}
+    check_rotations(spk, voices, lists=rots)
+    check_rotations(spk, voices, by="synth", lists=synth_rots)
     for folder, rr in (("lovo", rots), ("lovo_synth", synth_rots)):
         for fam, rot in rr.items():
             (out / folder / fam).mkdir(parents=True, exist_ok=True)

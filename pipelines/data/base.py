@@ -4,6 +4,7 @@ inputs were (for the prediction writers of ``pipelines/predict``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytorch_lightning as pl
@@ -33,6 +34,17 @@ class VecsetDataModule(pl.LightningDataModule):
 
     class_names: list[str] | None = None
     target_names: list[str] | None = None
+    # set by MultiTaskDataModule: the files this data writes into the run go to <log_dir>/<task>/,
+    # beside that task's reports
+    task_name: str | None = None
+
+    def run_dir(self) -> Path | None:
+        """Where this data writes its own files (skipped rows, duplicates): the attached Trainer's
+        ``log_dir`` (a task's folder in it for a multi-task run); None without a Trainer."""
+        if self.trainer is None:
+            return None
+        root = Path(self.trainer.log_dir)  # a broadcast under DDP: every process asks
+        return root / self.task_name if self.task_name else root
 
     @property
     def num_classes(self) -> int | None:
@@ -84,6 +96,11 @@ class VecsetDataModule(pl.LightningDataModule):
         """What identifies each item of ``split`` (after ``setup``) as an input, e.g. a molecule's
         canonical SMILES; two items with one key are the same input. None: not declared (the
         multi-task leakage check, ``overlap.py``, skips this data)."""
+        return None
+
+    def item_keys_of(self, path: str) -> list[str] | None:
+        """The keys (as ``item_keys``) of the items of another file of this data's kind, e.g. the
+        molecules a model was pretrained on; None: not declared."""
         return None
 
     def label_key(self) -> str:

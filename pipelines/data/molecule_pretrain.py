@@ -117,6 +117,14 @@ class MoleculePretrainDataModule(VecsetDataModule):
         log.info("%s: pretraining on %d molecules, validating on %d", self.csv_path, len(self.splits["train"]),
                  len(self.splits["val"]))
 
+    def state_dict(self) -> dict:
+        """Saved in every checkpoint of the run: the data pretrained on, so that a fine-tuning run
+        warm-started from it notes the test molecules this data holds (``warm_start.pretrained_on``)."""
+        return {"pretraining_data": str(self.csv_path)}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Nothing to restore: the file is the config's."""
+
     def _loader(self, split: str, shuffle: bool = False) -> DataLoader:
         collate = MaskedCollate(self.featurizer, self.mask_rate, self.hide_bonds, self.split_seed,
                                 fixed=split != "train")

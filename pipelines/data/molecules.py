@@ -25,8 +25,16 @@ invalid UTF-8 and a class label other than the declared ``classes`` are errors n
 and line.
 
 The console gets the number of skipped rows and the first few; all of them (line, SMILES,
-reason) go to ``skipped_rows.csv`` in the run directory (the trainer's ``log_dir``) when the
-module is set up by a Trainer; set up without one, they are in ``MoleculeDataModule.skipped``.
+reason) go to ``skipped_rows.csv`` in the run directory (the trainer's ``log_dir``, a task's
+folder in it for a multi-task run) when the module is set up by a Trainer; set up without one,
+they are in ``MoleculeDataModule.skipped``.
+
+Duplicates are compared on RDKit's canonical SMILES and reported, not dropped: test (and
+validation) molecules that are also in the training split (their scores are not on unseen
+molecules), and one molecule in several rows with different targets. Each is a warning naming
+the file, the count and a few rows; every row involved goes to ``duplicates.csv`` beside
+``skipped_rows.csv`` (``MoleculeDataModule.duplicates`` counts them). Too few rows for the split
+is an error naming the file, the row count and the split sizes.
 
 Classification (``label_column`` and ``classes``): ``y`` is the index of the row's label in
 ``classes``, and ``class_names`` are the classes, as for every other vecset classifier.
@@ -185,7 +193,10 @@ class MoleculeDataModule(VecsetDataModule):
         self.invalid_predict: list[dict] = []
         self.predict_items: list[dict] | None = None
         self.scaler: DescriptorScaler | None = None  # fit on the training split when descriptors are on
-        self._keys: dict[str, list[str]] = {}
+        self._keys: dict[str, list[str]] = {}  # canonical SMILES per split, at setup
+        self.rows = 0  # data rows of the training file
+        # at setup: "test in train", "val in train" (distinct molecules), "different targets"
+        self.duplicates: dict[str, int] = {}
 
     # -- reading: encoders/graph's reader --------------------------------------------
     def _progress(self):
@@ -213,22 +224,96 @@ class MoleculeDataModule(VecsetDataModule):
                         "; ..." if len(skipped) > SHOWN_SKIPPED else "", len(skipped), where)
         if not items:
             raise ValueError(f"{self.csv_path}: no usable rows ({len(skipped)} skipped)")
-        self.items, self.skipped = items, skipped
+        self.items, self.skipped, self.rows = items, skipped, table.rows
 
     def _write_skipped(self, skipped: list[dict]) -> str:
-        """``skipped_rows.csv`` in the run directory of the Trainer this module is attached to
-        (its ``log_dir``; only the global-zero process writes); where the list is, for the log."""
-        trainer = getattr(self, "trainer", None)
-        if trainer is None:
-            return "MoleculeDataModule.skipped (set up without a Trainer: no run directory)"
-        path = Path(trainer.log_dir) / "skipped_rows.csv"  # a broadcast under DDP: every process asks
-        if trainer.is_global_zero:
+        """``skipped_rows.csv`` in the run directory (``run_dir``); where the list is, for the log."""
+        return self._write_rows("skipped_rows.csv", skipped, ["line", "smiles", "reason"],
+                                "MoleculeDataModule.skipped")
+
+    def _write_rows(self, name: str, rows: list[dict], fields: list[str], otherwise: str) -> str:
+        """``rows`` as the CSV ``name`` in the run directory of the Trainer this module is attached
+        to (only the global-zero process writes); where they are, for the log."""
+        run_dir = self.run_dir()  # a broadcast under DDP: every process asks
+        if run_dir is None:
+            return f"{otherwise} (set up without a Trainer: no run directory)"
+        path = run_dir / name
+        if self.trainer.is_global_zero:
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=["line", "smiles", "reason"])
+                w = csv.DictWriter(f, fieldnames=fields)
                 w.writeheader()
-                w.writerows(skipped)
+                w.writerows(rows)
         return str(path)
+
+    def _check_duplicates(self) -> None:
+        """Warn about, count and list (``duplicates.csv``) the evaluation molecules that are
+        also in the training split, and the molecules with rows of different targets."""
+        canon = {it["id"]: canonical_smiles(it["smiles"]) for it in self.items}
+        self._keys = {k: [canon[it["id"]] for it in v] for k, v in self.splits.items()}
+        split_of = {it["id"]: k for k, v in self.splits.items() for it in v}
+        rows_of: dict[str, list[dict]] = {}
+        for it in self.items:
+            rows_of.setdefault(canon[it["id"]], []).append(it)
+
+        def target(it: dict) -> str:
+            y = it["y"]
+            return self.class_names[int(y)] if self.class_names is not None else " ".join(f"{v:g}" for v in y.tolist())
+
+        def lines(key: str, split: str) -> str:
+            found = [str(it["line"]) for it in rows_of[key] if split_of[it["id"]] == split]
+            return f"line{'s' if len(found) > 1 else ''} {', '.join(found)}"
+
+        def row(check: str, it: dict) -> dict:
+            return {"check": check, "smiles": canon[it["id"]], "line": it["line"], "split": split_of[it["id"]],
+                    "target": target(it)}
+
+        listed: list[dict] = []
+        self.duplicates = {}
+        train = set(self._keys["train"])
+        for k in ("test", "val"):
+            shared = sorted(set(self._keys[k]) & train)
+            self.duplicates[f"{k} in train"] = len(shared)
+            if not shared:
+                continue
+            listed += [row(f"{k} in train", it) for key in shared for it in rows_of[key]
+                       if split_of[it["id"]] in (k, "train")]
+            shown = "; ".join(f"{_short(key, 40)} ({k} {lines(key, k)}, train {lines(key, 'train')})"
+                              for key in shared[:SHOWN_SKIPPED])
+            log.warning("%s: %d of %d %s molecules are also in the training split (same canonical SMILES: their "
+                        "scores are not on unseen molecules): %s%s", self.csv_path, len(shared),
+                        len(set(self._keys[k])), k, shown,
+                        "; ..." if len(shared) > SHOWN_SKIPPED else "")
+        conflicts = [key for key, its in rows_of.items() if len({target(it) for it in its}) > 1]
+        self.duplicates["different targets"] = len(conflicts)
+        if conflicts:
+            listed += [row("different targets", it) for key in conflicts for it in rows_of[key]]
+            shown = "; ".join(f"{_short(key, 40)}: " + ", ".join(f"line {it['line']} {target(it)}" for it in rows_of[key])
+                              for key in conflicts[:SHOWN_SKIPPED])
+            log.warning("%s: %d molecules are in several rows with different targets (same canonical SMILES): "
+                        "%s%s", self.csv_path, len(conflicts), shown, "; ..." if len(conflicts) > SHOWN_SKIPPED else "")
+        if listed:
+            where = self._write_rows("duplicates.csv", listed, ["check", "smiles", "line", "split", "target"],
+                                     "MoleculeDataModule.duplicates")
+            log.warning("%s: %d rows involved in duplicates: %s", self.csv_path, len(listed), where)
+
+    def _too_few(self, idx: dict[str, np.ndarray]) -> None:
+        """An error naming the file, the usable row count and the split sizes when a part is empty
+        (its metrics would be undefined, and an empty training split trains nothing)."""
+        empty = [k for k in ("train", "val", "test") if len(idx[k]) == 0]
+        if not empty:
+            return
+        n = len(self.items)
+        sizes = ", ".join(f"{k} {len(idx[k])}" for k in ("train", "val", "test"))
+        if self.split == "random":
+            need = "the random split (80/10/10, rounded down) needs at least 10 usable rows"
+        elif self.split == "column":
+            need = (f"column {self.split_column!r} needs train and test rows, and val rows or enough train rows "
+                    f"for val_fraction={self.val_fraction} to draw at least one")
+        else:
+            need = "use more molecules"
+        raise ValueError(f"{self.csv_path}: too few rows for split={self.split!r}: {n} usable (of {self.rows} in the "
+                         f"file) give {sizes}; every part needs at least one molecule, and {need}")
 
     def _split(self) -> dict[str, np.ndarray]:
         n = len(self.items)
@@ -257,14 +342,13 @@ class MoleculeDataModule(VecsetDataModule):
         if self.items is None:
             self._load()
             idx = self._split()
+            self._too_few(idx)
             self.splits = {k: [self.items[i] for i in v] for k, v in idx.items()}
             if self.descriptors:
                 self.scaler = DescriptorScaler().fit_items(self.splits["train"])
                 self.scaler.standardize(self.items)
             log.info("%s: %s molecules", self.csv_path, {k: len(v) for k, v in self.splits.items()})
-            for k, v in self.splits.items():
-                if not v:
-                    raise ValueError(f"{self.csv_path}: the {k} split is empty ({len(self.items)} usable rows)")
+            self._check_duplicates()
         if stage == "predict" and self.predict_csv is not None and self.predict_items is None:
             self._load_predict()
 
@@ -347,9 +431,17 @@ class MoleculeDataModule(VecsetDataModule):
 
     def item_keys(self, split: str) -> list[str]:
         """The canonical SMILES of the molecules of ``split`` (the leakage check, ``overlap.py``)."""
-        if split not in self._keys:
-            self._keys[split] = [canonical_smiles(it["smiles"]) for it in self.splits[split]]
         return self._keys[split]
+
+    def item_keys_of(self, path: str) -> list[str]:
+        """The canonical SMILES of a CSV's ``smiles_column`` (a pretraining set's molecules)."""
+        from vecset.encoders.files import read_csv_rows
+
+        df, _ = read_csv_rows(Path(path))
+        column = self.smiles_column if self.smiles_column in df.columns else "smiles"
+        if column not in df.columns:
+            raise ValueError(f"{path}: no column {self.smiles_column!r}; its columns are {list(df.columns)}")
+        return [canonical_smiles(s) for s in df[column]]
 
     def label_key(self) -> str:
         """The file's SHA-256 and the target columns (or the label column): a copy of the file

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from vecset.pipelines.data.base import VecsetDataModule
 
@@ -62,4 +63,27 @@ def overlap_with_test(tasks: Mapping[str, VecsetDataModule],
     return out
 
 
-__all__ = ["LabelLeakError", "overlap_with_test"]
+def note_pretraining_overlap(data: VecsetDataModule, pretrained_on: str) -> int | None:
+    """Warn when test items of ``data`` (set up) are in the data a warm-started model was
+    pretrained on (``pretrained_on``, a file of ``data``'s kind: its ``item_keys_of``): their
+    structure, not their targets, was seen before the test. The count, or None where it cannot
+    be checked (the data gives no keys, or the file is not here: said at info level)."""
+    test = data.item_keys("test")
+    if test is None:
+        return None
+    if not Path(pretrained_on).exists():
+        log.info("the warm start's model was pretrained on %s, which is not here: its overlap with the test "
+                 "items is not checked", pretrained_on)
+        return None
+    seen = data.item_keys_of(pretrained_on)
+    if seen is None:
+        return None
+    shared = sorted(set(test) & set(seen))
+    if shared:
+        log.warning("%d of %d test items are in the data the warm start's model was pretrained on (%s; their "
+                    "structure, not their targets, was seen before the test): %s%s", len(shared), len(set(test)),
+                    pretrained_on, ", ".join(shared[:SHOWN]), ", ..." if len(shared) > SHOWN else "")
+    return len(shared)
+
+
+__all__ = ["LabelLeakError", "note_pretraining_overlap", "overlap_with_test"]

@@ -76,7 +76,8 @@ def scan_audio(folder: Path) -> list[Path]:
 
 def list_audio(root: Path, spec: str) -> list[Path]:
     """A split given as a list file (utterance paths relative to ``root``, with or without the
-    extension, one per line) or as a folder under ``root`` searched recursively."""
+    extension, one per line) or as a folder under ``root`` searched recursively; an empty list
+    file is an error naming it."""
     p = root / spec
     if p.is_dir():
         return scan_audio(p)
@@ -93,6 +94,9 @@ def list_audio(root: Path, spec: str) -> list[Path]:
             raise ValueError(f"{p}:{ln}: no audio file {stem}.wav, {stem}.flac or another audio extension "
                              f"({' '.join(exts)})")
         files.append(audio)
+    if not files:  # a split with nothing to train or score on: say which list, not "num_samples=0"
+        raise ValueError(f"{p}: split '{spec}' lists no utterances (the list file is empty); expected one utterance "
+                         f"path per line, relative to {root}")
     return files
 
 

@@ -45,7 +45,7 @@ class SyntheticSetDataModule(VecsetDataModule):
     """Above-the-mean labeling on random sets (the debug job).
 
     Args:
-        n_train, n_val, n_test: number of sets per split.
+        n_train, n_val, n_test: number of sets per split (each at least 1).
         min_len, max_len: set sizes, drawn uniformly.
         batch_size: sets per batch.
         seed: data seed (splits use seed, seed+1, seed+2).
@@ -59,6 +59,9 @@ class SyntheticSetDataModule(VecsetDataModule):
         if min_len < 1 or max_len < min_len:
             raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
         self.n = {"train": n_train, "val": n_val, "test": n_test}
+        for split, n in self.n.items():  # an empty training split would test an untrained model
+            if n < 1:
+                raise ValueError(f"SyntheticSetDataModule: n_{split} must be >= 1 (sets in the {split} split), got {n}")
         self.min_len, self.max_len, self.batch_size, self.seed = min_len, max_len, batch_size, seed
         self.target = target
         self.class_names = ["below", "above"] if target == "above_mean" else None

@@ -88,7 +88,9 @@ class MultiTaskDataModule(VecsetDataModule):
         if stage == "predict":  # only the task being predicted reads its inputs
             self.tasks[self.predict_task_name()].setup(stage)
             return
-        for dm in self.tasks.values():
+        for name, dm in self.tasks.items():
+            if isinstance(dm, VecsetDataModule):  # its files (skipped rows, ...) go to <log_dir>/<task>/
+                dm.trainer, dm.task_name = self.trainer, name
             dm.setup(stage)
         if stage in ("fit", None) and self.test_overlap is None:
             self.test_overlap = overlap_with_test(self.tasks)

@@ -12,6 +12,8 @@ from torch import Tensor, nn
 
 from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
+from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.overlap import note_pretraining_overlap
 from vecset.pipelines.training.checkpoint import last_checkpoint, read_checkpoint, state_mismatch
 from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.param_groups import weight_decay_groups
@@ -29,6 +31,7 @@ from vecset.pipelines.training.warm_start import (
     check_something_trains,
     check_warm_start_args,
     freeze_parts,
+    pretrained_on,
     start_fit,
     warm_start,
 )
@@ -149,6 +152,11 @@ class TaskModule(pl.LightningModule):
     def on_fit_start(self) -> None:
         # after the checkpoint of a resumed fit was restored, before the first step
         self.warm_start_report = start_fit(self.trainer, self.parts(), self._init_from, self._init_parts, self._freeze)
+        dm = self.trainer.datamodule
+        if self.warm_start_report is not None and isinstance(dm, VecsetDataModule):
+            # the data init_from's checkpoint names: its overlap with the test split is noted
+            if (data := pretrained_on(self._init_from)) is not None:
+                note_pretraining_overlap(dm, data)
 
     def forward(self, batch: dict) -> Tensor:
         return forward_task(self.encoder, self.backbone, self.head, batch)

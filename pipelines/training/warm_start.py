@@ -228,6 +228,19 @@ def describe_checkpoint(ckpt: dict, path: str) -> str:
     return f" ({', '.join(what)})" if what else ""
 
 
+def pretrained_on(ckpt_path: str) -> str | None:
+    """The data file a checkpoint says it was pretrained on, or None: ``checkpoint["pretraining"]
+    ["data"]`` (the shipped ``data/molecules/pretrained_moses_10k.ckpt``), or the
+    ``pretraining_data`` of a data module's saved state (Lightning saves ``state_dict()`` under
+    the data module's class name: a pretraining run's checkpoints)."""
+    ckpt = read_checkpoint(ckpt_path)
+    info = ckpt.get("pretraining")
+    if isinstance(info, dict) and info.get("data"):
+        return str(info["data"])
+    found = [v["pretraining_data"] for v in ckpt.values() if isinstance(v, dict) and "pretraining_data" in v]
+    return str(found[0]) if found else None
+
+
 def warm_start_table(report: dict[str, PartLoad], ckpt_path: str) -> str:
     """One table: per part the tensors loaded / new / skipped (shape mismatch), values loaded,
     frozen or trained; then the skipped tensors by name (at most five per part)."""
@@ -247,6 +260,6 @@ def warm_start_table(report: dict[str, PartLoad], ckpt_path: str) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["PARTS", "PartLoad", "check_names", "check_something_trains", "check_warm_start_args", "describe_checkpoint",
+__all__ = ["PARTS", "PartLoad", "check_names", "pretrained_on", "check_something_trains", "check_warm_start_args", "describe_checkpoint",
            "expand_part_names", "freeze_parts", "load_part", "multi_task_parts", "source_prefix", "start_fit",
            "warm_start", "warm_start_table"]

@@ -184,6 +184,19 @@ def test_a_split_festival_left_empty_is_refused():
         corpus.check_written(written)
 
 
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_test_installs_what_the_festival_tests_need():
+    """Without Festival's packages in ``make test``'s list the two Festival tests below skipped on
+    a fresh machine, and CI never ran the default speech generator."""
+    import re
+    import subprocess
+
+    recipe = subprocess.run(["make", "-n", "test"], cwd=SCRIPT.parents[1], capture_output=True, text=True,
+                            check=True).stdout
+    listed = {p for group in re.findall(r'pkgs="(?:\$\{pkgs:\+\$pkgs \})?([^"$]+)"', recipe) for p in group.split()}
+    assert set(corpus.PACKAGES) <= listed, sorted(set(corpus.PACKAGES) - listed)
+
+
 @pytest.mark.skipif(shutil.which("festival") is None, reason="Festival is not installed")
 def test_generation_deterministic_for_job_counts(tmp_path):
     try:
@@ -399,3 +412,26 @@ def test_a_flite_corpus_is_valid_timit_layout_with_exact_labels(tmp_path):
         assert all(int(a) in bounds and int(b) in bounds and int(a) < int(b) for a, b, _ in wrd)
         resampled += s.resample != 1.0
     assert resampled >= 4
+
+
+def test_rotations_that_would_write_empty_lists_are_refused_before_synthesis(tmp_path):
+    """``--voices espeak:en-us --rotations`` wrote empty train and dev lists without a word."""
+    with pytest.raises(SystemExit) as e:
+        corpus.generate(tmp_path / "c", utterances=20, speakers=4, seed=0, jobs=1, fmt="wav",
+                        voices=("espeak:en-us",), write_rotations=True)
+    assert str(e.value.code).splitlines()[0] == (
+        "--rotations with --voices espeak:en-us: holding out the voice family enus leaves its train and dev lists "
+        "empty (no other voice family has a speaker there: enus is the only one); give --voices two or more voice "
+        "families, each with train and dev speakers, or leave out --rotations")
+    assert not (tmp_path / "c").exists()
+    # every other family only tests: holding out the one train and dev family empties both
+    splits = corpus.family_splits(["kal", "slt"], train=["kal"], dev=["kal"], test=["slt"])
+    spk = corpus.make_speakers(8, 0, ["kal", "slt"], splits)
+    with pytest.raises(SystemExit, match=r"holding out the voice family kal leaves its train and dev lists empty"):
+        corpus.check_rotations(spk, ["kal", "slt"])
+    corpus.check_rotations(corpus.make_speakers(8, 0, ["kal", "slt"]), ["kal", "slt"])  # in-voice: fine
+    # after synthesis: a list the synthesizers' skips emptied
+    with pytest.raises(SystemExit, match=r"holding out the synthesizer espeak leaves its dev list empty"):
+        corpus.check_rotations(spk, ["kal", "espeak:en-us"], by="synth",
+                               lists={"espeak": {"train": ["a"], "dev": [], "test": ["b"]},
+                                      "festival": {"train": ["c"], "dev": ["d"], "test": ["e"]}})

@@ -53,3 +53,11 @@ def test_label_out_of_range():
 def test_bad_set_sizes_in_the_debug_datamodule():
     with pytest.raises(ValueError, match="need 1 <= min_len <= max_len, got min_len=0, max_len=4"):
         SyntheticSetDataModule(min_len=0, max_len=4)
+
+
+@pytest.mark.parametrize("split", ["train", "val", "test"])
+def test_an_empty_split_of_the_debug_datamodule_is_refused(split):
+    """``n_train 0`` exited 0 with the test results of an untrained model."""
+    with pytest.raises(ValueError, match=rf"^SyntheticSetDataModule: n_{split} must be >= 1 \(sets in the {split} "
+                                         rf"split\), got 0$"):
+        SyntheticSetDataModule(**{f"n_{split}": 0})

@@ -100,6 +100,8 @@ def test_fine_tuning_your_own_csv_from_the_pretrained_checkpoint(pretrained, cap
     report = cli.model.warm_start_report
     assert report["encoder"].new == [] and report["backbone"].new == [] and report["backbone"].skipped == []
     assert not report["head"].included
+    from vecset.pipelines.training.warm_start import pretrained_on
+    assert pretrained_on(ckpt) == str(tmp / "m.csv")  # the checkpoint names its data: overlap is noted
     state = torch.load(ckpt, map_location="cpu", weights_only=True)["state_dict"]
     assert "test_rmse" in json.loads((tmp / "runs" / "freesolv" / "version_0" / "results.json").read_text())["test"]
     # trained on from the pretrained weights: moved, but started there (one epoch at lr 1e-3)

@@ -20,7 +20,8 @@ def _write(path: Path, header: list[str], rows: list[list]) -> str:
 
 
 def test_multitask_molecules_config_fits_two_steps(tmp_path):
-    fs = _write(tmp_path / "fs.csv", ["smiles", "expt"], [[s, i * 0.1] for i, s in enumerate(SMILES)])
+    # line 14: a SMILES RDKit rejects, skipped and listed in the task's own skipped_rows.csv
+    fs = _write(tmp_path / "fs.csv", ["smiles", "expt"], [[s, i * 0.1] for i, s in enumerate(SMILES)] + [["C1CC", 1.0]])
     sol = _write(tmp_path / "sol.csv", ["smiles", "logS", "split"],
                  [[s, -i * 0.2, ("test", "val", "train", "train")[i % 4]] for i, s in enumerate(SMILES)])
     bb = _write(tmp_path / "bb.csv", ["smiles", "label"], [[s, "BBB+" if i % 2 else "BBB-"] for i, s in enumerate(SMILES)])
@@ -33,4 +34,8 @@ def test_multitask_molecules_config_fits_two_steps(tmp_path):
     with contextlib.chdir(tmp_path):
         run_cli(args)
         res = json.loads(next((tmp_path / "runs").rglob("results.json")).read_text())
+        skipped = list((tmp_path / "runs").rglob("skipped_rows.csv"))
     assert {"freesolv/test_rmse", "solubility/test_rmse", "b3db/test_acc"} <= set(res["test"])
+    assert [p.parent.name for p in skipped] == ["freesolv"]
+    with skipped[0].open() as f:
+        assert [r["line"] for r in csv.DictReader(f)] == ["14"]
