@@ -25,6 +25,7 @@ from pytorch_lightning.callbacks import ModelSummary as LightningModelSummary
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.utilities.warnings import PossibleUserWarning
 
+from vecset.pipelines.config_errors import constructor_error, debug_mode, parse_error
 from vecset.pipelines.config_links import (
     add_links,
     argv_of,
@@ -85,11 +86,18 @@ class VecsetArgumentParser(LightningArgumentParser):
         return super().dump(*args, **kwargs)
 
     def error(self, message: str, ex: Exception | None = None):
+        # a nested key's error leads with its full config path and the reason, not the Union dump
+        # (only where it is reported: a nested parser's message is read by the outer one)
         conflict = link_conflict(ex)
-        if conflict is None or not self.exit_on_error:
+        if not self.exit_on_error:
             return super().error(message if conflict is None else str(conflict), ex)
-        self._logger.error(str(conflict))
-        sys.stderr.write(f"error: {conflict}\n")
+        short = str(conflict) if conflict is not None else None if debug_mode() else parse_error(message)
+        if short is None:
+            return super().error(message, ex)
+        self._logger.error(short)
+        sys.stderr.write(f"error: {short}\n")
+        if conflict is None:
+            sys.stderr.write(f"  (the config's value was rejected while parsing; {self.prog} --help lists the options)\n")
         sys.exit(2)
 
 
@@ -97,6 +105,22 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("parser_class", VecsetArgumentParser)
         super().__init__(*args, **kwargs)
+
+    def instantiate_classes(self) -> None:
+        """As LightningCLI's; a constructor that raises is reported as its own message on the
+        first line, after the object's config path and class (pipelines/config_errors.py)."""
+        try:
+            super().instantiate_classes()
+        except Exception as ex:
+            failed = None if debug_mode() else constructor_error(ex, self._subcommand_config())
+            if failed is None:
+                raise
+            lines = failed.lines()
+            if not self.parser.exit_on_error:
+                raise ValueError("\n".join(lines)) from failed.error
+            logging.getLogger(__name__).debug("constructor failed", exc_info=ex)
+            sys.stderr.write("error: " + "\n".join(lines) + "\n")
+            sys.exit(2)
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--plots", type=bool, default=True,

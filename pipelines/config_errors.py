@@ -1,0 +1,177 @@
+"""A config's errors as one first line that names the setting and the reason.
+
+jsonargparse (under LightningCLI) reports a class whose constructor raised, and a nested key it
+rejected, inside its "Does not validate against any of the Union subtypes" dump: a traceback or
+the usage text, then every subtype it tried, the whole given value, the reason somewhere in
+between. Here the reason is found and put first:
+
+- ``constructor_error``: a constructor that raised while the config was instantiated, e.g.
+  ``model.init_args.backbone (vecset.backbone.Backbone): d_model=64 must be divisible by heads=5``.
+  The object's config path is read from jsonargparse's frames in the exception's traceback (the
+  action being instantiated, ``model`` then ``backbone``), the class from ``adapt_class_type``'s.
+- ``parse_error``: a key or value rejected while parsing, e.g.
+  ``model.init_args.backbone.init_args: Option 'dpeth' is not accepted (vecset.backbone.Backbone)``,
+  read from the nested message (``Parser key "..."`` / ``Problem with given class_path '...'``).
+
+Either gives None when it cannot tell, and the caller keeps jsonargparse's own report.
+``JSONARGPARSE_DEBUG=true`` (jsonargparse's switch) keeps the full traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+DEBUG_ENV = "JSONARGPARSE_DEBUG"
+
+
+def debug_mode() -> bool:
+    """jsonargparse's debug switch is on (``JSONARGPARSE_DEBUG=true``): its tracebacks unchanged."""
+    return os.environ.get(DEBUG_ENV, "").lower() == "true"
+
+
+def _chain(ex: BaseException) -> list[BaseException]:
+    """``ex`` and the exceptions it was raised from, outermost first."""
+    out: list[BaseException] = []
+    while ex is not None and all(ex is not e for e in out):
+        out.append(ex)
+        ex = ex.__cause__ or (None if ex.__suppress_context__ else ex.__context__)
+    return out
+
+
+def _frames(ex: BaseException) -> Iterator[tuple[FrameType, int]]:
+    tb = ex.__traceback__
+    while tb is not None:
+        yield tb.tb_frame, tb.tb_lineno
+        tb = tb.tb_next
+
+
+def _in_jsonargparse(frame: FrameType) -> bool:
+    return str(frame.f_globals.get("__name__", "")).startswith("jsonargparse")
+
+
+@dataclass
+class ConstructorError:
+    """A constructor that raised during instantiation: where in the config, which class, what."""
+
+    path: str  # e.g. model.init_args.backbone ("" when not found)
+    cls: str  # its class_path, e.g. vecset.backbone.Backbone
+    error: BaseException
+    where: str  # file:line of the raise, relative to the working directory when inside it
+
+    def lines(self) -> list[str]:
+        head = f"{self.path} ({self.cls})" if self.path else self.cls
+        message = str(self.error).strip() or type(self.error).__name__
+        first, *rest = message.splitlines()
+        # a second line at most: a message's own continuation is kept short, the hint follows
+        return [f"{head}: {first}", *[f"  {r}" for r in rest[:3]],
+                f"  ({type(self.error).__name__} raised at {self.where}; {DEBUG_ENV}=true shows the traceback)"]
+
+
+def constructor_error(ex: BaseException, config: Any = None) -> ConstructorError | None:
+    """The constructor failure inside jsonargparse's instantiation error ``ex``, or None when
+    ``ex`` is not one (then the caller re-raises it). ``config``: the parsed config the objects
+    were built from, to add a list index (``trainer.callbacks[1]``)."""
+    chain = _chain(ex)
+    # the exception that left the constructor: the innermost one whose traceback still passes
+    # through jsonargparse's adapt_class_type (what the constructor itself raised from has none)
+    own = next((e for e in reversed(chain) if any(f.f_code.co_name == "adapt_class_type" for f, _ in _frames(e))),
+               None)
+    if own is None:
+        return None
+    frames: list[tuple[FrameType, int]] = []
+    for e in chain[:chain.index(own) + 1]:  # outer to inner; a catching frame repeats once
+        for f, line in _frames(e):
+            if not any(f is g for g, _ in frames):
+                frames.append((f, line))
+    builds = [i for i, (f, _) in enumerate(frames) if f.f_code.co_name == "adapt_class_type" and _in_jsonargparse(f)]
+    last = builds[-1]
+    # the class's own call, not a nested instantiation that failed inside jsonargparse
+    if not any(f.f_code.co_name == "call_without_instantiate_context" for f, _ in frames[last + 1:]):
+        return None
+    cls = frames[last][0].f_locals.get("val_class")
+    if not isinstance(cls, type):
+        return None
+    given = frames[last][0].f_locals.get("value")  # the config's entry: its class_path as the user wrote it
+    class_path = getattr(given, "get", lambda k: None)("class_path")
+    keys = [f.f_locals["self"].dest for f, _ in frames[:last]
+            if f.f_code.co_name == "instantiate_classes" and _in_jsonargparse(f) and hasattr(f.f_locals.get("self"), "dest")]
+    path = ".init_args.".join(keys)
+    if path and config is not None:
+        path += _list_index(config, path, class_path if isinstance(class_path, str) else _name(cls))
+    raised, line = frames[-1] if frames else (None, 0)
+    for f, ln in _frames(own):
+        raised, line = f, ln
+    return ConstructorError(path, class_path if isinstance(class_path, str) else _name(cls), own,
+                            _where(raised, line))
+
+
+def _name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _list_index(config: Any, path: str, cls: str) -> str:
+    """``[i]`` when ``path`` holds a list (trainer.callbacks) in which one entry is ``cls``."""
+    try:
+        value = config
+        for key in path.split("."):
+            value = value[key]
+    except (KeyError, TypeError, AttributeError):
+        return ""
+    if not isinstance(value, list):
+        return ""
+    hits = [i for i, v in enumerate(value) if getattr(v, "get", lambda k: None)("class_path") == cls]
+    return f"[{hits[0]}]" if len(hits) == 1 else ""
+
+
+def _where(frame: FrameType | None, line: int) -> str:
+    if frame is None:
+        return "?"
+    path = Path(frame.f_code.co_filename)
+    try:
+        path = path.relative_to(Path.cwd())
+    except ValueError:
+        pass
+    parts = path.parts
+    if "vecset" in parts:  # the package's own files, by their path in the repository
+        path = Path(*parts[parts.index("vecset"):])
+    return f"{path}:{line}"
+
+
+_KEY = re.compile(r'Parser key "([^"]+)"(?: element (\d+))?:')
+_CLASS = re.compile(r"Problem with given class_path '([^']+)':")
+_SKIP = ("Does not validate against any of the Union subtypes", "Subtypes:", "Errors:")
+
+
+def parse_error(message: str) -> str | None:
+    """jsonargparse's nested parse error ``message`` as one line: the key's full config path,
+    the reason and the class it belongs to; None when the message has no nested key."""
+    path: list[str] = []
+    cls = None
+    nested = False  # the next key is an init_arg of ``cls``
+    for raw in message.splitlines():
+        line = raw.strip()
+        if line.startswith("- "):
+            line = line[2:]  # an item of a Union's error list: the first one that is not None's is taken
+            if line.startswith("Expected a <class 'NoneType'>"):
+                continue
+        if not line or line.startswith(_SKIP):
+            continue
+        if m := _KEY.fullmatch(line):
+            key = m[1] + (f"[{int(m[2]) - 1}]" if m[2] else "")
+            path.append(f"init_args.{key}" if nested else key)
+            nested = False
+            continue
+        if m := _CLASS.fullmatch(line):
+            cls, nested = m[1], True
+            continue
+        if not path:
+            return None
+        where = ".".join(path) + (".init_args" if nested else "")
+        return f"{where}: {line}" + (f" ({cls})" if cls else "")
+    return None
