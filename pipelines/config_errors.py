@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from pydoc import locate
 from types import FrameType
 from typing import Any
 
@@ -149,8 +150,9 @@ _SKIP = ("Does not validate against any of the Union subtypes", "Subtypes:", "Er
 
 
 def parse_error(message: str) -> str | None:
-    """jsonargparse's nested parse error ``message`` as one line: the key's full config path,
-    the reason and the class it belongs to; None when the message has no nested key."""
+    """jsonargparse's parse error ``message`` as one line: a nested key's full config path, the
+    reason and the class it belongs to (or the message itself when it is one line already); None
+    when it cannot tell."""
     path: list[str] = []
     cls = None
     nested = False  # the next key is an init_arg of ``cls``
@@ -171,7 +173,10 @@ def parse_error(message: str) -> str | None:
             cls, nested = m[1], True
             continue
         if not path:
-            return None
+            # one line needs no rewording (e.g. "Subcommand 'fit' does not accept option 'trainer.max_epoch'")
+            return message.strip() if len(message.strip().splitlines()) == 1 else None
+        if nested and locate(cls) is None:  # the class itself is what was not found
+            return f"{'.'.join(path)}.class_path: {line}"
         where = ".".join(path) + (".init_args" if nested else "")
         return f"{where}: {line}" + (f" ({cls})" if cls else "")
     return None

@@ -79,8 +79,10 @@ def _checkpoints(tmp_path: Path) -> dict[str, str]:
         "      init_args: {decay: 1.5}\n")
     (tmp_path / "typo.yaml").write_text("model:\n  init_args:\n    backbone:\n      init_args: {dpeth: 2}\n")
     (tmp_path / "type.yaml").write_text("model:\n  init_args:\n    backbone:\n      init_args: {depth: two}\n")
-    return {name.split(".")[0]: str(tmp_path / name) for name in ("good.ckpt", "corrupt.ckpt", "evil.ckpt",
-                                                                  "ema.yaml", "typo.yaml", "type.yaml")}
+    (tmp_path / "trainer.yaml").write_text("trainer:\n  max_epoch: 3\n")
+    (tmp_path / "class.yaml").write_text("model:\n  init_args:\n    encoder: {class_path: vecset.encoders.NoSuchEncoder}\n")
+    return {name.split(".")[0]: str(tmp_path / name) for name in ("good.ckpt", "corrupt.ckpt", "evil.ckpt", "ema.yaml",
+                                                                  "typo.yaml", "type.yaml", "trainer.yaml", "class.yaml")}
 
 
 # case -> (extra arguments, with {name} for _checkpoints' files; the error's first line, as a regex)
@@ -115,6 +117,11 @@ FIRST_LINES = {
     "wrong type": (["--config", "{type}"],
                    r"model\.init_args\.backbone\.init_args\.depth: Expected a <class 'int'>\. Got value: two "
                    r"\(vecset\.backbone\.Backbone\)"),
+    "trainer key typo": (["--config", "{trainer}"], r"Subcommand 'fit' does not accept option 'trainer\.max_epoch'"),
+    "unknown class": (["--config", "{class}"],
+                      r"model\.init_args\.encoder\.class_path: module 'vecset\.encoders' has no attribute 'NoSuchEncoder'"),
+    "command-line typo": (["--model.init_args.lrr=0.1"],
+                          r"model\.init_args: Option 'lrr' is not accepted \(vecset\.pipelines\.TaskModule\)"),
 }
 
 
