@@ -69,7 +69,7 @@ class ConstructorError:
         head = f"{self.path} ({self.cls})" if self.path else self.cls
         message = str(self.error).strip() or type(self.error).__name__
         first, *rest = message.splitlines()
-        # a second line at most: a message's own continuation is kept short, the hint follows
+        # a long message's first lines only (the reason comes first), then where it was raised
         return [f"{head}: {first}", *[f"  {r}" for r in rest[:3]],
                 f"  ({type(self.error).__name__} raised at {self.where}; {DEBUG_ENV}=true shows the traceback)"]
 
@@ -77,7 +77,8 @@ class ConstructorError:
 def constructor_error(ex: BaseException, config: Any = None) -> ConstructorError | None:
     """The constructor failure inside jsonargparse's instantiation error ``ex``, or None when
     ``ex`` is not one (then the caller re-raises it). ``config``: the parsed config the objects
-    were built from, to add a list index (``trainer.callbacks[1]``)."""
+    were built from, to name the entry of a list or dict (``trainer.callbacks[1]``,
+    ``model.init_args.heads.mean``)."""
     chain = _chain(ex)
     # the exception that left the constructor: the innermost one whose traceback still passes
     # through jsonargparse's adapt_class_type (what the constructor itself raised from has none)
@@ -100,34 +101,34 @@ def constructor_error(ex: BaseException, config: Any = None) -> ConstructorError
         return None
     given = frames[last][0].f_locals.get("value")  # the config's entry: its class_path as the user wrote it
     class_path = getattr(given, "get", lambda k: None)("class_path")
+    name = class_path if isinstance(class_path, str) else _name(cls)
     keys = [f.f_locals["self"].dest for f, _ in frames[:last]
             if f.f_code.co_name == "instantiate_classes" and _in_jsonargparse(f) and hasattr(f.f_locals.get("self"), "dest")]
     path = ".init_args.".join(keys)
     if path and config is not None:
-        path += _list_index(config, path, class_path if isinstance(class_path, str) else _name(cls))
-    raised, line = frames[-1] if frames else (None, 0)
-    for f, ln in _frames(own):
-        raised, line = f, ln
-    return ConstructorError(path, class_path if isinstance(class_path, str) else _name(cls), own,
-                            _where(raised, line))
+        path += _entry(config, path, name)
+    raised, line = list(_frames(own))[-1]
+    return ConstructorError(path, name, own, _where(raised, line))
 
 
 def _name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _list_index(config: Any, path: str, cls: str) -> str:
-    """``[i]`` when ``path`` holds a list (trainer.callbacks) in which one entry is ``cls``."""
+def _entry(config: Any, path: str, cls: str) -> str:
+    """Which entry of a list or dict at ``path`` (trainer.callbacks, a multi-task model's heads)
+    is the one ``cls`` object in it: ``[i]`` or ``.name``; "" when not one."""
     try:
         value = config
         for key in path.split("."):
             value = value[key]
     except (KeyError, TypeError, AttributeError):
         return ""
-    if not isinstance(value, list):
+    items = enumerate(value) if isinstance(value, list) else value.items() if isinstance(value, dict) else ()
+    hits = [k for k, v in items if getattr(v, "get", lambda k: None)("class_path") == cls]
+    if len(hits) != 1:
         return ""
-    hits = [i for i, v in enumerate(value) if getattr(v, "get", lambda k: None)("class_path") == cls]
-    return f"[{hits[0]}]" if len(hits) == 1 else ""
+    return f"[{hits[0]}]" if isinstance(value, list) else f".{hits[0]}"
 
 
 def _where(frame: FrameType | None, line: int) -> str:

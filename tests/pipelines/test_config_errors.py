@@ -148,3 +148,17 @@ def test_jsonargparse_debug_keeps_the_whole_traceback(tmp_path, monkeypatch):
     with pytest.raises(ValueError) as e:
         run_cli(["fit", "--config", str(ROOT / "configs/debug.yaml"), BB + "heads", "5", BB + "d_model", "64"])
     assert "Union subtypes" in str(e.value)  # jsonargparse's own exception, unchanged
+
+
+def test_a_multi_task_heads_entry_is_named_by_its_task(tmp_path, monkeypatch, capsys):
+    cfg = yaml.safe_load((ROOT / "configs/debug_multitask.yaml").read_text())
+    cfg["model"]["init_args"]["heads"]["mean"]["init_args"]["label_smoothing"] = 1.5
+    path = tmp_path / "mt.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        run_cli(["fit", "--config", str(path)])
+    assert e.value.code == 2
+    first = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("error:"))
+    assert first == ("error: model.init_args.heads.mean (vecset.heads.SequenceHead): label_smoothing must be in "
+                     "[0, 1), got 1.5"), first
