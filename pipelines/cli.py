@@ -97,7 +97,8 @@ class VecsetArgumentParser(LightningArgumentParser):
         self._logger.error(short)
         sys.stderr.write(f"error: {short}\n")
         if conflict is None:
-            sys.stderr.write(f"  (rejected while reading the config and the command line; {self.prog} --help lists "
+            prog = self.prog.replace(" [options]", "")  # as jsonargparse's own tip writes it
+            sys.stderr.write(f"  (rejected while reading the config and the command line; {prog} --help lists "
                              "the options)\n")
         sys.exit(2)
 

@@ -19,6 +19,8 @@ Either gives None when it cannot tell, and the caller keeps jsonargparse's own r
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import os
 import re
 from collections.abc import Iterator
@@ -179,5 +181,19 @@ def parse_error(message: str) -> str | None:
         if nested and locate(cls) is None:  # the class itself is what was not found
             return f"{'.'.join(path)}.class_path: {line}"
         where = ".".join(path) + (".init_args" if nested else "")
-        return f"{where}: {line}" + (f" ({cls})" if cls else "")
+        return f"{where}: {line}" + (f" ({cls}{_did_you_mean(line, cls)})" if cls else "")
     return None
+
+
+def _did_you_mean(line: str, cls: str) -> str:
+    """For an argument ``cls`` does not take, the closest one it does (difflib), if any."""
+    m = re.fullmatch(r"Option '([^']+)' is not accepted", line)
+    target = locate(cls)
+    if m is None or not isinstance(target, type):
+        return ""
+    try:
+        names = [n for n in inspect.signature(target).parameters if n not in ("args", "kwargs")]
+    except (TypeError, ValueError):
+        return ""
+    close = difflib.get_close_matches(m[1], names, n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""

@@ -113,7 +113,7 @@ FIRST_LINES = {
                                 r"divisible by heads=5 .*heads that divide it: \[1, 2, 4, 8, 16, 32, 64\]"),
     "YAML key typo": (["--config", "{typo}"],
                       r"model\.init_args\.backbone\.init_args: Option 'dpeth' is not accepted "
-                      r"\(vecset\.backbone\.Backbone\)"),
+                      r"\(vecset\.backbone\.Backbone; did you mean 'depth'\?\)$"),
     "wrong type": (["--config", "{type}"],
                    r"model\.init_args\.backbone\.init_args\.depth: Expected a <class 'int'>\. Got value: two "
                    r"\(vecset\.backbone\.Backbone\)"),
@@ -121,7 +121,8 @@ FIRST_LINES = {
     "unknown class": (["--config", "{class}"],
                       r"model\.init_args\.encoder\.class_path: module 'vecset\.encoders' has no attribute 'NoSuchEncoder'"),
     "command-line typo": (["--model.init_args.lrr=0.1"],
-                          r"model\.init_args: Option 'lrr' is not accepted \(vecset\.pipelines\.TaskModule\)"),
+                          r"model\.init_args: Option 'lrr' is not accepted \(vecset\.pipelines\.TaskModule; "
+                          r"did you mean 'lr'\?\)$"),
 }
 
 
