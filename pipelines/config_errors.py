@@ -10,8 +10,9 @@ between. Here the reason is found and put first:
   The object's config path is read from jsonargparse's frames in the exception's traceback (the
   action being instantiated, ``model`` then ``backbone``), the class from ``adapt_class_type``'s.
 - ``parse_error``: a key or value rejected while parsing, e.g.
-  ``model.init_args.backbone.init_args: Option 'dpeth' is not accepted (vecset.backbone.Backbone)``,
-  read from the nested message (``Parser key "..."`` / ``Problem with given class_path '...'``).
+  ``model.init_args.backbone.init_args: Option 'dpeth' is not accepted (vecset.backbone.Backbone;
+  did you mean 'depth'?)``, read from the nested message (``Parser key "..."`` / ``Problem with
+  given class_path '...'``).
 
 Either gives None when it cannot tell, and the caller keeps jsonargparse's own report.
 ``JSONARGPARSE_DEBUG=true`` (jsonargparse's switch) keeps the full traceback.
