@@ -96,7 +96,7 @@ class VecsetArgumentParser(LightningArgumentParser):
             return super().error(message, ex)
         self._logger.error(short)
         sys.stderr.write(f"error: {short}\n")
-        if conflict is None:
+        if conflict is None and short != message.strip():  # reworded: where the options are listed
             prog = self.prog.replace(" [options]", "")  # as jsonargparse's own tip writes it
             sys.stderr.write(f"  (rejected while reading the config and the command line; {prog} --help lists "
                              "the options)\n")
