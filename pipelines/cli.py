@@ -25,6 +25,13 @@ from pytorch_lightning.callbacks import ModelSummary as LightningModelSummary
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.utilities.warnings import PossibleUserWarning
 
+from vecset.pipelines.config_errors import (
+    DEBUG_ENV,
+    SettingError,
+    constructor_error,
+    debug_mode,
+    parse_error,
+)
 from vecset.pipelines.config_links import (
     add_links,
     argv_of,
@@ -89,11 +96,20 @@ class VecsetArgumentParser(LightningArgumentParser):
         return super().dump(*args, **kwargs)
 
     def error(self, message: str, ex: Exception | None = None):
+        # a nested key's error leads with its full config path and the reason, not the Union dump
+        # (only where it is reported: a nested parser's message is read by the outer one)
         conflict = link_conflict(ex)
-        if conflict is None or not self.exit_on_error:
+        if not self.exit_on_error:
             return super().error(message if conflict is None else str(conflict), ex)
-        self._logger.error(str(conflict))
-        sys.stderr.write(f"error: {conflict}\n")
+        short = str(conflict) if conflict is not None else None if debug_mode() else parse_error(message)
+        if short is None:
+            return super().error(message, ex)
+        self._logger.error(short)
+        sys.stderr.write(f"error: {short}\n")
+        if conflict is None and short != message.strip():  # reworded: where the options are listed
+            prog = self.prog.replace(" [options]", "")  # as jsonargparse's own tip writes it
+            sys.stderr.write(f"  (rejected while reading the config and the command line; {prog} --help lists "
+                             "the options)\n")
         sys.exit(2)
 
 
@@ -102,6 +118,22 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         kwargs.setdefault("parser_class", VecsetArgumentParser)
         self._subcommands = kwargs.get("run", True)  # False: one parser, no subcommand (vecset export)
         super().__init__(*args, **kwargs)
+
+    def instantiate_classes(self) -> None:
+        """As LightningCLI's; a constructor that raises is reported as its own message on the
+        first line, after the object's config path and class (pipelines/config_errors.py)."""
+        try:
+            super().instantiate_classes()
+        except Exception as ex:
+            failed = None if debug_mode() else constructor_error(ex, self._subcommand_config())
+            if failed is None:
+                raise
+            lines = failed.lines()
+            if not self.parser.exit_on_error:
+                raise ValueError("\n".join(lines)) from failed.error
+            logging.getLogger(__name__).debug("constructor failed", exc_info=ex)
+            sys.stderr.write("error: " + "\n".join(lines) + "\n")
+            sys.exit(2)
 
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--plots", type=bool, default=True,
@@ -349,11 +381,15 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
             if run:
                 end_process_group()
             return cli
-    except BaseException:
+    except BaseException as ex:
         # a new run that failed before writing anything (e.g. at data setup) leaves no empty
         # run directory, which --ckpt_path last would take for the newest
         if own_run and resumed is None and "VECSET_RUN_VERSION" in os.environ:
             remove_unused_run_dir(Path(RUNS_DIR) / name / f"version_{os.environ['VECSET_RUN_VERSION']}")
+        if isinstance(ex, SettingError) and not debug_mode():
+            # a setting found wrong once the run started: its one line, as a constructor's error
+            sys.stderr.write(f"error: {ex}\n  ({DEBUG_ENV}=true shows the traceback)\n")
+            raise SystemExit(2) from None
         raise
     finally:
         if args is not None:

@@ -68,7 +68,9 @@ class MultiHeadSelfAttention(nn.Module):
         if heads < 1:
             raise ValueError(f"heads must be >= 1, got {heads}")
         if d_model % heads:
-            raise ValueError(f"d_model={d_model} must be divisible by heads={heads}")
+            fits = [h for h in range(1, d_model + 1) if d_model % h == 0]
+            raise ValueError(f"d_model={d_model} must be divisible by heads={heads} (each head attends with "
+                             f"d_model / heads of the width); heads that divide it: {fits}")
         self.d_model, self.heads, self.head_dim = d_model, heads, d_model // heads
         self.score_fn = make_score(score, heads, self.head_dim, additive_dim)
         self.normalization = make_normalization(normalize)

@@ -232,14 +232,14 @@ def claim_version(root: Path) -> int:
 
 def remove_unused_run_dir(version_dir: Path) -> bool:
     """Remove a new run's ``version_<n>`` directory after its command failed, when it holds
-    nothing but empty folders and TensorBoard's event files (the loggers' start: no checkpoint,
-    config, metrics or report), so that no empty run is left to be taken for the newest one.
-    True when it was removed."""
+    nothing but empty folders, TensorBoard's event files and the config saved at its start (no
+    checkpoint, metrics or report: not one step ran), so that no empty run is left to be taken for
+    the newest one. True when it was removed."""
     version_dir = Path(version_dir)
     if not version_dir.is_dir():
         return False
     files = [p for p in version_dir.rglob("*") if not p.is_dir()]
-    if any(not p.name.startswith("events.out.tfevents.") for p in files):
+    if any(not p.name.startswith("events.out.tfevents.") and p != version_dir / "config.yaml" for p in files):
         return False
     import shutil
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytorch_lightning as pl
 import torch
@@ -14,7 +16,13 @@ from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.data.overlap import note_pretraining_overlap
-from vecset.pipelines.training.checkpoint import last_checkpoint, read_checkpoint, state_mismatch
+from vecset.pipelines.training.checkpoint import (
+    NotACheckpointError,
+    UnsafeCheckpointError,
+    last_checkpoint,
+    read_checkpoint,
+    state_mismatch,
+)
 from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.param_groups import weight_decay_groups
 from vecset.pipelines.training.set_size import check_set_size
@@ -72,6 +80,19 @@ def load_backbone(backbone: nn.Module, ckpt_path: str, freeze: bool) -> None:
             p.requires_grad_(False)
 
 
+@contextmanager
+def checkpoint_argument(name: str) -> Iterator[None]:
+    """The file errors of a checkpoint given as argument ``name`` (missing, not a checkpoint,
+    refused) name the argument first: a config error is found by its setting."""
+    try:
+        yield
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{name}: no such file: {e.filename} (expected a checkpoint a vecset run wrote, "
+                                "e.g. runs/<job>/version_<n>/checkpoints/last.ckpt)") from None
+    except (NotACheckpointError, UnsafeCheckpointError) as e:
+        raise type(e)(f"{name}: {e}") from None
+
+
 def best_and_last_checkpoint(module: pl.LightningModule, monitor: str, mode: str) -> list:
     """Keep the best checkpoint by the task's validation metric (first: it is
     ``trainer.checkpoint_callback``), and ``last.ckpt`` after every epoch (``last_checkpoint``);
@@ -124,7 +145,8 @@ class TaskModule(pl.LightningModule):
             self.save_hyperparameters(ignore=["encoder", "backbone", "head"])
         self.encoder, self.backbone, self.head = encoder, backbone, head
         if backbone_ckpt:
-            load_backbone(backbone, backbone_ckpt, freeze_backbone)
+            with checkpoint_argument("backbone_ckpt"):
+                load_backbone(backbone, backbone_ckpt, freeze_backbone)
         elif freeze_backbone:
             raise ValueError("freeze_backbone=True needs backbone_ckpt (a frozen random backbone learns nothing)")
         # the names are checked now, the checkpoint is read when a fit starts from scratch

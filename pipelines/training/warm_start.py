@@ -32,7 +32,13 @@ from dataclasses import dataclass, field
 
 from torch import Tensor, nn
 
-from vecset.pipelines.training.checkpoint import read_checkpoint, run_of_checkpoint
+from vecset.pipelines.config_errors import MissingSettingFile, SettingError
+from vecset.pipelines.training.checkpoint import (
+    NotACheckpointError,
+    UnsafeCheckpointError,
+    read_checkpoint,
+    run_of_checkpoint,
+)
 
 log = logging.getLogger(__name__)
 
@@ -154,8 +160,10 @@ def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str
     try:
         ckpt = read_checkpoint(ckpt_path)
     except FileNotFoundError:
-        raise FileNotFoundError(f"model.init_from {ckpt_path}: no such file (the checkpoint a fit from scratch "
-                                "starts from; to continue a run, give its checkpoint as --ckpt_path)") from None
+        raise MissingSettingFile(f"model.init_from {ckpt_path}: no such file (the checkpoint a fit from scratch "
+                                 "starts from; to continue a run, give its checkpoint as --ckpt_path)") from None
+    except (NotACheckpointError, UnsafeCheckpointError) as e:
+        raise SettingError(f"model.init_from: {e}") from e
     state = ckpt["state_dict"]
     sources = dict(sources or {})
     report: dict[str, PartLoad] = {}
@@ -166,7 +174,7 @@ def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str
             report[name] = PartLoad(new=list(module.state_dict()), included=False)
     if not any(r.loaded for r in report.values()):
         wanted = sorted({p + ".*" for n in init_parts for p in as_tuple(sources.get(n, n))})
-        raise ValueError(
+        raise SettingError(
             f"model.init_from {ckpt_path}: no tensor of init_parts {init_parts} matches this checkpoint"
             f"{describe_checkpoint(ckpt, ckpt_path)}\n"
             f"expected tensors named {', '.join(wanted)} with this model's names and shapes; the checkpoint's "

@@ -216,7 +216,7 @@ def test_a_task_whose_widths_do_not_fit_the_shared_backbone_is_named_before_any_
         TaskModule(VectorEncoder(2, 8), torch.nn.Identity(), LabelingHead(16, 2))
 
 
-def test_kernel_regression_config_beside_debug_multitask_fails_at_setup_naming_the_task(tmp_path, monkeypatch):
+def test_kernel_regression_config_beside_debug_multitask_fails_at_setup_naming_the_task(tmp_path, monkeypatch, capsys):
     """configs/kernel_regression.yaml's task added to configs/debug_multitask.yaml: the run stops
     before training with the task's name (it used to stop mid-run with 'Backbone expects
     vectors of width d_model=32, got 1')."""
@@ -228,8 +228,11 @@ def test_kernel_regression_config_beside_debug_multitask_fails_at_setup_naming_t
     path = tmp_path / "mt_kreg.yaml"
     path.write_text(yaml.safe_dump(cfg))
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(ValueError, match=r"task 'kreg': the encoder PointEncoder returns vectors of width 1"):
+    with pytest.raises(SystemExit):
         run_cli(["fit", "--config", str(path), "--plots=false", "--trainer.enable_progress_bar=false"])
+    first = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("error:"))
+    assert first.startswith("error: model (vecset.pipelines.MultiTaskModule): task 'kreg': the encoder PointEncoder "
+                            "returns vectors of width 1"), first
     assert not (tmp_path / "runs" / "mt_kreg" / "version_0" / "metrics.csv").exists()
 
 
