@@ -114,6 +114,9 @@ class DeviceLoader:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.tensors, self.batch_size, self.sampler, self.order = dict(tensors), batch_size, sampler, order
         self.transforms, self.drop_last = list(transforms), drop_last
+        # what Lightning reads from a DataLoader (e.g. whether it shuffles): the indices come
+        # from ``sampler``, not from a batch sampler
+        self.batch_sampler = None
 
     def _count(self) -> int:
         return len(self.sampler) if self.sampler is not None else len(self.order)
