@@ -169,7 +169,8 @@ class _Mix(BatchAugment):
             return y
         if self.num_classes is None:
             raise ValueError(f"{type(self).__name__} needs the class count: the data module binds it (bind)")
-        return torch.nn.functional.one_hot(y, self.num_classes).float()
+        # scatter rather than F.one_hot, which checks the labels' range on the host off CUDA
+        return torch.zeros(len(y), self.num_classes, device=y.device).scatter_(1, y[:, None], 1.0)
 
     def draw(self, B: int, g: torch.Generator, device) -> Tensor:
         """(B,) lambda per sample: Beta(alpha, alpha), or 1 (unmixed) with probability 1 - p."""

@@ -147,6 +147,30 @@ class DeviceLoader:
             yield batch
 
 
+class ScaleNormalize:
+    """``(x / scale - mean) / std`` per channel, on the batch's device: a raw batch into the model's
+    input (torchvision's ``ToDtype(scale=True)`` + ``Normalize``, whose constants would be copied
+    to the device at every call: a copy from the host that waits for the GPU's queue). The
+    constants are copied once per device.
+
+    Shapes:
+        x (B, C, H, W) any dtype -> (B, C, H, W) float32.
+    """
+
+    def __init__(self, scale: float, mean: Sequence[float], std: Sequence[float]) -> None:
+        if any(v == 0 for v in std):
+            raise ValueError(f"std must not be 0, got {list(std)}")
+        self.scale, self.mean, self.std = float(scale), list(mean), list(std)
+        self._consts: dict[torch.device, tuple[Tensor, Tensor]] = {}
+
+    def __call__(self, x: Tensor) -> Tensor:
+        if x.device not in self._consts:
+            self._consts[x.device] = (torch.tensor(self.mean, device=x.device).view(1, -1, 1, 1),
+                                      torch.tensor(self.std, device=x.device).view(1, -1, 1, 1))
+        mean, std = self._consts[x.device]
+        return (x.float() / self.scale - mean) / std
+
+
 def eval_order(n: int, batch_size: int, device: torch.device) -> tuple[Tensor, int]:
     """(indices on ``device``, batch size) of an evaluation split: 0..n-1 in one process; under
     torch.distributed the disjoint shares and even batch size of ``eval_sampler``."""

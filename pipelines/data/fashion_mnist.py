@@ -25,6 +25,7 @@ from torchvision.transforms import v2
 
 from vecset.encoders.image.idx import read_idx_split
 from vecset.pipelines.data.batch_augment import BatchAugment
+from vecset.pipelines.data.device_loader import ScaleNormalize
 from vecset.pipelines.data.images import (
     ImageDataModule,
     TensorImages,
@@ -161,8 +162,8 @@ class FashionMNISTDataModule(ImageDataModule):
         steps = list(self.train_transforms) if train and self.augment else []
         return v2.Compose([*steps, v2.ToDtype(torch.float32, scale=True), v2.Normalize([self.mean], [self.std])])
 
-    def prepare_batch(self) -> v2.Compose:
-        return self._transform(train=False)
+    def prepare_batch(self) -> ScaleNormalize:
+        return ScaleNormalize(255.0, [self.mean], [self.std])  # as _transform(train=False), on a batch
 
     def setup(self, stage: str | None = None) -> None:
         if self.sets:

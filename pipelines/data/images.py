@@ -29,6 +29,7 @@ from vecset.pipelines.data.batch_augment import BatchAugment
 from vecset.pipelines.data.device_loader import (
     DeviceLoader,
     DeviceSampler,
+    ScaleNormalize,
     check_finite,
     eval_order,
     fmt_bytes,
@@ -150,7 +151,7 @@ class ImageDataModule(VecsetDataModule):
                           persistent_workers=self.num_workers > 0)
 
     # -- data on the device (``device_loader.py``) --------------------------------------
-    def prepare_batch(self):
+    def prepare_batch(self) -> ScaleNormalize | None:
         """The deterministic transform of a raw batch (B, C, H, W) into the model's input (scaling,
         normalization), run on the device; None: the stored values are the input."""
         return None
@@ -622,8 +623,8 @@ class Cifar10DataModule(ImageDataModule):
         self.sets["test"] = TensorImages(as_tensor(test), torch.tensor(test.targets),
                                          torch.arange(len(test.targets)) + len(ytr), eval_tf)
 
-    def prepare_batch(self):
-        return v2.Compose([v2.ToDtype(torch.float32, scale=True), v2.Normalize(self.MEAN, self.STD)])
+    def prepare_batch(self) -> ScaleNormalize:
+        return ScaleNormalize(255.0, self.MEAN, self.STD)
 
     def describe(self, sample_id: int) -> str:
         n = self.offsets.get("test", 50000)
