@@ -11,6 +11,7 @@ CPU with 2 threads.
     python bench/gpu_jobs.py                     # every job; bench/results/gpu_jobs.json (or cpu_jobs.json)
     python bench/gpu_jobs.py --jobs digits fashion_mnist_gpu --steps 50
     python bench/gpu_jobs.py --dry               # seconds: digits at tiny settings (tests/bench)
+    python bench/gpu_jobs.py --jobs digits -- --data.init_args.batch_size=256   # CLI overrides after --
 
 Reading the table: ``fit`` items/s far below ``model alone`` x batch size means the step waits
 for something else (the loader, host reads, logging); ``loader`` batches/s under ``model alone``
@@ -96,15 +97,15 @@ class HostReads(torch.overrides.TorchFunctionMode):
                 stack = traceback.extract_stack(limit=8)
                 if not any("torch/optim/" in f.filename for f in stack):
                     self.count += 1
-                    f = next((f for f in reversed(stack[:-1]) if "/vecset/" in f.filename), stack[-2])
+                    # the innermost caller outside torch: vecset's code, or the library that read
+                    f = next((f for f in reversed(stack[:-1]) if "/vecset/" in f.filename),
+                             next((f for f in reversed(stack[:-1]) if "/torch/" not in f.filename), stack[-2]))
                     self.sites[f"{Path(f.filename).name}:{f.lineno}"] += 1
         return func(*args, **(kwargs or {}))
 
 
-def build(job: Job, device: torch.device, extra: list[str], run: bool = False, callbacks=()):
+def build(job: Job, device: torch.device, extra: list[str]):
     """The job's CLI objects (model, data module, trainer) for ``device``, as ``vecset fit`` builds them."""
-    import pytorch_lightning as pl  # noqa: F401
-
     from vecset.pipelines.cli import run_cli
 
     accel = "gpu" if device.type == "cuda" else "cpu"
@@ -116,7 +117,7 @@ def build(job: Job, device: torch.device, extra: list[str], run: bool = False, c
     return run_cli(args, run=False)
 
 
-def fit_rate(job: Job, device: torch.device, steps: int, warmup: int, extra: list[str]) -> dict:
+def fit_rate(job: Job, device: torch.device, steps: int, warmup: int, extra: list[str]) -> tuple[dict, object]:
     """items/s of ``vecset fit`` over ``steps`` steps after ``warmup``; host reads per step over
     a few steps after those (counted in the same run, after the timing); peak memory."""
     import pytorch_lightning as pl
@@ -160,21 +161,13 @@ def fit_rate(job: Job, device: torch.device, steps: int, warmup: int, extra: lis
     return {("images_per_s" if job.images else "items_per_s"): rate, "batch_size": state["items"] // max(1, steps),
             "syncs_per_step": per, "read_sites": dict(reads.sites.most_common(4)),
             "peak_mem_mb": peak / 2**20, "loader": type(cli.trainer.train_dataloader).__name__,
-            "precision": str(cli.trainer.precision)}
+            "precision": str(cli.trainer.precision)}, cli
 
 
-def parts(job: Job, device: torch.device, steps: int, warmup: int, extra: list[str]) -> dict:
-    """The model's step alone on one resident batch, and the train loader alone."""
-    from vecset.pipelines.training.hand_over import hand_over
-
-    cli = build(job, device, extra)
+def parts(cli, device: torch.device, steps: int, warmup: int) -> dict:
+    """The model's step alone on one resident batch, and the train loader alone, with the
+    objects of the fit that ``fit_rate`` ran (its model on the device, its data set up)."""
     model, dm, trainer = cli.model, cli.datamodule, cli.trainer
-    dm.trainer = trainer  # the loader's device is the trainer's
-    trainer.strategy.connect(model)
-    trainer.strategy.model_to_device()  # noqa: the trainer's device
-    dm.prepare_data()
-    dm.setup("fit")
-    hand_over(dm, "fit", model.encoder, model.head)
     model.to(device).train()
     loader = dm.train_dataloader()
 
@@ -221,8 +214,9 @@ def parts(job: Job, device: torch.device, steps: int, warmup: int, extra: list[s
 
 def bench(job: Job, device: torch.device, steps: int, warmup: int, extra: list[str]) -> dict:
     row = {"job": job.name, "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device)}
-    row.update(fit_rate(job, device, steps, warmup, extra))
-    row.update(parts(job, device, steps, warmup, extra))
+    measured, cli = fit_rate(job, device, steps, warmup, extra)
+    row.update(measured)
+    row.update(parts(cli, device, steps, warmup))
     return row
 
 
@@ -232,7 +226,8 @@ def main(argv: list[str] | None = None) -> Path:
     ap.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
     ap.add_argument("--steps", type=int, default=30, help="timed steps (after --warmup)")
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--dry", action="store_true", help="digits only, 3 steps: a seconds-long check of the script")
+    ap.add_argument("--dry", action="store_true", help="digits with both loaders, a one-block model, 3 steps: "
+                                                       "a seconds-long check of the script")
     ap.add_argument("--out", type=Path, help="the JSON file (default bench/results/gpu_jobs.json or cpu_jobs.json)")
     ap.add_argument("--notes", default="", help="a line saved with the rows")
     ap.add_argument("extra", nargs="*", help="CLI overrides for every job, after --, e.g. -- --data.init_args.batch_size=512")
@@ -249,7 +244,9 @@ def main(argv: list[str] | None = None) -> Path:
     if unknown:
         ap.error(f"unknown jobs {sorted(unknown)}; known: {', '.join(j.name for j in JOBS)}")
     steps, warmup = (3, 1) if args.dry else (args.steps, args.warmup)
-    extra = list(args.extra) + (["--data.init_args.batch_size=16"] if args.dry else [])
+    tiny = ["--data.init_args.batch_size=16", "--model.init_args.backbone.init_args.depth=1",
+            "--model.init_args.backbone.init_args.d_model=32"]
+    extra = list(args.extra) + (tiny if args.dry else [])
     rows = []
     for job in [j for j in JOBS if j.name in names]:
         try:
