@@ -137,3 +137,19 @@ def test_non_finite_inputs_are_an_error_naming_the_sample():
     with pytest.raises(ValueError, match=r"^train split: image #14: non-finite values \(NaN or inf\) in 'image'"):
         check_finite("train", tensors, lambda i: f"image #{i}")
     check_finite("train", {**tensors, "image": torch.zeros(6, 1, 4, 4)}, str)  # finite: no error
+
+
+def test_crop_padding_shows_each_datas_background(root):
+    """The padding a RandomCrop uncovers is the data's background after its normalization:
+    Fashion-MNIST's black (0) normalized, the digits' -1."""
+    from vecset.pipelines import DigitsDataModule
+    from vecset.pipelines.data import fashion_mnist as fm
+
+    crop = RandomCrop(2)
+    module(root, batch_augment=[crop]).train_dataloader()
+    torch.testing.assert_close(crop.fill, torch.tensor([(0 - fm.MEAN) / fm.STD]))
+    crop = RandomCrop(2)
+    digits = DigitsDataModule(augment=False, batch_augment=[crop], batch_size=32)
+    digits.setup("fit")
+    batch = next(iter(digits.train_dataloader()))
+    assert crop.fill.tolist() == [-1.0] and batch["image"].min() >= -1.0
