@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import resource
 import sys
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from bench.common import RESULTS, table, write_json  # noqa: E402
+from bench.common import machine, table, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -260,9 +261,6 @@ def main(argv: list[str] | None = None) -> Path:
     payload = {"device": str(device), "steps": steps, "warmup": warmup, "extra": extra, "notes": args.notes,
                "rows": rows}
     if args.out is not None:
-        from bench.common import machine
-        import json
-
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"machine": machine(), "command": "python bench/gpu_jobs.py " +
                                         " ".join(argv if argv is not None else sys.argv[1:]), **payload}, indent=2))

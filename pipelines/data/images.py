@@ -19,6 +19,7 @@ from typing import Literal
 
 import numpy as np
 import torch
+from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 from torchvision.transforms import v2
@@ -183,18 +184,18 @@ class ImageDataModule(VecsetDataModule):
     def _place(self) -> dict[str, dict[str, Tensor]] | None:
         name = type(self).__name__
         if self.on_device is False:
-            log.info("%s: data with the CPU loader (on_device: false)", name)
+            rank_zero_info(f"{name}: data with the CPU loader (on_device: false)")
             return None
         if self.augment and self.train_transforms:
-            log.info("%s: data with the CPU loader: augment: true runs train_transforms per sample on the CPU "
-                     "(on_device: auto; use augment: false and batch_augment to keep the data on the device)", name)
+            rank_zero_info(f"{name}: data with the CPU loader: augment: true runs train_transforms per sample on "
+                           "the CPU (on_device: auto; use augment: false and batch_augment to keep the data on the device)")
             return None
         sets = self.resident_sets()
         if sets is None:
             if self.on_device is True:
                 raise ValueError(f"{name}: on_device: true, but this data is read from files per item, not held "
                                  "in memory; set on_device: false or auto")
-            log.info("%s: data with the CPU loader: read from files per item (on_device: auto)", name)
+            rank_zero_info(f"{name}: data with the CPU loader: read from files per item (on_device: auto)")
             return None
         device = self.training_device()
         size = sum(resident_bytes(t) for t in sets.values())
@@ -205,14 +206,16 @@ class ImageDataModule(VecsetDataModule):
                    f"{self.device_memory_share:.0%}")
             if self.on_device is True:
                 raise ValueError(msg + " with on_device: true; raise device_memory_share or set on_device: auto")
-            log.info("%s; it stays with the CPU loader (on_device: auto)", msg)
+            rank_zero_info(f"{msg}; it stays with the CPU loader (on_device: auto)")
             return None
         for split, tensors in sets.items():
             check_finite(split, tensors, self.describe)
         out = {s: {k: v.to(device) for k, v in t.items()} for s, t in sets.items()}
-        log.info("%s: data on %s: %s = %s (at most %.0f%%, on_device: %s); batches drawn and augmented there%s",
-                 name, device, fmt_bytes(size), share, 100 * self.device_memory_share, self.on_device,
-                 f" ({', '.join(type(a).__name__ for a in self.batch_augment)})" if self.batch_augment else "")
+        augs = f" ({', '.join(type(a).__name__ for a in self.batch_augment)})" if self.batch_augment else ""
+        # one line at the start of the run, in the console (Lightning's rank-zero logger)
+        rank_zero_info(f"{name}: data on {device}: {fmt_bytes(size)} = {share} (at most "
+                       f"{100 * self.device_memory_share:.0f}%, on_device: {self.on_device}); batches drawn and "
+                       f"augmented there{augs}")
         return out
 
     def device_loader(self, split: str, tensors: dict[str, Tensor], shuffle: bool) -> DeviceLoader:

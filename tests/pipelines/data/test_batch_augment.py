@@ -134,5 +134,5 @@ def test_same_seed_same_augmentation():
     for a in augs:
         a.bind(fill=torch.tensor([0.0]))
     run = lambda seed: [a({"image": numbered(64)}, gen(seed))["image"] for a in augs]  # noqa: E731
-    assert all(torch.equal(p, q) for p, q in zip(run(1), run(1)))
-    assert not all(torch.equal(p, q) for p, q in zip(run(1), run(2)))
+    assert all(torch.equal(p, q) for p, q in zip(run(1), run(1), strict=True))
+    assert not all(torch.equal(p, q) for p, q in zip(run(1), run(2), strict=True))

@@ -96,7 +96,7 @@ def test_augmented_batches_are_soft_labelled_and_vary_per_epoch(root):
 
 
 def test_on_device_auto_decides_and_says_it_once(root, caplog):
-    caplog.set_level(logging.INFO, logger="vecset")
+    caplog.set_level(logging.INFO)
     assert isinstance(module(root, augment=True).train_dataloader(), DataLoader)  # per-sample CPU transforms
     assert "augment: true runs train_transforms per sample on the CPU" in caplog.text
     caplog.clear()

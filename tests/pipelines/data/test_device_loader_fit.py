@@ -60,7 +60,7 @@ def fit(cfg: Path, ckpt: Path | None = None, rec: Record | None = None) -> tuple
 
 
 def test_fit_on_device_then_mid_epoch_resume_sees_the_same_batches(tmp_path, monkeypatch, caplog):
-    caplog.set_level(logging.INFO, logger="vecset")
+    caplog.set_level(logging.INFO)
     monkeypatch.chdir(tmp_path)
     cfg = config(tmp_path, write_dataset(tmp_path / "idx", n_train=600, n_test=120))
     ckpt = tmp_path / "mid.ckpt"
