@@ -5,8 +5,10 @@ model's training step alone on one batch resident on the device (forward, backwa
 the train loader alone (batches/s, each moved to the device as Lightning does), host reads of
 tensor values per training step (the counting of /work/shared/tools/host_reads.py: on a GPU each
 is a host-device sync, the step waits for the queue to drain), and peak memory (the GPU's peak
-allocation; on the CPU the process's peak resident set). Runs on CUDA when present, else the
-CPU with 2 threads.
+allocation during the job's fit; on the CPU the process's peak resident set so far, which only
+grows over the jobs of one run: run a job alone for its own). Runs on CUDA when present, else
+the CPU with 2 threads. Nothing is written into the checkout but the JSON (the fits' folders go
+to a temporary directory).
 
     python bench/gpu_jobs.py                     # every job; bench/results/gpu_jobs.json (or cpu_jobs.json)
     python bench/gpu_jobs.py --jobs digits fashion_mnist_gpu --steps 50
@@ -26,6 +28,7 @@ import json
 import os
 import resource
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -38,6 +41,7 @@ import torch  # noqa: E402
 from bench.common import machine, table, write_json  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+SCRATCH = tempfile.mkdtemp(prefix="gpu_jobs-")  # the fits' config.yaml, never the checkout
 
 
 @dataclass
@@ -110,7 +114,7 @@ def build(job: Job, device: torch.device, extra: list[str]):
     from vecset.pipelines.cli import run_cli
 
     accel = "gpu" if device.type == "cuda" else "cpu"
-    args = ["--config", str(ROOT / job.config), "--trainer.logger=false", "--trainer.enable_checkpointing=false",
+    args = ["--config", str(ROOT / job.config), "--trainer.logger=false", f"--trainer.default_root_dir={SCRATCH}", "--trainer.enable_checkpointing=false",
             "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
             "--trainer.limit_val_batches=0", "--trainer.num_sanity_val_steps=0", "--trainer.max_epochs=-1",
             "--trainer.max_time=null", f"--trainer.accelerator={accel}", "--trainer.devices=1",

@@ -136,3 +136,18 @@ def test_same_seed_same_augmentation():
     run = lambda seed: [a({"image": numbered(64)}, gen(seed))["image"] for a in augs]  # noqa: E731
     assert all(torch.equal(p, q) for p, q in zip(run(1), run(1), strict=True))
     assert not all(torch.equal(p, q) for p, q in zip(run(1), run(2), strict=True))
+
+
+def test_sequence_head_takes_mixed_labels_for_its_loss_and_metrics():
+    """The soft labels of MixUp/CutMix are class probabilities: the cross-entropy takes them as
+    they are (equal to the one-hot loss for unmixed samples), the accuracy their argmax."""
+    from vecset.heads import SequenceHead
+
+    head = SequenceHead(d_model=8, num_outputs=10)
+    out, y = torch.randn(6, 10), torch.tensor([1, 2, 3, 4, 5, 6])
+    m = MixUp(alpha=1.0, p=0.0)  # p 0: nothing mixed, the labels only made soft
+    m.bind(num_classes=10)
+    soft = m({"image": torch.zeros(6, 1, 2, 2), "y": y}, gen())["y"]
+    torch.testing.assert_close(head.loss(out, {"y": soft}), head.loss(out, {"y": y}))
+    preds, target = head.metric_inputs(out, {"y": soft})
+    assert torch.equal(target, y) and torch.equal(preds, out.argmax(-1))
