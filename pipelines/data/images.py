@@ -165,6 +165,18 @@ class ImageDataModule(VecsetDataModule):
         return {s: {"image": d.images, "y": d.labels, "ids": d.ids}
                 for s in ("train", "val", "test") for d in [self.sets[s]]}
 
+    def resident_estimate(self) -> int | None:
+        """The bytes ``resident_sets`` would take, where reading them costs time (files): the
+        budget is checked before reading. None: read them and count."""
+        return None
+
+    def pad_fill(self, raw_dtype: torch.dtype, channels: int, device: torch.device) -> Tensor:
+        """(C,) what a crop's padding shows in the model's input: the ``background`` pixel
+        after ``prepare_batch``."""
+        prepare = self.prepare_batch()
+        raw = torch.full((1, channels, 1, 1), self.background, dtype=raw_dtype, device=device)
+        return (prepare(raw) if prepare is not None else raw.float()).reshape(channels)
+
     def training_device(self) -> torch.device:
         """The attached trainer's device (the CPU without a trainer)."""
         trainer = self.trainer
@@ -190,15 +202,16 @@ class ImageDataModule(VecsetDataModule):
             rank_zero_info(f"{name}: data with the CPU loader: augment: true runs train_transforms per sample on "
                            "the CPU (on_device: auto; use augment: false and batch_augment to keep the data on the device)")
             return None
-        sets = self.resident_sets()
-        if sets is None:
+        estimate = self.resident_estimate()
+        sets = self.resident_sets() if estimate is None else None
+        if estimate is None and sets is None:
             if self.on_device is True:
                 raise ValueError(f"{name}: on_device: true, but this data is read from files per item, not held "
                                  "in memory; set on_device: false or auto")
             rank_zero_info(f"{name}: data with the CPU loader: read from files per item (on_device: auto)")
             return None
         device = self.training_device()
-        size = sum(resident_bytes(t) for t in sets.values())
+        size = estimate if estimate is not None else sum(resident_bytes(t) for t in sets.values())
         budget, what = memory_budget(device)
         share = f"{size / budget:.2%} of {fmt_bytes(budget)} {what}"
         if size > self.device_memory_share * budget:
@@ -208,6 +221,10 @@ class ImageDataModule(VecsetDataModule):
                 raise ValueError(msg + " with on_device: true; raise device_memory_share or set on_device: auto")
             rank_zero_info(f"{msg}; it stays with the CPU loader (on_device: auto)")
             return None
+        if sets is None:  # read now that they are known to fit
+            sets = self.resident_sets()
+            size = sum(resident_bytes(t) for t in sets.values())
+            share = f"{size / budget:.2%} of {fmt_bytes(budget)} {what}"
         for split, tensors in sets.items():
             check_finite(split, tensors, self.describe)
         out = {s: {k: v.to(device) for k, v in t.items()} for s, t in sets.items()}
@@ -225,9 +242,7 @@ class ImageDataModule(VecsetDataModule):
         if prepare is not None:
             steps.append(lambda batch, g: {**batch, "image": prepare(batch["image"])})
         if split == "train" and self.batch_augment:
-            C = tensors["image"].shape[1]
-            raw = torch.full((1, C, 1, 1), self.background, dtype=tensors["image"].dtype, device=device)
-            fill = (prepare(raw) if prepare is not None else raw.float()).reshape(C)
+            fill = self.pad_fill(tensors["image"].dtype, tensors["image"].shape[1], device)
             for a in self.batch_augment:
                 a.bind(fill=fill, num_classes=self.num_classes)
             steps += self.batch_augment
@@ -400,8 +415,9 @@ class ImageFolderDataModule(ImageDataModule):
         skip_non_images: skip (count and log) files without an image extension instead of failing.
         predict_files: image files or folders for ``vecset predict``, converted to ``channels``
             and resized to the training images' size.
-        batch_size, num_workers, on_device, device_memory_share, batch_augment: as in DigitsDataModule
-            (files are read per item: ``on_device: auto`` keeps them with the CPU loader).
+        batch_size, num_workers, on_device, device_memory_share, batch_augment: as in DigitsDataModule.
+            On the device, every image is read once (resized and normalized, float32) at the
+            start of a run; ``on_device: auto`` checks their size before reading them.
     """
 
     def __init__(self, root: str, channels: int = 3, convert: bool = False,
@@ -514,6 +530,28 @@ class ImageFolderDataModule(ImageDataModule):
                                    first_id=self._add(paths)[0])
         log.info("%s: %d classes, %s images (train/val/test)", self.root, len(classes),
                  "/".join(map(str, [len(self.sets[s]) for s in splits])))
+
+    # -- data on the device: the images read once, resized and normalized ---------------
+    def resident_estimate(self) -> int | None:
+        C, H, W = self.image_shape
+        n = sum(len(self.sets[s]) for s in ("train", "val", "test"))
+        return n * (C * H * W * 4 + 16)  # float32 pixels, the label and the id
+
+    def resident_sets(self) -> dict[str, dict[str, Tensor]]:
+        """Every image of each split read once with its transform (deterministic: resizing and
+        normalization, ``augment`` is off on this path), as float32 (N, C, H, W)."""
+        out = {}
+        for s in ("train", "val", "test"):
+            ds: FileImages = self.sets[s]  # type: ignore[assignment]
+            items = [ds[i] for i in range(len(ds))]
+            out[s] = {"image": torch.stack([it["image"] for it in items]),
+                      "y": torch.tensor([int(it["y"]) for it in items]),
+                      "ids": torch.tensor([int(it["id"]) for it in items])}
+        return out
+
+    def pad_fill(self, raw_dtype: torch.dtype, channels: int, device: torch.device) -> Tensor:
+        # the images are stored normalized: a black pixel (0) after the normalization
+        return ((0.0 - torch.tensor(self.mean)) / torch.tensor(self.std)).to(device)
 
     def _split(self, paths: list[Path], labels: list[int], fraction: float, name: str):
         from sklearn.model_selection import train_test_split

@@ -153,3 +153,36 @@ def test_crop_padding_shows_each_datas_background(root):
     digits.setup("fit")
     batch = next(iter(digits.train_dataloader()))
     assert crop.fill.tolist() == [-1.0] and batch["image"].min() >= -1.0
+
+
+def test_image_folder_on_the_device_gives_the_classic_batches(tmp_path, caplog):
+    """Small images of a folder, read once (resized, normalized) onto the device: the
+    validation batches equal the CPU loader's, the training epoch holds every image once, and
+    the crop pads with normalized black."""
+    import numpy as np
+    from PIL import Image
+
+    from vecset.pipelines import ImageFolderDataModule
+
+    rng = np.random.default_rng(0)
+    for c in ("cat", "dog"):
+        (tmp_path / c).mkdir()
+        for i in range(12):
+            Image.fromarray(rng.integers(0, 256, (10, 12, 3), dtype=np.uint8)).save(tmp_path / c / f"{i}.png")
+    caplog.set_level(logging.INFO)
+
+    def folder(**kw):
+        dm = ImageFolderDataModule(root=str(tmp_path), image_size=8, batch_size=4, val_fraction=0.25,
+                                   test_fraction=0.25, **kw)
+        dm.setup("fit")
+        return dm
+
+    crop = RandomCrop(1)
+    dev = folder(batch_augment=[crop])
+    assert isinstance(dev.train_dataloader(), DeviceLoader) and "ImageFolderDataModule: data on cpu" in caplog.text
+    classic = folder(on_device=False)
+    for a, b in zip(dev.val_dataloader(), classic.val_dataloader(), strict=True):
+        assert torch.equal(a["ids"], b["ids"]) and torch.equal(a["y"], b["y"])
+        torch.testing.assert_close(a["image"], b["image"])
+    assert sorted(epoch_ids(dev.train_dataloader(), 0)) == sorted(classic.sets["train"].ids)
+    torch.testing.assert_close(crop.fill, torch.full((3,), -1.0))  # (0 - 0.5) / 0.5
