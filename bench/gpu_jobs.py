@@ -143,19 +143,22 @@ def fit_rate(job: Job, device: torch.device, steps: int, warmup: int, extra: lis
                 sync(device)
                 state["t1"] = time.perf_counter()
             if warmup + steps <= s < warmup + steps + count_steps and s % trainer.log_every_n_steps:
-                reads.on = True  # logging steps read on purpose: left out, as tools/host_reads.py does
+                # after the timed steps (the mode's Python hook on every torch call would slow them);
+                # logging steps read on purpose: left out, as tools/host_reads.py does
+                reads.__enter__()
+                reads.on = True
 
         def on_train_batch_end(self, trainer, module, outputs, batch, batch_idx):
             if reads.on:
                 reads.on = False
+                reads.__exit__(None, None, None)
                 state["counted"] += 1
 
     cli = build(job, device, extra + [f"--trainer.max_steps={warmup + steps + count_steps}"])
     cli.trainer.callbacks.insert(0, Clock())
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    with reads:
-        cli.trainer.fit(cli.model, cli.datamodule)
+    cli.trainer.fit(cli.model, cli.datamodule)
     sync(device)
     if state["t1"] is None:
         state["t1"] = time.perf_counter()
