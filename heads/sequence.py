@@ -217,8 +217,8 @@ class SequenceHead(Head):
         return MetricCollection({"rmse": MeanSquaredError(squared=False), "mae": MeanAbsoluteError()})
 
     def metric_inputs(self, out: Tensor, batch: dict) -> tuple[Tensor, Tensor]:
-        if self.task == "classification":
-            return out.argmax(-1), batch["y"]
+        if self.task == "classification":  # (B, K) class probabilities (MixUp/CutMix): their argmax
+            return out.argmax(-1), batch["y"].argmax(-1) if batch["y"].is_floating_point() else batch["y"]
         mean, _ = self.mean_std(out)
         return mean.flatten(), batch["y"].reshape(mean.shape).flatten()
 

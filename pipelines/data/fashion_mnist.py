@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -23,6 +24,8 @@ from torch import Tensor
 from torchvision.transforms import v2
 
 from vecset.encoders.image.idx import read_idx_split
+from vecset.pipelines.data.batch_augment import BatchAugment
+from vecset.pipelines.data.device_loader import ScaleNormalize
 from vecset.pipelines.data.images import (
     ImageDataModule,
     TensorImages,
@@ -122,7 +125,10 @@ class FashionMNISTDataModule(ImageDataModule):
         predict_files: image files or folders for ``vecset predict`` (PNG, JPEG, ...); each is
             converted to grey and resized to 28x28. The dataset's images are light clothes on
             a black background: invert photos of dark clothes on white before predicting.
-        batch_size, num_workers: as in DigitsDataModule.
+        batch_size, num_workers, on_device, device_memory_share, batch_augment: as in
+            DigitsDataModule. With ``augment: false`` the splits (54,000 + 6,000 + 10,000 uint8
+            images, 55 MB) go on the training device (``on_device: auto``); scaling,
+            normalization and ``batch_augment`` then run on whole batches there.
     """
 
     image_shape = (1, 28, 28)
@@ -131,8 +137,10 @@ class FashionMNISTDataModule(ImageDataModule):
                  augment: bool = True, train_transforms: list[v2.Transform] | None = None,
                  mean: float = MEAN, std: float = STD, max_train: int | None = None,
                  max_val: int | None = None, max_test: int | None = None,
-                 predict_files: list[str] | None = None, batch_size: int = 128, num_workers: int = 0) -> None:
-        super().__init__(batch_size, num_workers)
+                 predict_files: list[str] | None = None, batch_size: int = 128, num_workers: int = 0,
+                 on_device: bool | Literal["auto"] = "auto", device_memory_share: float = 0.5,
+                 batch_augment: list[BatchAugment] | None = None) -> None:
+        super().__init__(batch_size, num_workers, on_device, device_memory_share, batch_augment, augment)
         if not 0 < val_fraction < 1:
             raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
         check_train_transforms(augment, train_transforms)
@@ -153,6 +161,9 @@ class FashionMNISTDataModule(ImageDataModule):
     def _transform(self, train: bool) -> v2.Compose:
         steps = list(self.train_transforms) if train and self.augment else []
         return v2.Compose([*steps, v2.ToDtype(torch.float32, scale=True), v2.Normalize([self.mean], [self.std])])
+
+    def prepare_batch(self) -> ScaleNormalize:
+        return ScaleNormalize(255.0, [self.mean], [self.std])  # as _transform(train=False), on a batch
 
     def setup(self, stage: str | None = None) -> None:
         if self.sets:

@@ -15,15 +15,28 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
+from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
 from torchvision.transforms import v2
 
 from vecset.encoders.image import IMAGE_EXTENSIONS, FileImages, check_images, collate_images
 from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.batch_augment import BatchAugment
+from vecset.pipelines.data.device_loader import (
+    DeviceLoader,
+    DeviceSampler,
+    ScaleNormalize,
+    check_finite,
+    eval_order,
+    fmt_bytes,
+    memory_budget,
+    resident_bytes,
+)
 
 log = logging.getLogger(__name__)
 
@@ -89,13 +102,34 @@ class ImageDataModule(VecsetDataModule):
 
     image_shape: tuple[int, int, int] | None = None
     predict_files: list[str] | None = None
+    # the raw pixel value that a crop's padding shows (before prepare_batch's scaling)
+    background: float = 0.0
 
-    def __init__(self, batch_size: int, num_workers: int) -> None:
+    def __init__(self, batch_size: int, num_workers: int, on_device: bool | Literal["auto"] = "auto",
+                 device_memory_share: float = 0.5, batch_augment: list[BatchAugment] | None = None,
+                 augment: bool = False) -> None:
         super().__init__()
         self.batch_size, self.num_workers = batch_size, num_workers
+        if on_device not in (True, False, "auto"):
+            raise ValueError(f"on_device must be true, false or auto, got {on_device!r}")
+        if not 0 < device_memory_share <= 1:
+            raise ValueError(f"device_memory_share must be in (0, 1], got {device_memory_share}")
+        self.batch_augment = list(batch_augment or [])
+        if self.batch_augment and on_device is False:
+            raise ValueError("batch_augment runs on the data on the device: it needs on_device true or auto, "
+                             "got on_device: false (use train_transforms for the CPU loader)")
+        if self.batch_augment and augment:
+            raise ValueError("batch_augment (whole batches on the device) and augment: true (train_transforms, per "
+                             "sample on the CPU) are both on: set augment: false to use batch_augment")
+        if on_device is True and augment:
+            raise ValueError("on_device: true with augment: true: train_transforms run per sample on the CPU; set "
+                             "augment: false and list batch_augment instead, or set on_device: auto or false")
+        self.on_device, self.device_memory_share = on_device, device_memory_share
         self.sets: dict[str, Dataset] = {}
         self.predict_paths: list[Path] = []
         self.predict_offset = 0
+        self._resident: dict[str, dict[str, Tensor]] | None = None
+        self._decided = False
 
     def add_predict_files(self, paths: list[Path], channels: int, transform, first_id: int) -> None:
         """The predict split: ``paths`` read as ``channels``-channel images, then ``transform``
@@ -109,10 +143,115 @@ class ImageDataModule(VecsetDataModule):
 
     collate = staticmethod(collate_images)
 
-    def _loader(self, split: str, shuffle: bool = False) -> DataLoader:
+    def _loader(self, split: str, shuffle: bool = False) -> DataLoader | DeviceLoader:
+        resident = self.resident(split) if split in ("train", "val", "test") else None
+        if resident is not None:
+            return self.device_loader(split, resident, shuffle)
         return DataLoader(self.sets[split], batch_size=self.batch_size, shuffle=shuffle,
                           num_workers=self.num_workers, collate_fn=self.collate,
                           persistent_workers=self.num_workers > 0)
+
+    # -- data on the device (``device_loader.py``) --------------------------------------
+    def prepare_batch(self) -> ScaleNormalize | None:
+        """The deterministic transform of a raw batch (B, C, H, W) into the model's input (scaling,
+        normalization), run on the device; None: the stored values are the input."""
+        return None
+
+    def resident_sets(self) -> dict[str, dict[str, Tensor]] | None:
+        """Per split, the raw tensors that can stay on the device (``image``, ``y``, ``ids``);
+        None where the data is not in memory (files read per item)."""
+        if not all(isinstance(self.sets.get(s), TensorImages) for s in ("train", "val", "test")):
+            return None
+        return {s: {"image": d.images, "y": d.labels, "ids": d.ids}
+                for s in ("train", "val", "test") for d in [self.sets[s]]}
+
+    def resident_estimate(self) -> int | None:
+        """The bytes ``resident_sets`` would take, where reading them costs time (files): the
+        budget is checked before reading. None: read them and count."""
+        return None
+
+    def pad_fill(self, raw_dtype: torch.dtype, channels: int, device: torch.device) -> Tensor:
+        """(C,) what a crop's padding shows in the model's input: the ``background`` pixel
+        after ``prepare_batch``."""
+        prepare = self.prepare_batch()
+        raw = torch.full((1, channels, 1, 1), self.background, dtype=raw_dtype, device=device)
+        return (prepare(raw) if prepare is not None else raw.float()).reshape(channels)
+
+    def training_device(self) -> torch.device:
+        """The attached trainer's device (the CPU without a trainer)."""
+        trainer = self.trainer
+        return trainer.strategy.root_device if trainer is not None else torch.device("cpu")
+
+    def resident(self, split: str) -> dict[str, Tensor] | None:
+        """``split``'s tensors on the training device, or None when the data stays with the CPU
+        loader. Decided once (after ``setup``), said in one log line: ``on_device: auto`` puts
+        the data there when it is in memory, no per-sample ``train_transforms`` run, and all
+        splits take at most ``device_memory_share`` of the device's memory (a GPU's total memory,
+        the host's RAM on the CPU). Float tensors are checked for NaN/inf on the CPU first."""
+        if not self._decided:
+            self._decided = True
+            self._resident = self._place()
+        return None if self._resident is None else self._resident[split]
+
+    def _place(self) -> dict[str, dict[str, Tensor]] | None:
+        name = type(self).__name__
+        if self.on_device is False:
+            rank_zero_info(f"{name}: data with the CPU loader (on_device: false)")
+            return None
+        if self.augment and self.train_transforms:
+            rank_zero_info(f"{name}: data with the CPU loader: augment: true runs train_transforms per sample on "
+                           "the CPU (on_device: auto; use augment: false and batch_augment to keep the data on the device)")
+            return None
+        estimate = self.resident_estimate()
+        sets = self.resident_sets() if estimate is None else None
+        if estimate is None and sets is None:
+            if self.on_device is True:
+                raise ValueError(f"{name}: on_device: true, but this data is read from files per item, not held "
+                                 "in memory; set on_device: false or auto")
+            rank_zero_info(f"{name}: data with the CPU loader: read from files per item (on_device: auto)")
+            return None
+        device = self.training_device()
+        size = estimate if estimate is not None else sum(resident_bytes(t) for t in sets.values())
+        budget, what = memory_budget(device)
+        share = f"{size / budget:.2%} of {fmt_bytes(budget)} {what}"
+        if size > self.device_memory_share * budget:
+            msg = (f"{name}: the data takes {fmt_bytes(size)} = {share}, more than device_memory_share "
+                   f"{self.device_memory_share:.0%}")
+            if self.on_device is True:
+                raise ValueError(msg + " with on_device: true; raise device_memory_share or set on_device: auto")
+            rank_zero_info(f"{msg}; it stays with the CPU loader (on_device: auto)")
+            return None
+        if sets is None:  # read now that they are known to fit
+            sets = self.resident_sets()
+            size = sum(resident_bytes(t) for t in sets.values())
+            share = f"{size / budget:.2%} of {fmt_bytes(budget)} {what}"
+        for split, tensors in sets.items():
+            check_finite(split, tensors, self.describe)
+        out = {s: {k: v.to(device) for k, v in t.items()} for s, t in sets.items()}
+        augs = f" ({', '.join(type(a).__name__ for a in self.batch_augment)})" if self.batch_augment else ""
+        # one line at the start of the run, in the console (Lightning's rank-zero logger)
+        rank_zero_info(f"{name}: data on {device}: {fmt_bytes(size)} = {share} (at most "
+                       f"{100 * self.device_memory_share:.0f}%, on_device: {self.on_device}); batches drawn and "
+                       f"augmented there{augs}")
+        return out
+
+    def device_loader(self, split: str, tensors: dict[str, Tensor], shuffle: bool) -> DeviceLoader:
+        device = tensors["image"].device
+        steps = []
+        prepare = self.prepare_batch()
+        if prepare is not None:
+            steps.append(lambda batch, g: {**batch, "image": prepare(batch["image"])})
+        if split == "train" and self.batch_augment:
+            fill = self.pad_fill(tensors["image"].dtype, tensors["image"].shape[1], device)
+            for a in self.batch_augment:
+                a.bind(fill=fill, num_classes=self.num_classes)
+            steps += self.batch_augment
+        n = len(tensors["ids"])
+        if split == "train":
+            return DeviceLoader(tensors, self.batch_size, sampler=DeviceSampler(n, device, shuffle=shuffle),
+                                transforms=steps)
+        order, bs = eval_order(n, self.batch_size, device)
+        return DeviceLoader(tensors, bs, order=order, transforms=steps)
 
     def test_items(self) -> Dataset:
         """The test images: ``items[i]`` is a dict of ``image`` (C, H, W), ``y`` and ``id``."""
@@ -153,15 +292,27 @@ class DigitsDataModule(ImageDataModule):
             background is -1); None: the random affine below.
         degrees, translate, scale: the default affine's ranges (``v2.RandomAffine``).
         num_workers: DataLoader workers (0: in the main process; the data is tiny).
+        on_device: keep the splits on the training device and draw batches there
+            (``device_loader.py``): ``auto`` when they fit in ``device_memory_share`` of its
+            memory and no per-sample ``train_transforms`` run (``augment: false``), else the CPU
+            loader; said in one log line at the start of a run.
+        device_memory_share: the share of the device's memory (a GPU's total, the host's RAM on
+            the CPU) the resident data may take.
+        batch_augment: augmentations of whole batches on the device, parameters per sample
+            (``batch_augment.py``: ``RandomCrop``, ``HorizontalFlip``, ``RandomErasing``,
+            ``MixUp``, ``CutMix``; ``class_path`` / ``init_args``); needs ``augment: false``.
     """
 
     class_names = [str(d) for d in range(10)]
     image_shape = (1, 8, 8)
+    background = -1.0  # pixels are stored in [-1, 1], the background -1
 
     def __init__(self, batch_size: int = 64, augment: bool = True,
                  train_transforms: list[v2.Transform] | None = None, degrees: float = 10.0,
-                 translate: float = 0.1, scale: Sequence[float] = (0.9, 1.1), num_workers: int = 0) -> None:
-        super().__init__(batch_size, num_workers)
+                 translate: float = 0.1, scale: Sequence[float] = (0.9, 1.1), num_workers: int = 0,
+                 on_device: bool | Literal["auto"] = "auto", device_memory_share: float = 0.5,
+                 batch_augment: list[BatchAugment] | None = None) -> None:
+        super().__init__(batch_size, num_workers, on_device, device_memory_share, batch_augment, augment)
         check_train_transforms(augment, train_transforms)
         self.augment = augment
         self.train_transforms = v2.Compose(list(train_transforms)) if train_transforms is not None else \
@@ -264,7 +415,9 @@ class ImageFolderDataModule(ImageDataModule):
         skip_non_images: skip (count and log) files without an image extension instead of failing.
         predict_files: image files or folders for ``vecset predict``, converted to ``channels``
             and resized to the training images' size.
-        batch_size, num_workers: as in DigitsDataModule.
+        batch_size, num_workers, on_device, device_memory_share, batch_augment: as in DigitsDataModule.
+            On the device, every image is read once (resized and normalized, float32) at the
+            start of a run; ``on_device: auto`` checks their size before reading them.
     """
 
     def __init__(self, root: str, channels: int = 3, convert: bool = False,
@@ -272,8 +425,10 @@ class ImageFolderDataModule(ImageDataModule):
                  std: Sequence[float] | None = None, augment: bool = False,
                  train_transforms: list[v2.Transform] | None = None, val_fraction: float = 0.1,
                  test_fraction: float = 0.1, split_seed: int = 0, skip_non_images: bool = False,
-                 predict_files: list[str] | None = None, batch_size: int = 64, num_workers: int = 0) -> None:
-        super().__init__(batch_size, num_workers)
+                 predict_files: list[str] | None = None, batch_size: int = 64, num_workers: int = 0,
+                 on_device: bool | Literal["auto"] = "auto", device_memory_share: float = 0.5,
+                 batch_augment: list[BatchAugment] | None = None) -> None:
+        super().__init__(batch_size, num_workers, on_device, device_memory_share, batch_augment, augment)
         check_train_transforms(augment, train_transforms)
         if channels not in (1, 3):
             raise ValueError(f"channels must be 1 (grey) or 3 (RGB), got {channels}")
@@ -376,6 +531,28 @@ class ImageFolderDataModule(ImageDataModule):
         log.info("%s: %d classes, %s images (train/val/test)", self.root, len(classes),
                  "/".join(map(str, [len(self.sets[s]) for s in splits])))
 
+    # -- data on the device: the images read once, resized and normalized ---------------
+    def resident_estimate(self) -> int | None:
+        C, H, W = self.image_shape
+        n = sum(len(self.sets[s]) for s in ("train", "val", "test"))
+        return n * (C * H * W * 4 + 16)  # float32 pixels, the label and the id
+
+    def resident_sets(self) -> dict[str, dict[str, Tensor]]:
+        """Every image of each split read once with its transform (deterministic: resizing and
+        normalization, ``augment`` is off on this path), as float32 (N, C, H, W)."""
+        out = {}
+        for s in ("train", "val", "test"):
+            ds: FileImages = self.sets[s]  # type: ignore[assignment]
+            items = [ds[i] for i in range(len(ds))]
+            out[s] = {"image": torch.stack([it["image"] for it in items]),
+                      "y": torch.tensor([int(it["y"]) for it in items]),
+                      "ids": torch.tensor([int(it["id"]) for it in items])}
+        return out
+
+    def pad_fill(self, raw_dtype: torch.dtype, channels: int, device: torch.device) -> Tensor:
+        # the images are stored normalized: a black pixel (0) after the normalization
+        return ((0.0 - torch.tensor(self.mean)) / torch.tensor(self.std)).to(device)
+
     def _split(self, paths: list[Path], labels: list[int], fraction: float, name: str):
         from sklearn.model_selection import train_test_split
 
@@ -423,7 +600,7 @@ class Cifar10DataModule(ImageDataModule):
         train_transforms: torchvision v2 transforms for training images (``class_path`` /
             ``init_args``), run on the (3, 32, 32) uint8 image before scaling; None: a random
             crop of 32 after 4 pixels of padding and a horizontal flip.
-        batch_size, num_workers: as in DigitsDataModule.
+        batch_size, num_workers, on_device, device_memory_share, batch_augment: as in DigitsDataModule.
     """
 
     image_shape = (3, 32, 32)
@@ -432,8 +609,9 @@ class Cifar10DataModule(ImageDataModule):
 
     def __init__(self, root: str, val_fraction: float = 0.1, split_seed: int = 0, augment: bool = True,
                  train_transforms: list[v2.Transform] | None = None, batch_size: int = 128,
-                 num_workers: int = 0) -> None:
-        super().__init__(batch_size, num_workers)
+                 num_workers: int = 0, on_device: bool | Literal["auto"] = "auto", device_memory_share: float = 0.5,
+                 batch_augment: list[BatchAugment] | None = None) -> None:
+        super().__init__(batch_size, num_workers, on_device, device_memory_share, batch_augment, augment)
         check_train_transforms(augment, train_transforms)
         self.root, self.val_fraction, self.split_seed, self.augment = Path(root), val_fraction, split_seed, augment
         self.train_transforms = list(train_transforms) if train_transforms is not None else [
@@ -485,6 +663,9 @@ class Cifar10DataModule(ImageDataModule):
         self.sets["val"] = TensorImages(xtr[va], ytr[va], va, eval_tf)
         self.sets["test"] = TensorImages(as_tensor(test), torch.tensor(test.targets),
                                          torch.arange(len(test.targets)) + len(ytr), eval_tf)
+
+    def prepare_batch(self) -> ScaleNormalize:
+        return ScaleNormalize(255.0, self.MEAN, self.STD)
 
     def describe(self, sample_id: int) -> str:
         n = self.offsets.get("test", 50000)

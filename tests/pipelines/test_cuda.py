@@ -135,3 +135,39 @@ def test_multitask_cli_fit_on_gpu(tmp_path, monkeypatch):
     run_dir, results = _fit(tmp_path, monkeypatch, "debug_multitask")
     metrics = results["test"]
     assert metrics and all(torch.isfinite(torch.tensor(float(v))) for v in metrics.values())
+
+
+def test_data_on_the_gpu_draws_and_augments_batches_without_a_host_sync(tmp_path):
+    """The Fashion-MNIST splits on the GPU (on_device), every batch drawn and augmented there
+    (crop, flip, erasing, MixUp): iterating two epochs makes no host-device sync
+    (``set_sync_debug_mode("error")`` raises on one), and the batches are the CPU's draws'
+    shapes, each training image once an epoch."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "pipelines" / "data"))
+    from test_fashion_mnist import write_dataset
+
+    from vecset.pipelines import FashionMNISTDataModule
+    from vecset.pipelines.data.batch_augment import HorizontalFlip, MixUp, RandomCrop, RandomErasing
+
+    dm = FashionMNISTDataModule(root=str(write_dataset(tmp_path, n_train=300, n_test=50)), augment=False,
+                                on_device=True, batch_size=64,
+                                batch_augment=[RandomCrop(2), HorizontalFlip(), RandomErasing(), MixUp(0.4)])
+    dm.training_device = lambda: torch.device("cuda", 0)
+    dm.setup("fit")
+    loader, val = dm.train_dataloader(), dm.val_dataloader()
+    ids = []
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for epoch in range(2):
+            loader.sampler.set_epoch(epoch)
+            for batch in loader:
+                assert batch["image"].is_cuda and batch["image"].shape[1:] == (1, 28, 28)
+                assert batch["y"].shape[1:] == (10,)
+                ids.append(batch["ids"])
+            for batch in val:
+                assert batch["image"].is_cuda
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    epoch0 = torch.cat(ids[:len(loader)]).cpu()
+    assert sorted(epoch0.tolist()) == sorted(dm.sets["train"].ids.tolist())
