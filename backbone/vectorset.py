@@ -27,6 +27,11 @@ class VectorSet:
         cls:  True when index 0 of every set is a prepended CLS vector
         window: optional truncated attention chosen by the encoder: vector i attends only to
               j with |i - j| <= window (overrides the backbone's own ``window``)
+        padded: whether any set of the batch is shorter than N (``mask`` has a False entry),
+              known where the batch is built (the collate functions set ``batch["padded"]``
+              from the lengths, on the host) so the backbone picks its unmasked fast path
+              without reading the mask back from the device; None: unknown (the backbone
+              then reads the mask, a host-device sync on a GPU)
     """
 
     x: Tensor
@@ -35,6 +40,7 @@ class VectorSet:
     bias: Tensor | None = None
     cls: bool = False
     window: int | None = None
+    padded: bool | None = None
 
     def __post_init__(self) -> None:
         if self.x.dim() != 3:
@@ -100,4 +106,4 @@ class VectorSet:
         for i, v in enumerate(vectors):
             x[i, : v.shape[0]] = v
             mask[i, : v.shape[0]] = True
-        return cls(x=x, mask=mask)
+        return cls(x=x, mask=mask, padded=any(v.shape[0] < n for v in vectors))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytorch_lightning as pl
 import torch
@@ -17,6 +18,7 @@ from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.param_groups import weight_decay_groups
 from vecset.pipelines.training.set_size import check_set_size
 from vecset.pipelines.training.step import (
+    check_on_host,
     check_parts,
     check_widths,
     forward_task,
@@ -150,6 +152,10 @@ class TaskModule(pl.LightningModule):
 
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:
         return self._step(batch, "train")
+
+    def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        """Label ranges and non-finite inputs are checked here, on the host (``check_on_host``)."""
+        return check_on_host(self, batch, {None: self.head}, dataloader_idx)
 
     def validation_step(self, batch: dict, batch_idx: int) -> None:
         self._step(batch, "val")
