@@ -32,6 +32,9 @@ class VectorSet:
               from the lengths, on the host) so the backbone picks its unmasked fast path
               without reading the mask back from the device; None: unknown (the backbone
               then reads the mask, a host-device sync on a GPU)
+        grid: optional (rows, columns) of the image grid the vectors fill, in row-major order
+              with none padded (image encoders set it; a grid-shaped model such as GridResNet
+              then need not find the grid from ``pos`` on the device)
     """
 
     x: Tensor
@@ -41,6 +44,7 @@ class VectorSet:
     cls: bool = False
     window: int | None = None
     padded: bool | None = None
+    grid: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         if self.x.dim() != 3:
@@ -58,6 +62,8 @@ class VectorSet:
         if self.window is not None and self.window < 1:
             raise ValueError(f"VectorSet.window must be >= 1 (vector i sees j with |i - j| <= window) or None, "
                              f"got {self.window}")
+        if self.grid is not None and self.grid[0] * self.grid[1] != N:
+            raise ValueError(f"VectorSet.grid {tuple(self.grid)} must hold the N = {N} vectors (rows x columns)")
         if self.pos is not None and self.pos.shape[:2] != (B, N):
             raise ValueError(
                 f"VectorSet.pos must start with (B, N) = {(B, N)}, got {tuple(self.pos.shape)}"
