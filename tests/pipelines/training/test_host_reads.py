@@ -103,3 +103,19 @@ def test_no_host_reads_outside_logging_steps(config, extra, tmp_path, monkeypatc
     monkeypatch.chdir(ROOT)  # the configs' data paths are relative to the checkout
     reads = quiet_step_reads(config, tmp_path, extra=extra)
     assert not reads, f"{config}: host reads in steps that do not log: {dict(reads)}"
+
+
+def test_adamw_is_not_fused_on_the_cpu():
+    """The fused AdamW is for CUDA parameters (tests/pipelines/test_cuda.py); on the CPU it is
+    torch's default AdamW."""
+    from types import SimpleNamespace
+
+    from vecset.backbone import Backbone
+    from vecset.encoders import VectorEncoder
+    from vecset.heads import LabelingHead
+    from vecset.pipelines import TaskModule
+    from vecset.pipelines.training.task import adamw_warmup_cosine
+
+    m = TaskModule(VectorEncoder(2, 8), Backbone(d_model=8, depth=1, heads=2), LabelingHead(8, 2))
+    m._trainer = SimpleNamespace(estimated_stepping_batches=10)
+    assert not adamw_warmup_cosine(m, 1e-3, 0.01, 0.0)["optimizer"].defaults["fused"]
