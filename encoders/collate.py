@@ -6,6 +6,9 @@ import torch
 from torch import Tensor
 
 
+PADDED = "padded"  # the batch key of VectorSet.padded: whether any set is shorter than the batch's N
+
+
 def pad_sets(items: list[dict], pad_label: int = -100) -> dict:
     """Collate samples ``{"x": (n_i, F), "y": label(s), "id": int, ...}`` into a padded batch.
 
@@ -39,7 +42,7 @@ def pad_sets(items: list[dict], pad_label: int = -100) -> dict:
         x[i, :n] = it["x"]
         mask[i, :n] = True
     batch = {"x": x, "mask": mask, "ids": torch.tensor([int(it["id"]) for it in items]),
-             "padded": is_padded(it["x"].shape[0] for it in items)}
+             PADDED: is_padded(it["x"].shape[0] for it in items)}
     if "y" in items[0]:
         ys = [torch.as_tensor(it["y"]) for it in items]
         if ys[0].dim() == 1 and ys[0].dtype == torch.long:

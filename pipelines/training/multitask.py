@@ -214,7 +214,10 @@ class MultiTaskModule(pl.LightningModule):
 
     def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
         """Label ranges and non-finite inputs are checked here, on the host (``check_on_host``)."""
-        names = self._task_names() if self._trainer is not None else self.tasks
+        if self._trainer is not None and self.trainer.predicting:  # the predicted task's batches
+            names = [self.trainer.datamodule.predict_task_name()]
+        else:
+            names = self._task_names() if self._trainer is not None else self.tasks
         return check_on_host(self, batch, {t: self.heads[t] for t in names}, dataloader_idx)
 
     def validation_step(self, batch: dict, batch_idx: int, dataloader_idx: int = 0) -> None:
