@@ -89,19 +89,28 @@ def quiet_step_reads(config: str, tmp_path, steps: int = 6, every: int = 4, extr
     return {s: c for s, c in counter.sites.items() if s not in logging and c}
 
 
-# (config, extra CLI arguments): the shipped configs that run here in seconds, made tiny
+# (config, extra CLI arguments, sites allowed one read a step): the shipped configs that run here
+# in seconds, made tiny. Seq2SeqHead scores training's teacher-forced outputs with edit
+# distances on the host (train_per, train_wer): one read of the batch's argmax a step.
+SEQ2SEQ_METRICS = "head.py:392"
 CONFIGS = [
-    ("debug.yaml", ()),
-    ("debug_multitask.yaml", ()),
-    ("digits.yaml", ()),
-    ("speech_frames_debug.yaml", ()),
+    ("debug.yaml", (), ()),
+    ("debug_multitask.yaml", (), ()),
+    ("digits.yaml", (), ()),
+    ("speech_frames_debug.yaml", (), ()),
+    ("g2p_debug.yaml", (), (SEQ2SEQ_METRICS,)),
 ]
 
 
-@pytest.mark.parametrize("config,extra", CONFIGS, ids=[c for c, _ in CONFIGS])
-def test_no_host_reads_outside_logging_steps(config, extra, tmp_path, monkeypatch):
+@pytest.mark.parametrize("config,extra,allowed", CONFIGS, ids=[c for c, _, _ in CONFIGS])
+def test_no_host_reads_outside_logging_steps(config, extra, allowed, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)  # the configs' data paths are relative to the checkout
     reads = quiet_step_reads(config, tmp_path, extra=extra)
+    for sites in reads.values():
+        for site in allowed:
+            for key in [k for k in sites if k.startswith(site)]:
+                sites[key] -= 1  # one a step allowed
+    reads = {s: +c for s, c in reads.items() if +c}
     assert not reads, f"{config}: host reads in steps that do not log: {dict(reads)}"
 
 
