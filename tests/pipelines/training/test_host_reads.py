@@ -99,6 +99,10 @@ CONFIGS = [
     ("digits.yaml", (), ()),
     ("speech_frames_debug.yaml", (), ()),
     ("g2p_debug.yaml", (), (SEQ2SEQ_METRICS,)),
+    ("digits_pixel.yaml", (), ()),
+    ("fashion_mnist_debug.yaml", (), ()),
+    ("karate.yaml", (), ()),
+    ("kernel_regression.yaml", (), ()),
 ]
 
 
