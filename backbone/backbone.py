@@ -101,7 +101,7 @@ class Backbone(nn.Module):
             pad = (1, 0, 1, 0)
             bias = F.pad(bias, pad, value=True) if bias.dtype == torch.bool else F.pad(bias, pad, value=0.0)
         pos = F.pad(vs.pos, (0, 0, 1, 0)) if vs.pos is not None else None
-        return VectorSet(x=x, mask=mask, pos=pos, bias=bias, cls=True, window=vs.window)
+        return VectorSet(x=x, mask=mask, pos=pos, bias=bias, cls=True, window=vs.window, padded=vs.padded)
 
     def forward(self, vs: VectorSet) -> VectorSet:
         if vs.x.shape[-1] != self.d_model:
@@ -110,8 +110,10 @@ class Backbone(nn.Module):
             if vs.window is not None:
                 raise ValueError(CLS_WINDOW_ERROR)
             vs = self._prepend_cls(vs)
-        # once, not once a block (a host sync on a GPU); exporting: the masked path for every input
-        padded = True if is_exporting() else not bool(vs.mask.all())
+        # exporting: the masked path for every input. Else the batch says whether it is padded
+        # (``VectorSet.padded``, from the collate); only where it does not is the mask read,
+        # once, not once a block (a host sync on a GPU)
+        padded = True if is_exporting() else vs.padded if vs.padded is not None else not bool(vs.mask.all())
         run = _compiled_trunk() if self.compile_blocks else _trunk
         return replace(vs, x=run(self, vs.x, vs.mask, vs.bias, vs.window, padded))
 

@@ -139,7 +139,9 @@ def grid_cells(vs: VectorSet) -> tuple[Tensor, int, int]:
     The distinct rows (columns) of the batch's real vectors, in order, are the grid's rows
     (columns): patch positions step by the patch size, pixel positions by 1. Padded vectors
     get the extra cell ``gh * gw``. Two real vectors of one set on one cell, or positions that
-    make more cells than vectors (not an image grid), are errors.
+    make more cells than vectors (not an image grid), are errors. Where the encoder declares
+    its grid (``vs.grid``: row-major, unpadded) the cells are the vectors' indices, and
+    nothing is read from the device.
 
     Shapes: vs.pos (B, N, 2) -> cells (B, N) long in [0, gh * gw], gh, gw
     """
@@ -151,6 +153,9 @@ def grid_cells(vs: VectorSet) -> tuple[Tensor, int, int]:
         raise ValueError("GridResNet got a set with a CLS vector, which has no grid cell; pool with "
                          "SequenceHead(pooling='mean' or 'attention')")
     B, N, _ = vs.pos.shape
+    if vs.grid is not None:  # the encoder's row-major grid, every vector real: nothing to read back
+        gh, gw = vs.grid
+        return torch.arange(N, device=vs.pos.device).expand(B, N), gh, gw
     real = vs.pos[vs.mask]  # (R, 2)
     rows, cols = torch.unique(real[:, 0]), torch.unique(real[:, 1])  # sorted
     gh, gw = len(rows), len(cols)

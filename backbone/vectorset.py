@@ -27,6 +27,14 @@ class VectorSet:
         cls:  True when index 0 of every set is a prepended CLS vector
         window: optional truncated attention chosen by the encoder: vector i attends only to
               j with |i - j| <= window (overrides the backbone's own ``window``)
+        padded: whether any set of the batch is shorter than N (``mask`` has a False entry),
+              known where the batch is built (the collate functions set ``batch["padded"]``
+              from the lengths, on the host) so the backbone picks its unmasked fast path
+              without reading the mask back from the device; None: unknown (the backbone
+              then reads the mask, a host-device sync on a GPU)
+        grid: optional (rows, columns) of the image grid the vectors fill, in row-major order
+              with none padded (image encoders set it; a grid-shaped model such as GridResNet
+              then need not find the grid from ``pos`` on the device)
     """
 
     x: Tensor
@@ -35,6 +43,8 @@ class VectorSet:
     bias: Tensor | None = None
     cls: bool = False
     window: int | None = None
+    padded: bool | None = None
+    grid: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         if self.x.dim() != 3:
@@ -52,6 +62,8 @@ class VectorSet:
         if self.window is not None and self.window < 1:
             raise ValueError(f"VectorSet.window must be >= 1 (vector i sees j with |i - j| <= window) or None, "
                              f"got {self.window}")
+        if self.grid is not None and self.grid[0] * self.grid[1] != N:
+            raise ValueError(f"VectorSet.grid {tuple(self.grid)} must hold the N = {N} vectors (rows x columns)")
         if self.pos is not None and self.pos.shape[:2] != (B, N):
             raise ValueError(
                 f"VectorSet.pos must start with (B, N) = {(B, N)}, got {tuple(self.pos.shape)}"
@@ -100,4 +112,4 @@ class VectorSet:
         for i, v in enumerate(vectors):
             x[i, : v.shape[0]] = v
             mask[i, : v.shape[0]] = True
-        return cls(x=x, mask=mask)
+        return cls(x=x, mask=mask, padded=any(v.shape[0] < n for v in vectors))

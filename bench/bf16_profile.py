@@ -138,8 +138,8 @@ def profile(d: int, bf16: bool, steps: int) -> dict:
 
 
 def profile_step(step, steps: int) -> dict:
-    """Self CPU time per class over ``steps`` profiled steps (after one warm-up), and the
-    top ops."""
+    """Self CPU time per class over ``steps`` profiled steps (after one warm-up), the op calls
+    per class and step, and the top ops."""
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as tprofile
 
@@ -152,17 +152,19 @@ def profile_step(step, steps: int) -> dict:
         for _ in range(steps):
             step()
     per = {c: 0.0 for c in CLASSES}
+    calls = {c: 0 for c in CLASSES}  # op calls per step: what ran, whatever this CPU's speed
     ops = []
     for ev in prof.key_averages():
         if not ev.key.startswith("aten::"):
             continue
         us = ev.self_cpu_time_total / steps
         per[op_class(ev.key)] += us
+        calls[op_class(ev.key)] += ev.count // steps
         ops.append({"op": ev.key, "class": op_class(ev.key), "self_ms": us / 1e3, "calls": ev.count // steps})
     total = sum(per.values())
     ops.sort(key=lambda o: -o["self_ms"])
     return {"step_s": plain_s, "profiled_self_ms": total / 1e3, **{f"share_{c}": per[c] / total for c in CLASSES},
-            "top_ops": ops[:15]}
+            **{f"calls_{c}": calls[c] for c in CLASSES}, "top_ops": ops[:15]}
 
 
 def _before():

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+PADDED = "padded"  # the batch key of VectorSet.padded: whether any set is shorter than the batch's N
+
 
 def pad_sets(items: list[dict], pad_label: int = -100) -> dict:
     """Collate samples ``{"x": (n_i, F), "y": label(s), "id": int, ...}`` into a padded batch.
@@ -13,7 +15,9 @@ def pad_sets(items: list[dict], pad_label: int = -100) -> dict:
     (n_i,) long tensor (one label per vector; padded with ``pad_label``).
     An empty set is an error: it has nothing to attend to.
 
-    Returns ``{"x": (B, N, F), "mask": (B, N) bool, "y": ..., "ids": (B,) long}``.
+    Returns ``{"x": (B, N, F), "mask": (B, N) bool, "y": ..., "ids": (B,) long, "padded": bool}``
+    (``padded``: whether any set is shorter than N, known here from the lengths so that the
+    model need not read the mask back from the device: ``VectorSet.padded``).
     """
     if not items:
         raise ValueError("cannot collate an empty batch")
@@ -36,7 +40,8 @@ def pad_sets(items: list[dict], pad_label: int = -100) -> dict:
         n = it["x"].shape[0]
         x[i, :n] = it["x"]
         mask[i, :n] = True
-    batch = {"x": x, "mask": mask, "ids": torch.tensor([int(it["id"]) for it in items])}
+    batch = {"x": x, "mask": mask, "ids": torch.tensor([int(it["id"]) for it in items]),
+             PADDED: is_padded(it["x"].shape[0] for it in items)}
     if "y" in items[0]:
         ys = [torch.as_tensor(it["y"]) for it in items]
         if ys[0].dim() == 1 and ys[0].dtype == torch.long:
@@ -47,6 +52,12 @@ def pad_sets(items: list[dict], pad_label: int = -100) -> dict:
         else:
             batch["y"] = torch.stack(ys)
     return batch
+
+
+def is_padded(lengths) -> bool:
+    """Whether a batch of sets with these lengths (ints) has padding: any shorter than the longest."""
+    lengths = list(lengths)
+    return min(lengths) < max(lengths)
 
 
 def stack_field(items: list[dict], key: str) -> Tensor:

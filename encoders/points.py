@@ -22,5 +22,6 @@ class PointEncoder(Encoder):
         k = batch[self.field]
         if k.dim() != 2:
             raise ValueError(f"batch['{self.field}'] must be (B, K) scalars, got {tuple(k.shape)}")
-        mask = batch.get("key_mask", torch.ones_like(k, dtype=torch.bool))
-        return VectorSet(x=k[..., None].float(), mask=mask)
+        if "key_mask" in batch:
+            return VectorSet(x=k[..., None].float(), mask=batch["key_mask"], padded=batch.get("padded"))
+        return VectorSet(x=k[..., None].float(), mask=torch.ones_like(k, dtype=torch.bool), padded=False)

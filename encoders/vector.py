@@ -59,6 +59,6 @@ class VectorEncoder(Encoder):
         if pe is not None:
             h = h + pe
         mask = batch["mask"]
-        return VectorSet(x=h * mask[..., None].to(h.dtype), mask=mask)
+        return VectorSet(x=h * mask[..., None].to(h.dtype), mask=mask, padded=batch.get("padded"))
 
 

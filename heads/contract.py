@@ -62,6 +62,12 @@ class Head(nn.Module, ABC):
     def predict(self, out: Any, batch: dict) -> dict:
         """Per-sample predictions for ``vecset predict`` (lists, one entry per sample)."""
 
+    def check_batch(self, batch: dict) -> None:
+        """Checks of the batch's values (label ranges), run on the host before the batch moves
+        to the device (the task modules' ``on_before_batch_transfer``), so that a training step
+        never waits on a read from the device; ``loss`` does not repeat them. A bad batch is a
+        ValueError. Default: nothing to check."""
+
     def segment_decoder(self) -> SegmentDecoder | None:
         """The decoder that turns one set's per-vector outputs into labels in runs (a
         ``SegmentDecoder``: speech frames into phone segments), or None. ``vecset predict`` feeds

@@ -2,15 +2,43 @@
 
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torchmetrics import MetricCollection
-from torchmetrics.classification import MulticlassAccuracy
+from torchmetrics import Metric, MetricCollection
 
 from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.vectorset import VectorSet
 from vecset.heads.contract import Head, check_class_count
 from vecset.heads.segment_decoder import SegmentDecoder
+
+
+class LabelAccuracy(Metric):
+    """The share of correct labels among the targets that are not ``ignore_index`` (padding):
+    torchmetrics' ``MulticlassAccuracy(average="micro", ignore_index=...)``, without its
+    boolean-mask indexing and argument checks, which read the targets on the host at every
+    update (a host-device sync on a GPU; label ranges are checked before the transfer,
+    ``LabelingHead.check_batch``).
+
+    Shapes: update(preds (M,) long, target (M,) long) -> compute () float
+    """
+
+    full_state_update = False
+
+    def __init__(self, ignore_index: int = -100) -> None:
+        super().__init__()
+        self.ignore_index = ignore_index
+        self.add_state("correct", default=torch.tensor(0), dist_reduce_fx="sum")
+        self.add_state("total", default=torch.tensor(0), dist_reduce_fx="sum")
+
+    def update(self, preds: Tensor, target: Tensor) -> None:
+        real = target != self.ignore_index
+        self.correct += ((preds == target) & real).sum()
+        self.total += real.sum()
+
+    def compute(self) -> Tensor:
+        # 0 when no target counts, as torchmetrics' safe division gives
+        return self.correct.float() / self.total.clamp(min=1).float()
 
 
 class LabelingHead(Head):
@@ -54,6 +82,10 @@ class LabelingHead(Head):
     def receive(self, spec: DataSpec) -> None:
         check_class_count(self.num_classes, spec)
 
+    def check_batch(self, batch: dict) -> None:
+        if "y" in batch:
+            self.check_targets(batch["y"])
+
     def check_targets(self, y: Tensor) -> None:
         real = y[y != self.ignore_index]
         if real.numel() and (real.min() < 0 or real.max() >= self.num_classes):
@@ -63,13 +95,11 @@ class LabelingHead(Head):
             )
 
     def loss(self, out: Tensor, batch: dict) -> Tensor:
-        y = batch["y"]
-        self.check_targets(y)
-        return F.cross_entropy(out.flatten(0, 1), y.flatten(), ignore_index=self.ignore_index)
+        # label ranges are checked on the host, before the batch reaches the device (check_batch)
+        return F.cross_entropy(out.flatten(0, 1), batch["y"].flatten(), ignore_index=self.ignore_index)
 
     def metrics(self) -> MetricCollection:
-        return MetricCollection({"acc": MulticlassAccuracy(self.num_classes, average="micro",
-                                                           ignore_index=self.ignore_index)})
+        return MetricCollection({"acc": LabelAccuracy(self.ignore_index)})
 
     def metric_inputs(self, out: Tensor, batch: dict) -> tuple[Tensor, Tensor]:
         return out.argmax(-1).flatten(), batch["y"].flatten()

@@ -332,6 +332,11 @@ def silence_inapplicable_advice(resuming: bool) -> None:
     # the start-up line says it: "precision: bf16-mixed (16-mixed was asked: Lightning runs bf16-mixed instead ...)"
     warnings.filterwarnings("ignore", category=UserWarning,
                             message=r"You passed `Trainer\(accelerator='cpu', precision='16-mixed'\)` but AMP with fp16")
+    # the task modules check batches on the host there (label ranges, NonFiniteGuard) on purpose;
+    # a data module's own hook would win over it, and Lightning says so in its other warning
+    warnings.filterwarnings("ignore", category=UserWarning,
+                            message=r"You have overridden `on_before_batch_transfer` in `LightningModule` but have "
+                                    r"passed in a `LightningDataModule`")
     # bf16-mixed keeps fp32 weights, so the summary's 32-bit size estimate is right (trainer.precision: auto)
     warnings.filterwarnings("ignore", category=UserWarning,
                             message=r"Precision bf16-mixed is not supported by the model summary")

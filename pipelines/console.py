@@ -78,7 +78,27 @@ def track(items: Sequence[T], description: str, console: Console | None = None) 
 
 class ProgressBar(RichProgressBar):
     """``RichProgressBar`` whose title is ``Epoch {e}`` when the run has no epoch limit
-    (``max_epochs`` -1: step-limited or unlimited) and ``Epoch {e}/{last}`` otherwise."""
+    (``max_epochs`` -1: step-limited or unlimited) and ``Epoch {e}/{last}`` otherwise, and
+    which shows the training loss as of the last logging step (``log_every_n_steps``): the
+    step reads no value from the device in between (Lightning turns its progress-bar values
+    into numbers after every batch, so ``train_loss`` is not one)."""
+
+    LOSS = "train_loss"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._train_loss: float | None = None
+
+    def get_metrics(self, trainer, pl_module) -> dict:
+        items = super().get_metrics(trainer, pl_module)
+        # Lightning's own test for "this step logs"; the value is the step's, as it is logged
+        if trainer.training and trainer._logger_connector.should_update_logs:
+            value = trainer.callback_metrics.get(f"{self.LOSS}_step")
+            if value is not None:
+                self._train_loss = float(value)
+        if self._train_loss is not None:
+            items[self.LOSS] = self._train_loss
+        return items
 
     def _get_train_description(self, current_epoch: int) -> str:
         max_epochs = self.trainer.max_epochs

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from vecset.encoders.collate import is_padded
+
 
 def pad_graphs(items: list[dict], unreachable: int, pad_label: int = -100) -> dict:
     """Collate cached graph tensors into a padded batch.
@@ -27,6 +29,7 @@ def pad_graphs(items: list[dict], unreachable: int, pad_label: int = -100) -> di
         "edge": torch.zeros(B, N, N, dtype=torch.long),
         "degree": torch.zeros(B, N, dtype=torch.long),
         "ids": torch.tensor([int(it["id"]) for it in items]),
+        "padded": is_padded(it["x"].shape[0] for it in items),  # VectorSet.padded, known here
     }
     has_lap = "lap" in items[0]
     if has_lap:

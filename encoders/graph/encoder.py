@@ -118,4 +118,4 @@ class GraphEncoder(Encoder):
                 lap = lap * sign
             h = h + self.lap_proj(lap)
         h = h * mask[..., None].to(h.dtype)
-        return VectorSet(x=h, mask=mask, bias=self.structure_bias(batch))
+        return VectorSet(x=h, mask=mask, bias=self.structure_bias(batch), padded=batch.get("padded"))

@@ -102,7 +102,7 @@ class PixelEncoder(Encoder):
         if pe is not None:
             x = x + pe  # (H*W, D) broadcast over B
         return VectorSet(x=x, mask=torch.ones(B, H * W, dtype=torch.bool, device=x.device),
-                         pos=_grid_pos(H, W, 1, image.device).expand(B, -1, -1))
+                         pos=_grid_pos(H, W, 1, image.device).expand(B, -1, -1), padded=False, grid=(H, W))
 
 
 def conv_stem(in_channels: int, channels: Sequence[int], strides: Sequence[int] = ()) -> nn.Module:
@@ -204,7 +204,7 @@ class PatchEncoder(Encoder):
         if not isinstance(self.positional, NoPositional):
             x = x + self.positional(gh, gw, image.device)  # (gh*gw, D)
         return VectorSet(x=x, mask=torch.ones(B, gh * gw, dtype=torch.bool, device=x.device),
-                         pos=_grid_pos(gh, gw, p, image.device).expand(B, -1, -1))
+                         pos=_grid_pos(gh, gw, p, image.device).expand(B, -1, -1), padded=False, grid=(gh, gw))
 
 
 def _grid_pos(h: int, w: int, step: int, device: torch.device) -> Tensor:

@@ -9,7 +9,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from vecset.backbone.data_spec import DataSpec
-from vecset.backbone.tracing import is_exporting
 from vecset.backbone.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
 from vecset.encoders.vector import Positional1D, make_positional_1d, max_positions
@@ -67,6 +66,7 @@ class SpeechEncoder(Encoder):
         self.register_buffer("mean", torch.zeros(in_dim))
         self.register_buffer("std", torch.ones(in_dim))
         self.register_buffer("stats_fitted", torch.tensor(False))
+        self._stats_known = False  # stats_fitted on the host: normalize must not read the buffer (a sync)
         self.freq_masks, self.time_masks = freq_masks, time_masks
         self.freq_mask = T.FrequencyMasking(freq_mask_param, iid_masks=True) if freq_mask_param else None
         self.time_mask = T.TimeMasking(time_mask_param, iid_masks=True) if time_mask_param else None
@@ -110,14 +110,18 @@ class SpeechEncoder(Encoder):
         self.mean.copy_(x.mean(0).float())
         self.std.copy_(x.std(0).clamp_min(1e-5).float())
         self.stats_fitted.fill_(True)
+        self._stats_known = True
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
+        fitted = state_dict.get(prefix + "stats_fitted")
+        self._stats_known = bool(fitted) if fitted is not None else self._stats_known  # at load, not per step
 
     def normalize(self, x: Tensor, mask: Tensor, batch: dict | None = None) -> Tensor:
         if self.normalization == "none":
             return x
         if self.normalization == "global":
-            # a buffer's value is data to torch.export (no Python branch on it in a traced graph):
-            # the eager run before the export (ServedModel.of) has made this check
-            if not is_exporting() and not bool(self.stats_fitted):
+            if not self._stats_known:
                 raise ValueError("SpeechEncoder(normalization='global') has no statistics: train it on data "
                                  "that hands over its training frames (SpeechFramesDataModule) or call "
                                  "set_global_stats")
@@ -163,4 +167,4 @@ class SpeechEncoder(Encoder):
             pe = None if pes[0] is None else torch.stack(pes)  # (B, T, D)
         if pe is not None:
             h = h + pe
-        return VectorSet(x=h * m, mask=mask, window=self.window)
+        return VectorSet(x=h * m, mask=mask, window=self.window, padded=batch.get("padded"))

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import torch
 
+from vecset.encoders.collate import is_padded
+
 
 def collate_tokens(items: list[dict], pad_label: int = -100) -> dict:
-    """``{"text": [B token lists], "y": (B, N) long padded with pad_label, "mask", "ids"}``."""
+    """``{"text": [B token lists], "y": (B, N) long padded with pad_label, "mask", "ids", "padded"}``
+    (``padded``: whether any sentence is shorter than N, ``VectorSet.padded``)."""
     B, N = len(items), max(len(it["forms"]) for it in items)
     y = torch.full((B, N), pad_label, dtype=torch.long)
     mask = torch.zeros(B, N, dtype=torch.bool)
@@ -16,7 +19,7 @@ def collate_tokens(items: list[dict], pad_label: int = -100) -> dict:
         if "tags" in it:
             y[i, :n] = torch.tensor(it["tags"])
     return {"text": [it["forms"] for it in items], "y": y, "mask": mask,
-            "ids": torch.tensor([it["id"] for it in items])}
+            "ids": torch.tensor([it["id"] for it in items]), "padded": is_padded(len(it["forms"]) for it in items)}
 
 
 def collate_text(items: list[dict]) -> dict:

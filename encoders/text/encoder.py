@@ -122,6 +122,17 @@ class TextEncoder(Encoder):
     # -- encoding -------------------------------------------------------------------------
     def encode(self, texts: list[str], ids: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """Strings -> token ids (B, N) long padded with <pad>, and mask (B, N) bool."""
+        return self._pad(self._token_ids(texts, ids))
+
+    def _pad(self, seqs: list[list[int]]) -> tuple[Tensor, Tensor]:
+        N = max(len(s) for s in seqs)
+        tok = torch.full((len(seqs), N), self.vocab.pad, dtype=torch.long)
+        for i, s in enumerate(seqs):
+            tok[i, : len(s)] = torch.tensor(s)
+        return tok, tok != self.vocab.pad
+
+    def _token_ids(self, texts: list[str], ids: Tensor | None = None) -> list[list[int]]:
+        """Strings -> one list of token ids each (errors name the sample id)."""
         if self.vocab is None:
             raise RuntimeError("TextEncoder has no vocabulary: fit the model first (build_vocab) "
                                "or load it from a checkpoint")
@@ -129,27 +140,25 @@ class TextEncoder(Encoder):
             raise ValueError(f"batch['{self.vocab_field}'] must be a list of strings, got one str")
         seqs = []
         for i, text in enumerate(texts):
-            name = f"sample id {int(ids[i])}" if ids is not None else f"item {i}"
+            # the sample's name only on an error: ids may be on the device (a read is a sync)
+            def name(i=i):
+                return (f"sample id {int(ids[i])}" if ids is not None else f"item {i}")
             toks = self.tokens_of(text)
             if not toks:
-                raise ValueError(f"{name} in batch['{self.vocab_field}'] is empty text ({text!r}); "
+                raise ValueError(f"{name()} in batch['{self.vocab_field}'] is empty text ({text!r}); "
                                  "every input needs at least one token")
             seq, unknown = self.vocab.encode(toks)
             if unknown:
                 if self.unknown == "error":
                     raise ValueError(
-                        f"{name} ({text!r}) has tokens not in the vocabulary of {len(self.vocab)}: "
+                        f"{name()} ({text!r}) has tokens not in the vocabulary of {len(self.vocab)}: "
                         f"{sorted(set(unknown))}; set unknown='unk' to map them to <unk>"
                     )
                 self.unknown_count += len(unknown)
-                log.warning("%s (%r): %d token(s) %s mapped to <unk> (%d so far)", name, text,
+                log.warning("%s (%r): %d token(s) %s mapped to <unk> (%d so far)", name(), text,
                             len(unknown), sorted(set(unknown)), self.unknown_count)
             seqs.append(seq)
-        N = max(len(s) for s in seqs)
-        tok = torch.full((len(seqs), N), self.vocab.pad, dtype=torch.long)
-        for i, s in enumerate(seqs):
-            tok[i, : len(s)] = torch.tensor(s)
-        return tok, tok != self.vocab.pad
+        return seqs
 
     def tokenized(self, batch: dict) -> dict:
         """The batch with its strings (``batch[field]``) replaced by their ids under
@@ -175,8 +184,11 @@ class TextEncoder(Encoder):
                                    "or load it from a checkpoint")
             tok = batch[TOKENS]
             mask = tok != self.vocab.pad
-        else:
-            tok, mask = self.encode(batch[self.vocab_field], batch.get("ids"))
+            padded = batch.get("padded")
+        else:  # tokenized here, on the host: the lengths say whether the batch is padded
+            seqs = self._token_ids(batch[self.vocab_field], batch.get("ids"))
+            tok, mask = self._pad(seqs)
+            padded = min(map(len, seqs)) < tok.shape[1]
         device = self.vocab_bytes.device
         tok, mask = tok.to(device), mask.to(device)
         if self.embed is not None:
@@ -186,4 +198,4 @@ class TextEncoder(Encoder):
         pe = self.positional(tok.shape[1], device)
         if pe is not None:
             x = x + pe
-        return VectorSet(x=x * mask[..., None].to(x.dtype), mask=mask)
+        return VectorSet(x=x * mask[..., None].to(x.dtype), mask=mask, padded=padded)

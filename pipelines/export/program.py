@@ -25,6 +25,7 @@ from torch.export import Dim, ExportedProgram
 
 from vecset.backbone.abilities import ImageSides, MaxSetSize, NotExported, Tokenizes
 from vecset.backbone.tracing import NotExportable, exporting
+from vecset.encoders.collate import PADDED
 from vecset.heads.contract import Head
 from vecset.pipelines.training.step import forward_task
 
@@ -54,7 +55,9 @@ class _ReadKeys(dict):
         self.read: list[str] = []
 
     def _note(self, key: str) -> None:
-        if key in self and key not in self.read:
+        # "padded" (VectorSet.padded) is a hint from the collate, not an input: an exported
+        # graph takes the masked path for every batch
+        if key in self and key not in self.read and key != PADDED:
             self.read.append(key)
 
     def __getitem__(self, key):
@@ -67,7 +70,7 @@ class _ReadKeys(dict):
 
     def __contains__(self, key) -> bool:  # "utterance_mean" in batch: a read too
         found = super().__contains__(key)
-        if found and key not in self.read:
+        if found and key not in self.read and key != PADDED:
             self.read.append(key)
         return found
 

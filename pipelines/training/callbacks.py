@@ -1,9 +1,9 @@
 """Callbacks the ``vecset`` CLI adds to every run.
 
-- ``NonFiniteGuard``: stop on a NaN/inf in an input batch or in the loss, naming the batch,
-  its sample ids and their inputs (the data module's ``describe``: a file, a CSV line),
-  before the optimizer steps on it (Lightning's own ``detect_anomaly`` names an autograd
-  node, not the data).
+- ``NonFiniteGuard``: stop on a NaN/inf in an input batch (checked on the host, before the
+  optimizer steps on it) or in the loss (a device-side flag read at logging steps), naming
+  the batch, its sample ids and their inputs (the data module's ``describe``: a file, a CSV
+  line) (Lightning's own ``detect_anomaly`` names an autograd node, not the data).
 - ``ResumeState``: what Lightning's checkpoint lacks for an exact mid-epoch resume: where in
   the epoch the data order was (``ResumableSampler``) and the random number generators
   (dropout). Lightning restores weights, optimizer, scheduler and loop counters itself.
@@ -63,15 +63,28 @@ def describe_inputs(trainer: pl.Trainer, ids: list[int], task: str | None = None
 
 class NonFiniteGuard(Callback):
     """Raise ``NonFiniteError`` when a float tensor of a batch (train/val/test) or the training
-    loss is NaN/inf. The message names the stage, the batch index, the key, the sample ids
-    (``batch["ids"]``) and what the data module calls them (``describe(id)``); the loss is
-    checked before ``backward``, so no step is taken on it and the last checkpoint holds
-    finite weights."""
+    loss is NaN/inf, without making a training step wait on the device.
+
+    Training inputs are checked on the host, before the batch moves to the device (the task
+    modules' ``on_before_batch_transfer`` calls ``check_host_batch``; evaluation batches at
+    their ``on_*_batch_start``): the message names the stage, the
+    batch index, the key, the sample ids (``batch["ids"]``) and what the data module calls them
+    (``describe(id)``); a bad training batch stops the run before any step is taken on it.
+
+    The loss is checked on the device: each step folds "is it finite" into a device-side flag
+    (and the first bad loss's value and step), read on the host only at Lightning's logging
+    steps (``log_every_n_steps``), at the epoch's end, before validation and before a
+    checkpoint is saved. The error then names the step, the batch and its sample ids (kept on
+    the host since the last read): it comes at the next of those points, so the steps in
+    between have been taken (the weights may be non-finite), but no checkpoint is written
+    after a non-finite loss."""
 
     def __init__(self, check_inputs: bool = True, check_loss: bool = True) -> None:
         self.check_inputs, self.check_loss = check_inputs, check_loss
-        self._batch: dict | None = None
-        self._batch_idx = -1
+        self._first_bad: Tensor | None = None  # () long on the device: first bad global step, -1 none
+        self._bad_value: Tensor | None = None  # () float: that step's loss
+        self._recent: dict[int, tuple[int, int, Any]] = {}  # global step -> (epoch, batch index, host ids)
+        self._ids_pending: Any = None  # the next training batch's ids, on the host
 
     @staticmethod
     def _batch_problem(trainer: pl.Trainer, batch: Any, batch_idx: int, stage: str,
@@ -118,11 +131,19 @@ class NonFiniteGuard(Callback):
         # evaluation batches are checked locally: their number may differ between processes
         self._stop(trainer, self._batch_problem(trainer, batch, batch_idx, stage, task), collective=stage == "train")
 
-    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx: int) -> None:
-        self._batch, self._batch_idx = batch, batch_idx
-        if self.check_inputs:
-            self._check_batch(trainer, batch, batch_idx, "train")
+    # -- inputs: on the host, before the transfer ------------------------------------------
+    def check_host_batch(self, trainer: pl.Trainer, batch: Any, dataloader_idx: int = 0) -> None:
+        """A training batch as the loader gave it (CPU tensors), before it moves to the device:
+        its inputs checked, and its ids kept for the loss check's message."""
+        if trainer.training:
+            # the loop names this batch ``batch_idx + 1`` (training_epoch_loop.advance)
+            batch_idx = trainer.fit_loop.epoch_loop.batch_idx + 1
+            self._ids_pending = _host_ids(batch)
+            if self.check_inputs:
+                self._check_batch(trainer, batch, batch_idx, "train")
 
+    # evaluation batches are checked on the device, with the loop's own batch index (not a
+    # training step: nothing waits on them but the evaluation itself)
     def on_validation_batch_start(self, trainer, pl_module, batch, batch_idx: int, dataloader_idx: int = 0) -> None:
         if self.check_inputs:
             self._check_batch(trainer, batch, batch_idx, "validation", self._task_of_loader(trainer, dataloader_idx))
@@ -131,23 +152,66 @@ class NonFiniteGuard(Callback):
         if self.check_inputs:
             self._check_batch(trainer, batch, batch_idx, "test", self._task_of_loader(trainer, dataloader_idx))
 
+    # -- the loss: a device-side flag, read at logging steps -------------------------------
     def on_before_backward(self, trainer, pl_module, loss: Tensor) -> None:
         if not self.check_loss:
             return
+        step = trainer.global_step
+        self._recent[step] = (trainer.current_epoch, trainer.fit_loop.epoch_loop.batch_idx, self._ids_pending)
+        loss = loss.detach()
+        if self._first_bad is None or self._first_bad.device != loss.device:
+            self._first_bad = torch.full((), -1, dtype=torch.long, device=loss.device)
+            self._bad_value = torch.zeros((), dtype=loss.dtype, device=loss.device)
+        new = ~torch.isfinite(loss).all() & (self._first_bad < 0)  # () bool, on the device
+        self._first_bad = torch.where(new, step, self._first_bad)
+        self._bad_value = torch.where(new, loss.reshape(-1)[0].to(self._bad_value.dtype), self._bad_value)
+
+    def _read_loss_flag(self, trainer: pl.Trainer) -> None:
+        """The one host read of the loss check: raise if a step since the last read had a
+        non-finite loss (collectively under DDP)."""
+        if not self.check_loss:
+            return
         problem = None
-        if not torch.isfinite(loss).all():
-            batch = self._batch if isinstance(self._batch, dict) else {}
-            tasks = batch.items() if _is_multitask(batch) else [(None, batch)]
+        bad = int(self._first_bad) if self._first_bad is not None else -1
+        if bad >= 0:
+            epoch, batch_idx, ids = self._recent.get(bad, (None, None, None))
+            tasks = ids.items() if isinstance(ids, dict) else [(None, ids)]
             samples = []
-            for task, sub in tasks:
-                ids = sub.get("ids")
-                ids = ids.tolist() if isinstance(ids, Tensor) else "?"
-                named = describe_inputs(trainer, ids, task) if isinstance(ids, list) else ""
-                samples.append(f"{task + ' ' if task is not None else ''}{ids}{named}")
-            problem = (f"training loss is {loss.item()} at train batch {self._batch_idx} (epoch {trainer.current_epoch}, "
-                       f"global step {trainer.global_step}); the inputs were finite, sample ids in this batch: "
-                       f"{', '.join(samples)}. Likely causes: learning rate too high, targets out of range, an empty set.")
+            for task, t_ids in tasks:
+                named = describe_inputs(trainer, t_ids, task) if isinstance(t_ids, list) else ""
+                samples.append(f"{task + ' ' if task is not None else ''}{t_ids if t_ids is not None else '?'}{named}")
+            problem = (f"training loss is {float(self._bad_value)} at train batch {batch_idx} (epoch {epoch}, "
+                       f"global step {bad}); the inputs were finite, sample ids in this batch: "
+                       f"{', '.join(samples)}. Likely causes: learning rate too high, targets out of range, an empty set. "
+                       f"(Found at global step {trainer.global_step}: the loss is read every log_every_n_steps, at "
+                       "epoch ends and before checkpoints, so the steps in between were taken.)")
+        self._recent = {}
         self._stop(trainer, problem, collective=True)
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
+        # Lightning's own test for "this step logs" (``log_every_n_steps``)
+        if trainer._logger_connector.should_update_logs:
+            self._read_loss_flag(trainer)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self._read_loss_flag(trainer)
+
+    def on_validation_start(self, trainer, pl_module) -> None:
+        if trainer.training:
+            self._read_loss_flag(trainer)
+
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
+        # raised before the file is written: no checkpoint holds the weights of a non-finite step
+        if trainer.training:
+            self._read_loss_flag(trainer)
+
+
+def _host_ids(batch: Any) -> Any:
+    """A training batch's sample ids as a list (or {task: list}), read while they are on the host."""
+    if _is_multitask(batch):
+        return {task: _host_ids(sub) for task, sub in batch.items()}
+    ids = batch.get("ids") if isinstance(batch, dict) else None
+    return ids.tolist() if isinstance(ids, Tensor) else None
 
 
 # -- exact resume -------------------------------------------------------------------------

@@ -7,6 +7,7 @@ its modality to the shared d_model; every task's loss moves the same backbone we
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytorch_lightning as pl
 import torch
@@ -24,6 +25,7 @@ from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.set_size import check_set_size
 from vecset.pipelines.training.step import (
     STAGES,
+    check_on_host,
     check_parts,
     check_widths,
     forward_task,
@@ -248,8 +250,17 @@ class MultiTaskModule(pl.LightningModule):
                 continue
             total = total + self.loss_weights[task] * self._task_step(task, b, "train")
         self.train_loss_mean(total.detach().clone())  # synced across DDP processes at the epoch's end (task_step)
-        self.log("train_loss", self.train_loss_mean, on_step=True, on_epoch=True, prog_bar=True)
+        # not prog_bar (a host read after every batch): ProgressBar shows it at logging steps
+        self.log("train_loss", self.train_loss_mean, on_step=True, on_epoch=True)
         return total
+
+    def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        """Label ranges and non-finite inputs are checked here, on the host (``check_on_host``)."""
+        if self._trainer is not None and self.trainer.predicting:  # the predicted task's batches
+            names = [self.trainer.datamodule.predict_task_name()]
+        else:
+            names = self._task_names() if self._trainer is not None else self.tasks
+        return check_on_host(self, batch, {t: self.heads[t] for t in names}, dataloader_idx)
 
     def validation_step(self, batch: dict, batch_idx: int, dataloader_idx: int = 0) -> None:
         self._task_step(self._task_names()[dataloader_idx], batch, "val")

@@ -3,7 +3,7 @@ the loss, the metric update and the names everything is logged under."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import pytorch_lightning as pl
 from torch import Tensor, nn
@@ -86,16 +86,75 @@ def detached(out: Any) -> Any:
     return out
 
 
-def train_loss_mean() -> MeanMetric:
-    """The epoch mean of a training loss, as ``task_step`` logs it: a torchmetrics MeanMetric
-    (weighted by batch size), which syncs across DDP processes once, at the epoch's end.
+@runtime_checkable
+class HostBatchCheck(Protocol):
+    """A callback that checks each batch on the host, before it moves to the device
+    (NonFiniteGuard): declared by the method, called by ``check_on_host``."""
 
-    A NaN loss makes the mean NaN, without a warning (NonFiniteGuard reports it): the NaN is
-    "replaced" by NaN (``nan_strategy=nan``). Not "warn" (it drops the NaN and warns, before the
-    guard's error) nor "disable" (torchmetrics 1.9 then drops the weights: an unweighted mean;
-    tests/pipelines/training/test_step.py holds both). The strategy writes into the value it is
-    given: pass a copy, not a view of the loss that backward needs."""
-    return MeanMetric(nan_strategy=float("nan"))
+    def check_host_batch(self, trainer: pl.Trainer, batch: Any, dataloader_idx: int = 0) -> None: ...
+
+
+class LossMean(MeanMetric):
+    """A MeanMetric of a scalar loss per batch, weighted by batch size, that never reads the
+    loss on the host: torchmetrics' NaN check (``nans.any()``) is a host-device sync at every
+    step on a GPU. A NaN loss makes the mean NaN, as ``nan_strategy=nan`` did (NonFiniteGuard
+    reports it). Same arithmetic as MeanMetric: sum += value x weight, weight += weight."""
+
+    def update(self, value: Tensor, weight: float = 1.0) -> None:
+        """``value``: a scalar loss (a tensor, on the module's device); ``weight``: a number."""
+        value = value.to(self.dtype)
+        self.mean_value += value.sum() * float(weight)
+        self.weight += float(weight) * value.numel()
+
+
+def train_loss_mean() -> MeanMetric:
+    """The epoch mean of a training loss, as ``task_step`` logs it: a ``LossMean`` (weighted by
+    batch size, read on the host only where Lightning logs it), which syncs across DDP processes
+    once, at the epoch's end. Pass a copy of the loss, not a view that backward needs."""
+    return LossMean()
+
+
+def on_host(batch: Any) -> bool:
+    """Every tensor in ``batch`` (nested dicts, lists) is on the CPU."""
+    if isinstance(batch, Tensor):
+        return batch.device.type == "cpu"
+    if isinstance(batch, dict):
+        return all(on_host(v) for v in batch.values())
+    if isinstance(batch, (list, tuple)):
+        return all(on_host(v) for v in batch)
+    return True
+
+
+def check_on_host(module: pl.LightningModule, batch: Any, heads: dict[str | None, Head],
+                  dataloader_idx: int = 0) -> Any:
+    """What reads a batch's values, run on the host before the batch moves to the device (the
+    modules' ``on_before_batch_transfer``), where a read costs no device sync: each head's
+    ``check_batch`` (label ranges) and the trainer's callbacks that declare ``HostBatchCheck``
+    (NonFiniteGuard). ``heads``: {None: head} alone; {task: head} in a multi-task run, whose
+    training batches are {task: batch} and whose evaluation batches are loader
+    ``dataloader_idx``'s task's. Returns the batch.
+
+    A batch already on another device (data kept there: pipelines/data/device_loader.py, checked
+    once when it was put there) is not read: a read would be a sync.
+
+    Shapes: batch {"x": (B, N, F), "y": ..., "ids": (B,)} (or {task: that}), CPU tensors."""
+    if not on_host(batch):
+        return batch
+    if isinstance(batch, dict):
+        if None in heads:
+            parts = [(None, batch)]
+        elif batch and all(isinstance(v, dict) or v is None for v in batch.values()):
+            parts = [(t, b) for t, b in batch.items() if b is not None]
+        else:
+            parts = [(list(heads)[dataloader_idx], batch)]
+        for task, b in parts:
+            heads[task].check_batch(b)
+    trainer = module._trainer
+    if trainer is not None:
+        for cb in trainer.callbacks:
+            if isinstance(cb, HostBatchCheck):
+                cb.check_host_batch(trainer, batch, dataloader_idx)
+    return batch
 
 
 def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Module, head: Head,
@@ -121,8 +180,9 @@ def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Modul
         if train_loss is None:
             raise ValueError("task_step needs train_loss (a train_loss_mean() of the module) in training")
         train_loss(loss.detach().clone(), bs)  # a copy: see train_loss_mean
-        module.log(f"{task}/train_loss" if task else "train_loss", train_loss, on_step=True, on_epoch=True,
-                   prog_bar=task is None)
+        # not prog_bar: Lightning turns progress-bar values into numbers after every batch (a
+        # host-device sync); vecset's ProgressBar shows train_loss read at logging steps only
+        module.log(f"{task}/train_loss" if task else "train_loss", train_loss, on_step=True, on_epoch=True)
     elif task is None:
         module.log(f"{stage}_loss", loss, on_step=False, on_epoch=True, prog_bar=stage != "test", batch_size=bs,
                    sync_dist=True)

@@ -96,3 +96,38 @@ def test_learns_in_a_training_step():
     assert all(not torch.equal(a, b) for a, b in zip(before, net.parameters(), strict=True) if b.grad is not None)
     assert isinstance(net.layers[1].shortcut, nn.Sequential)  # width and resolution change: 1x1 projection
 
+
+
+@pytest.mark.parametrize("encoder", [PixelEncoder(1, 8, positional="none"), PatchEncoder(1, 8, 4, positional="none")],
+                         ids=["pixels", "patches"])
+def test_an_encoders_declared_grid_gives_the_cells_of_the_positions_without_a_read(encoder):
+    """Image encoders declare their grid (VectorSet.grid): the cells are those found from the
+    positions, the outputs the same, and nothing is read back from the device (no unique, no
+    mask indexing, no bool)."""
+    from dataclasses import replace
+
+    from torch.overrides import TorchFunctionMode
+
+    reads = []
+
+    class Reads(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", "")
+            if name in ("__bool__", "item", "tolist", "unique", "nonzero", "_unique2") or (
+                    name == "__getitem__" and isinstance(args[1], torch.Tensor) and args[1].dtype == torch.bool):
+                reads.append(name)
+            return func(*args, **(kwargs or {}))
+
+    torch.manual_seed(0)
+    vs = encoder({"image": torch.randn(2, 1, 12, 8)})
+    assert vs.grid == ((12, 8) if isinstance(encoder, PixelEncoder) else (3, 2)) and vs.padded is False
+    found = replace(vs, grid=None)
+    cells, gh, gw = grid_cells(found)
+    with Reads():
+        declared = grid_cells(vs)
+    assert not reads
+    assert torch.equal(declared[0], cells) and declared[1:] == (gh, gw)
+    net = _net()
+    assert torch.equal(net(vs).x, net(found).x)
+    with pytest.raises(ValueError, match=r"VectorSet.grid \(3, 3\) must hold the N = 96 vectors"):
+        replace(vs, grid=(3, 3)) if isinstance(encoder, PixelEncoder) else VectorSet(x=torch.zeros(1, 96, 8), mask=torch.ones(1, 96, dtype=torch.bool), grid=(3, 3))

@@ -18,14 +18,16 @@ def test_op_classes(name, cls):
 
 def test_a_jobs_step_runs_its_config_model_on_its_batches_and_bf16_casts():
     """The debug config's step cycles over the batches asked for; under bf16 the profile holds
-    matmuls and a larger share of casts than fp32's (the autocast path ran)."""
+    matmuls and more cast calls than fp32's (the autocast path ran). Calls, not time shares: how
+    long a cast takes beside a bf16 matmul depends on the CPU (on an AVX512-BF16 EPYC without AMX
+    the bf16 share of casts came out below fp32's)."""
     shares = {}
     for bf16 in (False, True):
         step, n = job_step("configs/debug.yaml", bf16, 2)
         assert n == 2
         shares[bf16] = profile_step(step, 2)
         assert shares[bf16]["share_matmul"] > 0
-    assert shares[True]["share_casts"] > shares[False]["share_casts"]
+    assert shares[True]["calls_casts"] > shares[False]["calls_casts"]
 
 
 def test_a_text_jobs_step_gets_its_vocabulary_from_the_training_texts():

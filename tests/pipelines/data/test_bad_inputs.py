@@ -47,7 +47,7 @@ def test_label_out_of_range():
     head = LabelingHead(8, num_classes=2)
     b = pad_sets([item(torch.ones(3, 2), y=torch.tensor([0, 1, 2]))])
     with pytest.raises(ValueError, match=r"label out of range: targets span \[0, 2\] but LabelingHead has num_classes=2"):
-        head.loss(torch.zeros(1, 3, 2), b)
+        head.check_batch(b)
 
 
 def test_bad_set_sizes_in_the_debug_datamodule():

@@ -100,8 +100,12 @@ def test_guard_names_exactly_the_bad_samples(ns, row, col, seed):
     b["x"][i, j, 0] = float("nan")
     guard = NonFiniteGuard()
 
-    class T:  # the two trainer fields the message uses
-        current_epoch, global_step, world_size = 0, 0, 1
+    class T:  # the trainer fields the message uses (training batches are checked before the transfer)
+        current_epoch, global_step, world_size, training = 0, 0, 1, True
 
-    with pytest.raises(NonFiniteError, match=rf"sample ids: \[{100 + i}\]"):
-        guard.on_train_batch_start(T(), None, b, 3)
+        class fit_loop:  # noqa: N801
+            class epoch_loop:  # noqa: N801
+                batch_idx = 2  # the next batch is batch 3
+
+    with pytest.raises(NonFiniteError, match=rf"train batch 3 .*sample ids: \[{100 + i}\]"):
+        guard.check_host_batch(T(), b)

@@ -1,6 +1,8 @@
-"""NonFiniteGuard: a NaN/inf in a batch or in the loss stops training, naming the batch, the
-sample ids and the inputs they came from (the data module's ``describe``), before any
-optimizer step is taken on it."""
+"""NonFiniteGuard: a NaN/inf in a batch stops training before any optimizer step is taken on
+it (checked on the host, before the transfer); a NaN/inf loss stops it at the next host read
+of the guard's device-side flag (a logging step, the epoch's end, before validation or a
+checkpoint), before any checkpoint is written. Both name the batch, the sample ids and the
+inputs they came from (the data module's ``describe``)."""
 
 from __future__ import annotations
 
@@ -73,7 +75,12 @@ def test_nonfinite_input_names_batch_and_sample(tmp_path, value, kind):
         assert all(torch.equal(v, before[k]) for k, v in m.state_dict().items())
 
 
-def test_nonfinite_loss_stops_before_the_step(tmp_path):
+@pytest.mark.parametrize("every,stopped_at", [(50, 4), (1, 3)])
+def test_nonfinite_loss_is_reported_at_the_next_read(tmp_path, every, stopped_at):
+    """The loss of batch 2 is NaN. Logging every 50 steps, the guard reads its flag at the
+    epoch's end (before validation): 4 steps taken. Logging every step, at step 2's end: 3 taken
+    (its optimizer step too). Either way the error names batch 2 and its samples, and no
+    checkpoint is written."""
     pl.seed_everything(0)
     m = model()
     real_loss = m.head.loss
@@ -86,16 +93,20 @@ def test_nonfinite_loss_stops_before_the_step(tmp_path):
 
     m.head.loss = loss
     dm = DescribedSets()
-    t = trainer(tmp_path)
-    with pytest.raises(NonFiniteError, match=r"training loss is nan at train batch 2 .*sample ids in this batch: \[") as e:
+    t = pl.Trainer(max_epochs=1, accelerator="cpu", callbacks=[NonFiniteGuard()], logger=False,
+                   enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,
+                   log_every_n_steps=every)
+    with pytest.raises(NonFiniteError, match=r"training loss is nan at train batch 2 .*global step 2\); .*"
+                                             r"sample ids in this batch: \[") as e:
         t.fit(m, datamodule=dm)
-    assert t.global_step == 2  # two steps taken, not the third
+    assert t.global_step == stopped_at
+    assert f"Found at global step {stopped_at}" in str(e.value)
     ids = eval(str(e.value).split("sample ids in this batch: ")[1].split("]")[0] + "]")
     order = list(dm.train_dataloader().sampler)
     assert ids == order[32:48]
     named = "; ".join(f"syn-set-{i}" for i in ids[:10])
     assert f"sample ids in this batch: {ids} ({named}; and 6 more)" in str(e.value)
-    assert all(torch.isfinite(p).all() for p in m.parameters())
+    assert not list(tmp_path.rglob("*.ckpt"))
 
 
 def test_guard_is_a_cli_default(tmp_path, monkeypatch):
@@ -131,10 +142,12 @@ def test_multitask_guard_names_the_input_through_the_tasks_data_module():
     assert MultiTaskDataModule({"plain": pl.LightningDataModule()}).describe(5) == "5"
     batches = {k: pad_sets(dm.tasks[k].sets["train"].items[:4]) for k in ("a", "b")}
     batches["b"]["x"][2, 0, 0] = math.nan
-    fake = SimpleNamespace(datamodule=dm, current_epoch=0, global_step=0, world_size=1)
+    fake = SimpleNamespace(datamodule=dm, current_epoch=0, global_step=0, world_size=1, training=True,
+                           fit_loop=SimpleNamespace(epoch_loop=SimpleNamespace(batch_idx=-1)))
     guard = NonFiniteGuard()
+    # training batches are checked on the host, before the transfer (check_on_host calls it)
     with pytest.raises(NonFiniteError, match=r"of train \(b\) batch 0 .*sample ids: \[2\] \(b-set-2\)"):
-        guard.on_train_batch_start(fake, None, batches, 0)
+        guard.check_host_batch(fake, batches)
     # validation runs the tasks' loaders one after another: the loader's index is the task
     with pytest.raises(NonFiniteError, match=r"of validation \(b\) batch 0 .*sample ids: \[2\] \(b-set-2\)"):
         guard.on_validation_batch_start(fake, None, batches["b"], 0, dataloader_idx=1)
