@@ -27,6 +27,9 @@ class VectorSet:
         cls:  True when index 0 of every set is a prepended CLS vector
         window: optional truncated attention chosen by the encoder: vector i attends only to
               j with |i - j| <= window (overrides the backbone's own ``window``)
+        edges: optional (B, T, N, N) float typed adjacency of a graph: ``edges[b, t, i, j]`` is 1
+              where nodes i and j share an edge of type t (read by the backbone's message
+              passing, ``Backbone(local_mp="gine")``)
     """
 
     x: Tensor
@@ -35,6 +38,7 @@ class VectorSet:
     bias: Tensor | None = None
     cls: bool = False
     window: int | None = None
+    edges: Tensor | None = None
 
     def __post_init__(self) -> None:
         if self.x.dim() != 3:
@@ -75,6 +79,11 @@ class VectorSet:
                     )
             else:
                 raise ValueError(f"VectorSet.bias must be bool or float, got dtype {b.dtype}")
+
+        if self.edges is not None and not (self.edges.dim() == 4 and self.edges.shape[0] == B
+                                           and self.edges.shape[2:] == (N, N) and self.edges.is_floating_point()):
+            raise ValueError(f"VectorSet.edges must be a float (B, T, N, N) with (B, N) = {(B, N)}, got "
+                             f"{tuple(self.edges.shape)} {self.edges.dtype}")
 
     @property
     def lengths(self) -> Tensor:
