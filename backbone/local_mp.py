@@ -36,11 +36,13 @@ class GINEConv(nn.Module):
         self.edge_proj = nn.Linear(bond_types, d_model, bias=False)  # W; column t = W e for type t
         self.mlp = nn.Sequential(nn.Linear(d_model, d_model), nn.ReLU(), nn.Linear(d_model, d_model))
 
-    def messages(self, h: Tensor, edges: Tensor) -> Tensor:
-        """sum_j ReLU(h_j + W e_ij) for every node i. Shapes: (B, N, D), (B, T, N, N) -> (B, N, D)"""
+    def messages(self, h: Tensor, edges: Tensor, mask: Tensor) -> Tensor:
+        """sum_j ReLU(h_j + W e_ij) over the real nodes j (a padded node sends nothing, whatever
+        ``edges`` says). Shapes: (B, N, D), (B, T, N, N), (B, N) -> (B, N, D)"""
         w = self.edge_proj.weight.T.to(h.dtype)  # (T, D)
         per_type = torch.relu(h[:, None] + w[None, :, None, :])  # (B, T, N, D): ReLU(h_j + w_t)
+        per_type = per_type * mask[:, None, :, None].to(h.dtype)
         return torch.einsum("btij,btjd->bid", edges.to(h.dtype), per_type)
 
     def forward(self, h: Tensor, edges: Tensor, mask: Tensor) -> Tensor:
-        return self.mlp(h + self.messages(h, edges)) * mask[..., None].to(h.dtype)
+        return self.mlp(h + self.messages(h, edges, mask)) * mask[..., None].to(h.dtype)
