@@ -100,3 +100,21 @@ def test_gps_backbone_without_edges_is_a_clear_error():
         bb(VectorSet(x=torch.randn(1, 3, D), mask=torch.ones(1, 3, dtype=torch.bool), edges=torch.zeros(1, 4, 3, 3)))
     with pytest.raises(ValueError, match="local_mp must be 'none' or 'gine', got 'gin'"):
         Backbone(d_model=D, local_mp="gin")
+
+
+def test_gine_per_type_products_equal_the_literal_sum_over_bonds():
+    """The dense per-bond-type form equals m_i = h_i + sum over bonded j of ReLU(h_j + W onehot(t_ij))."""
+    torch.manual_seed(0)
+    conv = GINEConv(D, T)
+    g = torch.Generator().manual_seed(3)
+    h, edges = random_graph(6, g)
+    types = edges.argmax(0)  # (n, n): the bond type, 0 where there is none
+    mask = torch.ones(1, 6, dtype=torch.bool)
+    literal = h.clone()
+    for i in range(6):
+        for j in range(6):
+            if edges[:, i, j].any():
+                onehot = torch.nn.functional.one_hot(types[i, j], T).float()
+                literal[i] += torch.relu(h[j] + conv.edge_proj(onehot))
+    torch.testing.assert_close(h + conv.messages(h[None], edges[None], mask)[0], literal, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(conv(h[None], edges[None], mask)[0], conv.mlp(literal), atol=1e-5, rtol=1e-5)
