@@ -36,26 +36,29 @@ def embed(mol, seed: int = SEED) -> tuple[object | None, int]:
 
     Hydrogens are added for the embedding (ETKDG needs them for sensible geometries) at indices
     after the heavy atoms, so heavy atom i stays atom i."""
-    from rdkit import Chem
+    from rdkit import Chem, rdBase
     from rdkit.Chem import AllChem
 
-    molh = Chem.AddHs(mol)
-    params = AllChem.ETKDGv3()
-    params.randomSeed = seed
-    if AllChem.EmbedMolecule(molh, params) < 0:
-        # RDKit's advice for molecules whose first embedding fails: start from random coordinates
-        params.useRandomCoords = True
+    # RDKit's force-field typing warnings (e.g. "UFFTYPER: Unrecognized charge state") would
+    # flood the console for thousands of molecules; what matters, a failure, is counted instead
+    with rdBase.BlockLogs():
+        molh = Chem.AddHs(mol)
+        params = AllChem.ETKDGv3()
+        params.randomSeed = seed
         if AllChem.EmbedMolecule(molh, params) < 0:
-            return None, FAILED
-    status = ETKDG
-    if AllChem.MMFFHasAllMoleculeParams(molh):
-        conf = molh.GetConformer()
-        before = conf.GetPositions()
-        if AllChem.MMFFOptimizeMolecule(molh, maxIters=MMFF_ITERS) == 0:
-            status = MMFF
-        else:  # not converged: a half-optimized geometry is no better than ETKDG's
-            for i, p in enumerate(before):
-                conf.SetAtomPosition(i, p.tolist())
+            # RDKit's advice for molecules whose first embedding fails: start from random coordinates
+            params.useRandomCoords = True
+            if AllChem.EmbedMolecule(molh, params) < 0:
+                return None, FAILED
+        status = ETKDG
+        if AllChem.MMFFHasAllMoleculeParams(molh):
+            conf = molh.GetConformer()
+            before = conf.GetPositions()
+            if AllChem.MMFFOptimizeMolecule(molh, maxIters=MMFF_ITERS) == 0:
+                status = MMFF
+            else:  # not converged: a half-optimized geometry is no better than ETKDG's
+                for i, p in enumerate(before):
+                    conf.SetAtomPosition(i, p.tolist())
     return molh, status
 
 
