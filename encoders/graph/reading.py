@@ -8,11 +8,10 @@ the same SMILES featurized with the same settings, and reports progress otherwis
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import logging
 
 import numpy as np
 import pandas as pd

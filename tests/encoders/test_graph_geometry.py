@@ -13,9 +13,22 @@ import torch
 
 from vecset.backbone import Backbone
 from vecset.backbone.data_spec import DataSpec
-from vecset.encoders.graph import FeatureCache, GraphEncoder, MoleculeFeaturizer, featurize_smiles, read_molecule_csv
+from vecset.encoders.graph import (
+    FeatureCache,
+    GraphEncoder,
+    MoleculeFeaturizer,
+    featurize_smiles,
+    read_molecule_csv,
+)
 from vecset.encoders.graph.encoder import GaussianDistanceBias
-from vecset.encoders.graph.geometry import FAILED, MMFF, SEED, SINGLE_ATOM, embed, heavy_atom_distances
+from vecset.encoders.graph.geometry import (
+    FAILED,
+    MMFF,
+    SEED,
+    SINGLE_ATOM,
+    embed,
+    heavy_atom_distances,
+)
 
 H = 4
 
