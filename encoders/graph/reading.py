@@ -3,8 +3,9 @@ targets or class labels -> labelled batch items, every unusable row counted with
 the reason, every malformed file an error naming the file and line.
 
 Featurizing is the slow part (RDKit, all-pairs shortest paths, 217 descriptors: B3DB's 7,800
-molecules take about a minute), so ``featurize_smiles`` reads a ``FeatureCache`` when it has
-the same SMILES featurized with the same settings, and reports progress otherwise."""
+molecules take about a minute; 3-D conformers, ``geometry=True``, far longer: docs/molecules.md
+has the measured cost), so ``featurize_smiles`` reads a ``FeatureCache`` when it has the same
+SMILES featurized with the same settings, and reports progress otherwise."""
 
 from __future__ import annotations
 
