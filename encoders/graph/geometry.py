@@ -21,6 +21,10 @@ import torch
 from torch import Tensor
 
 SEED = 42  # ETKDG's randomSeed: the same conformer on every run and machine
+# ETKDG's maxIterations (embedding attempts per try; RDKit's default is 10 x the atom count): a
+# molecule that cannot be embedded spent minutes failing at the default (B3DB: 186 s of CPU for
+# one steroid, the successful molecules about 0.5 s), so failures cost at most two capped tries
+EMBED_ATTEMPTS = 200
 MMFF_ITERS = 500  # MMFFOptimizeMolecule's maxIters; not converged then: the ETKDG conformer is kept
 NO_DISTANCE = -1.0  # dist3d of a pair without a 3-D distance (and of padding)
 
@@ -45,6 +49,7 @@ def embed(mol, seed: int = SEED) -> tuple[object | None, int]:
         molh = Chem.AddHs(mol)
         params = AllChem.ETKDGv3()
         params.randomSeed = seed
+        params.maxIterations = EMBED_ATTEMPTS
         if AllChem.EmbedMolecule(molh, params) < 0:
             # RDKit's advice for molecules whose first embedding fails: start from random coordinates
             params.useRandomCoords = True
