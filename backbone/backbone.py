@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import cache
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -12,8 +13,11 @@ from torch import Tensor, nn
 
 from vecset.backbone.attention import MultiHeadSelfAttention, Normalize, Score
 from vecset.backbone.block import Block
+from vecset.backbone.local_mp import GINEConv
 from vecset.backbone.tracing import is_exporting
 from vecset.backbone.vectorset import VectorSet
+
+LocalMP = Literal["none", "gine"]
 
 # the advice is the head's side of it: a head that pools over every vector needs no CLS
 CLS_WINDOW_ERROR = (
@@ -23,11 +27,11 @@ CLS_WINDOW_ERROR = (
 
 
 def _trunk(bb: Backbone, x: Tensor, mask: Tensor, bias: Tensor | None, window: int | None,
-           padded: bool) -> Tensor:
+           padded: bool, edges: Tensor | None = None) -> Tensor:
     """The blocks and the final norm; padded positions of the output are zero.
-    Shapes: x (B, N, D), mask (B, N) -> (B, N, D)"""
+    Shapes: x (B, N, D), mask (B, N), edges (B, T, N, N) -> (B, N, D)"""
     for block in bb.blocks:
-        x = block(x, mask, bias, window, padded)
+        x = block(x, mask, bias, window, padded, edges)
     return bb.norm(x) * mask[..., None]
 
 
@@ -62,6 +66,10 @@ class Backbone(nn.Module):
             compiled on the first call (about a minute on a 2-core CPU) and again for a new
             shape or train/eval mode; the eager path is the default and gives the same values
             (docs/benchmarks.md has the measured speeds).
+        local_mp: ``gine`` runs GINE message passing over the graph's edges beside every
+            block's attention (a GPS layer, ``GINEConv``); it reads ``VectorSet.edges``, which
+            ``GraphEncoder`` gives. ``none`` (default): attention only.
+        bond_types: the edge types of ``VectorSet.edges`` (``GraphEncoder``'s ``num_edge_types``).
 
     Shapes:
         VectorSet x (B, N, D) -> VectorSet x (B, N, D), or (B, N+1, D) with ``cls_token``.
@@ -71,8 +79,10 @@ class Backbone(nn.Module):
     def __init__(self, d_model: int = 64, depth: int = 2, heads: int = 4, mlp_ratio: float = 4.0,
                  dropout: float = 0.0, score: Score = "scaled_dot", normalize: Normalize = "softmax",
                  window: int | None = None, cls_token: bool = False, relative_positions: int = 0,
-                 conv_kernel: int = 0, compile: bool = False) -> None:
+                 conv_kernel: int = 0, compile: bool = False, local_mp: LocalMP = "none", bond_types: int = 6) -> None:
         super().__init__()
+        if local_mp not in ("none", "gine"):
+            raise ValueError(f"local_mp must be 'none' or 'gine', got {local_mp!r}")
         if depth < 1:
             raise ValueError(f"depth must be >= 1 (the number of blocks), got {depth}")
         if cls_token and window is not None:
@@ -84,12 +94,14 @@ class Backbone(nn.Module):
         self.d_model = d_model
         self.blocks = nn.ModuleList(
             Block(MultiHeadSelfAttention(d_model, heads, score, normalize, window, dropout,
-                                         relative_positions=relative_positions), mlp_ratio, dropout, conv_kernel)
+                                         relative_positions=relative_positions), mlp_ratio, dropout, conv_kernel,
+                  GINEConv(d_model, bond_types) if local_mp == "gine" else None)
             for _ in range(depth)
         )
         self.norm = nn.LayerNorm(d_model)
         self.cls = nn.Parameter(torch.randn(1, 1, d_model) * 0.02) if cls_token else None
         self.compile_blocks = compile  # not self.compile: that is nn.Module.compile, a method
+        self.local_mp, self.bond_types = local_mp, bond_types
 
     def _prepend_cls(self, vs: VectorSet) -> VectorSet:
         B = vs.x.shape[0]
@@ -101,11 +113,18 @@ class Backbone(nn.Module):
             pad = (1, 0, 1, 0)
             bias = F.pad(bias, pad, value=True) if bias.dtype == torch.bool else F.pad(bias, pad, value=0.0)
         pos = F.pad(vs.pos, (0, 0, 1, 0)) if vs.pos is not None else None
-        return VectorSet(x=x, mask=mask, pos=pos, bias=bias, cls=True, window=vs.window, padded=vs.padded)
+        edges = F.pad(vs.edges, (1, 0, 1, 0)) if vs.edges is not None else None  # CLS has no edges
+        return VectorSet(x=x, mask=mask, pos=pos, bias=bias, cls=True, window=vs.window, padded=vs.padded,
+                         edges=edges)
 
     def forward(self, vs: VectorSet) -> VectorSet:
         if vs.x.shape[-1] != self.d_model:
             raise ValueError(f"Backbone expects vectors of width d_model={self.d_model}, got {vs.x.shape[-1]}")
+        if self.local_mp != "none" and (vs.edges is None or vs.edges.shape[1] != self.bond_types):
+            got = "none" if vs.edges is None else f"{vs.edges.shape[1]} edge types"
+            raise ValueError(f"Backbone(local_mp={self.local_mp!r}, bond_types={self.bond_types}) needs the graph's "
+                             f"edges (VectorSet.edges, given by GraphEncoder with num_edge_types={self.bond_types}); "
+                             f"got {got}")
         if self.cls is not None and not vs.cls:
             if vs.window is not None:
                 raise ValueError(CLS_WINDOW_ERROR)
@@ -115,7 +134,7 @@ class Backbone(nn.Module):
         # once, not once a block (a host sync on a GPU)
         padded = True if is_exporting() else vs.padded if vs.padded is not None else not bool(vs.mask.all())
         run = _compiled_trunk() if self.compile_blocks else _trunk
-        return replace(vs, x=run(self, vs.x, vs.mask, vs.bias, vs.window, padded))
+        return replace(vs, x=run(self, vs.x, vs.mask, vs.bias, vs.window, padded, vs.edges))
 
     def receptive_field(self, window: int | None = None) -> int | None:
         """How many positions on each side one output vector depends on: per block its

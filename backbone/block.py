@@ -79,10 +79,12 @@ class Block(nn.Module):
 
     ``conv_kernel`` > 0 adds a Conformer convolution module after the attention (see
     ``ConvModule``): vector order is then the sequence order (a sequence's positions, not a set).
+    ``local_mp``: a message-passing module (``GINEConv``) run beside the attention on its own
+    pre-norm, its output added to the attention's (a GPS layer); it reads ``edges`` (B, T, N, N).
     """
 
     def __init__(self, attn: MultiHeadSelfAttention, mlp_ratio: float = 4.0, dropout: float = 0.0,
-                 conv_kernel: int = 0) -> None:
+                 conv_kernel: int = 0, local_mp: nn.Module | None = None) -> None:
         super().__init__()
         d = attn.d_model
         hidden = int(d * mlp_ratio)
@@ -98,11 +100,19 @@ class Block(nn.Module):
         self.drop = nn.Dropout(dropout)
         self.conv = ConvModule(d, conv_kernel, dropout) if conv_kernel else None
         self.norm_conv = nn.LayerNorm(d) if conv_kernel else None
+        self.local_mp = local_mp
+        self.norm_mp = nn.LayerNorm(d) if local_mp is not None else None
 
     def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None, window: int | None = None,
-                padded: bool | None = None) -> Tensor:
+                padded: bool | None = None, edges: Tensor | None = None) -> Tensor:
         """``padded``: whether ``mask`` has any False entry (None: the attention looks it up)."""
-        x = x + self.drop(self.attn(self.norm1(x), mask, bias, window, padded))
+        h = self.attn(self.norm1(x), mask, bias, window, padded)
+        if self.local_mp is not None:
+            if edges is None:
+                raise ValueError("a block with message passing (local_mp) needs the graph's edges (VectorSet.edges, "
+                                 "which GraphEncoder gives); this input has none")
+            h = h + self.local_mp(self.norm_mp(x), edges, mask)
+        x = x + self.drop(h)
         if self.conv is not None:
             x = x + self.conv(self.norm_conv(x), mask)
         return x + self.drop(self.mlp(self.norm2(x)))

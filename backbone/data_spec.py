@@ -28,12 +28,14 @@ class GraphStructure:
         lap_pe_k: Laplacian eigenvectors per node (0: none).
         node_dim: node feature width F.
         num_edge_types: edge types, "no edge" and "other" included.
+        geometry: the graphs carry 3-D distances (``dist3d``, from one conformer per molecule).
     """
 
     max_dist: int
     lap_pe_k: int
     node_dim: int
     num_edge_types: int
+    geometry: bool = False
 
 
 @dataclass(frozen=True)

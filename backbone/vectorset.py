@@ -35,6 +35,9 @@ class VectorSet:
         grid: optional (rows, columns) of the image grid the vectors fill, in row-major order
               with none padded (image encoders set it; a grid-shaped model such as GridResNet
               then need not find the grid from ``pos`` on the device)
+        edges: optional (B, T, N, N) float typed adjacency of a graph: ``edges[b, t, i, j]`` is 1
+              where nodes i and j share an edge of type t (read by the backbone's message
+              passing, ``Backbone(local_mp="gine")``)
     """
 
     x: Tensor
@@ -45,6 +48,7 @@ class VectorSet:
     window: int | None = None
     padded: bool | None = None
     grid: tuple[int, int] | None = None
+    edges: Tensor | None = None
 
     def __post_init__(self) -> None:
         if self.x.dim() != 3:
@@ -87,6 +91,11 @@ class VectorSet:
                     )
             else:
                 raise ValueError(f"VectorSet.bias must be bool or float, got dtype {b.dtype}")
+
+        if self.edges is not None and not (self.edges.dim() == 4 and self.edges.shape[0] == B
+                                           and self.edges.shape[2:] == (N, N) and self.edges.is_floating_point()):
+            raise ValueError(f"VectorSet.edges must be a float (B, T, N, N) with (B, N) = {(B, N)}, got "
+                             f"{tuple(self.edges.shape)} {self.edges.dtype}")
 
     @property
     def lengths(self) -> Tensor:

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 FORMAT = 1
 # the files whose code decides the featurized tensors: an edit to one of them misses old caches
-CODE = ("molecules.py", "featurize.py", "descriptors.py", "reading.py")
+CODE = ("molecules.py", "featurize.py", "descriptors.py", "reading.py", "geometry.py")
 
 
 def default_cache_dir() -> Path:

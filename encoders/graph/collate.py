@@ -15,7 +15,8 @@ def pad_graphs(items: list[dict], unreachable: int, pad_label: int = -100) -> di
 
     Returns ``x`` (B, N, F), ``mask`` (B, N) bool, ``dist`` (B, N, N) long (padding =
     ``unreachable``), ``edge`` (B, N, N), ``degree`` (B, N), ``lap`` (B, N, k), ``ids`` (B,),
-    ``y``, ``features`` (B, F).
+    ``y``, ``features`` (B, F), and ``dist3d`` (B, N, N) float when the items have 3-D distances
+    (padding = -1, no distance).
     """
     if not items:
         raise ValueError("cannot collate an empty batch")
@@ -34,6 +35,9 @@ def pad_graphs(items: list[dict], unreachable: int, pad_label: int = -100) -> di
     has_lap = "lap" in items[0]
     if has_lap:
         batch["lap"] = torch.zeros(B, N, items[0]["lap"].shape[1])
+    has_3d = "dist3d" in items[0]
+    if has_3d:
+        batch["dist3d"] = torch.full((B, N, N), -1.0)  # geometry.NO_DISTANCE
     for i, it in enumerate(items):
         n = it["x"].shape[0]
         batch["x"][i, :n] = it["x"]
@@ -43,6 +47,8 @@ def pad_graphs(items: list[dict], unreachable: int, pad_label: int = -100) -> di
         batch["degree"][i, :n] = it["degree"]
         if has_lap:
             batch["lap"][i, :n] = it["lap"]
+        if has_3d:
+            batch["dist3d"][i, :n, :n] = it["dist3d"]
     if "y" in items[0]:
         ys = [torch.as_tensor(it["y"]) for it in items]
         if ys[0].dtype == torch.long and ys[0].dim() == 0:  # one label per graph

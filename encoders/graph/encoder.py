@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Literal
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from vecset.backbone.data_spec import DataSpec
@@ -13,6 +14,33 @@ from vecset.backbone.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
 
 GraphAttention = Literal["neighbours", "all_pairs", "none"]
+Geometry = Literal["none", "distance_gaussian"]
+
+
+class GaussianDistanceBias(nn.Module):
+    """3-D distances -> one attention bias per head (Uni-Mol, Zhou et al. 2023): K Gaussians of
+    the distance, centres evenly from 0 to ``cutoff`` Angstrom and as wide as their spacing,
+    then Linear(K, K), GELU, Linear(K, H). The last layer starts at zero, so a model starts
+    from its 2-D structure and learns how much geometry matters. A pair without a distance
+    (``dist3d`` < 0: no conformer, another fragment, padding) gets no bias.
+
+    Shapes: dist3d (B, N, N) float -> (B, H, N, N)
+    """
+
+    def __init__(self, heads: int, gaussians: int = 16, cutoff: float = 10.0) -> None:
+        super().__init__()
+        if gaussians < 1 or cutoff <= 0:
+            raise ValueError(f"geometry_gaussians must be >= 1 and geometry_cutoff > 0, got {gaussians} and {cutoff}")
+        self.register_buffer("centers", torch.linspace(0.0, cutoff, gaussians), persistent=False)
+        self.width = cutoff / max(gaussians - 1, 1)
+        self.mlp = nn.Sequential(nn.Linear(gaussians, gaussians), nn.GELU(), nn.Linear(gaussians, heads))
+        nn.init.zeros_(self.mlp[-1].weight)
+        nn.init.zeros_(self.mlp[-1].bias)
+
+    def forward(self, dist3d: Tensor) -> Tensor:
+        have = (dist3d >= 0).to(dist3d.dtype)[..., None]  # (B, N, N, 1)
+        basis = torch.exp(-0.5 * ((dist3d[..., None] - self.centers) / self.width) ** 2)  # (B, N, N, K)
+        return (self.mlp(basis) * have).permute(0, 3, 1, 2)
 
 
 class GraphEncoder(Encoder):
@@ -32,27 +60,45 @@ class GraphEncoder(Encoder):
         lap_sign_flip: flip eigenvector signs at random per graph in training, since an
             eigenvector's sign is arbitrary (off for one fixed graph, e.g. node labeling,
             where the sign is the same at training and prediction time).
+        geometry: ``distance_gaussian`` adds a per-head bias from the 3-D distances of one
+            conformer per molecule (``GaussianDistanceBias``; the data module's ``geometry:
+            true`` computes them) to the ``all_pairs`` (or ``none``) bias; ``none`` (default):
+            the 2-D graph only.
+        geometry_gaussians, geometry_cutoff: K Gaussians with centres from 0 to the cutoff (Angstrom).
+
+    The VectorSet also carries the bonds as ``edges``, (B, T, N, N) with T = ``num_edge_types``:
+    channel t is 1 where two atoms share a bond of type t (channel 0, "no edge", stays zero); the
+    backbone's message passing (``Backbone(local_mp="gine")``) reads it.
 
     ``max_dist``, ``lap_pe_k``, ``node_dim`` and ``num_edge_types`` size the encoder's tables;
     the data decides the tensors. At the hand-over (``receive``) a data module that describes its
     graphs (``DataSpec.graph``) has them checked (``max_dist`` and ``num_edge_types`` only with
-    ``all_pairs``, which has those tables): a mismatch is one error naming both values, before
-    any step (a distance table of another ``max_dist`` reads the data's "unreachable" as a
-    distance, silently).
+    ``all_pairs``, which has those tables), and that the data has 3-D distances when
+    ``geometry`` wants them: a mismatch is one error naming both values, before any step (a
+    distance table of another ``max_dist`` reads the data's "unreachable" as a distance, silently).
 
     Shapes:
         batch["x"] (B, N, F), batch["mask"] (B, N), batch["dist"]/["edge"] (B, N, N) long,
-        batch["degree"] (B, N) long, batch["lap"] (B, N, k)
-        -> VectorSet x (B, N, D), bias (B, N, N) bool or (B, H, N, N) float.
+        batch["degree"] (B, N) long, batch["lap"] (B, N, k), batch["dist3d"] (B, N, N) float
+        -> VectorSet x (B, N, D), bias (B, N, N) bool or (B, H, N, N) float, edges (B, T, N, N) float.
     """
 
     def __init__(self, d_model: int, node_dim: int = 42, attention: GraphAttention = "all_pairs",
                  heads: int = 4, max_dist: int = 8, num_edge_types: int = 6, max_degree: int = 6,
-                 lap_pe_k: int = 0, lap_sign_flip: bool = True) -> None:
+                 lap_pe_k: int = 0, lap_sign_flip: bool = True, geometry: Geometry = "none",
+                 geometry_gaussians: int = 16, geometry_cutoff: float = 10.0) -> None:
         super().__init__()
         self.lap_sign_flip = lap_sign_flip
         if attention not in ("neighbours", "all_pairs", "none"):
             raise ValueError(f"attention must be 'neighbours', 'all_pairs' or 'none', got {attention!r}")
+        if geometry not in ("none", "distance_gaussian"):
+            raise ValueError(f"geometry must be 'none' or 'distance_gaussian', got {geometry!r}")
+        if geometry != "none" and attention == "neighbours":
+            raise ValueError("geometry='distance_gaussian' adds a float bias, which attention='neighbours' (allowed "
+                             "pairs, bool) cannot carry; use attention 'all_pairs' or 'none' with it")
+        self.geometry = geometry
+        self.distance_bias = GaussianDistanceBias(heads, geometry_gaussians, geometry_cutoff) \
+            if geometry != "none" else None
         if heads < 1:
             raise ValueError(f"heads must be >= 1 (the backbone's attention heads), got {heads}")
         self.node_dim, self.attention, self.heads = node_dim, attention, heads
@@ -84,6 +130,9 @@ class GraphEncoder(Encoder):
             mine |= {"max_dist": self.max_dist, "num_edge_types": self.num_edge_types}
         have = asdict(data)
         bad = [f"{k}={v} but {spec.source} made the graphs with {k}={have[k]}" for k, v in mine.items() if v != have[k]]
+        if self.geometry != "none" and not data.geometry:
+            bad.append(f"geometry={self.geometry!r} but {spec.source} made the graphs without 3-D distances "
+                       "(set its geometry: true)")
         if bad:
             raise ValueError(f"{spec.where}GraphEncoder has {'; '.join(bad)}; give the encoder the data's values "
                              "(max_dist and lap_pe_k are arguments of both the data module and the encoder)")
@@ -91,14 +140,26 @@ class GraphEncoder(Encoder):
 
     def structure_bias(self, batch: dict) -> Tensor | None:
         dist, mask = batch["dist"], batch["mask"]
-        if self.attention == "none":
-            return None
         if self.attention == "neighbours":
             pair = mask[:, :, None] & mask[:, None, :]
             return (dist == 1) & pair  # (B, N, N); the attention adds the diagonal itself
-        d = dist.clamp(max=self.max_dist + 1)
-        bias = self.dist_bias(d) + self.edge_bias(batch["edge"])  # (B, N, N, H)
-        return bias.permute(0, 3, 1, 2)  # (B, H, N, N)
+        bias = None
+        if self.attention == "all_pairs":
+            d = dist.clamp(max=self.max_dist + 1)
+            bias = (self.dist_bias(d) + self.edge_bias(batch["edge"])).permute(0, 3, 1, 2)  # (B, H, N, N)
+        if self.distance_bias is not None:
+            if "dist3d" not in batch:
+                raise ValueError("GraphEncoder(geometry='distance_gaussian') needs 3-D distances (batch['dist3d']); "
+                                 "set the data module's geometry: true")
+            geo = self.distance_bias(batch["dist3d"])
+            bias = geo if bias is None else bias + geo
+        return bias
+
+    def bonds(self, edge: Tensor) -> Tensor:
+        """Bond types (B, N, N) long -> typed adjacency (B, T, N, N) float (channel 0, no bond, all zero)."""
+        onehot = F.one_hot(edge.clamp(0, self.num_edge_types - 1), self.num_edge_types)  # (B, N, N, T)
+        onehot[..., 0] = 0
+        return onehot.permute(0, 3, 1, 2).float()
 
     def forward(self, batch: dict) -> VectorSet:
         x, mask = batch["x"], batch["mask"]
@@ -118,4 +179,5 @@ class GraphEncoder(Encoder):
                 lap = lap * sign
             h = h + self.lap_proj(lap)
         h = h * mask[..., None].to(h.dtype)
-        return VectorSet(x=h, mask=mask, bias=self.structure_bias(batch), padded=batch.get("padded"))
+        return VectorSet(x=h, mask=mask, bias=self.structure_bias(batch), padded=batch.get("padded"),
+                         edges=self.bonds(batch["edge"]))

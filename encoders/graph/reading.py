@@ -3,11 +3,13 @@ targets or class labels -> labelled batch items, every unusable row counted with
 the reason, every malformed file an error naming the file and line.
 
 Featurizing is the slow part (RDKit, all-pairs shortest paths, 217 descriptors: B3DB's 7,800
-molecules take about a minute), so ``featurize_smiles`` reads a ``FeatureCache`` when it has
-the same SMILES featurized with the same settings, and reports progress otherwise."""
+molecules take about a minute; 3-D conformers, ``geometry=True``, far longer: docs/molecules.md
+has the measured cost), so ``featurize_smiles`` reads a ``FeatureCache`` when it has the same
+SMILES featurized with the same settings, and reports progress otherwise."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +24,12 @@ from vecset.encoders.graph.cache import FeatureCache
 from vecset.encoders.graph.collate import pad_graphs
 from vecset.encoders.graph.descriptors import molecule_descriptors
 from vecset.encoders.graph.featurize import NodeFeaturizer, graph_tensors
+from vecset.encoders.graph.geometry import FAILED, SEED, conformer_tensors, geometry_counts
 from vecset.encoders.graph.molecules import InvalidMolecule, Molecule, mol_to_graph, parse_smiles
+
+log = logging.getLogger(__name__)
+
+SHOWN_FAILED = 3  # molecules without a conformer named in the log; MoleculeTable.geometry counts them all
 
 # (the SMILES to featurize, a description) -> the same SMILES, while showing progress
 Progress = Callable[[Sequence[str], str], Iterable[str]]
@@ -37,26 +44,32 @@ class MoleculeFeaturizer:
         max_dist: shortest-path distances are clipped here; ``max_dist + 1`` is unreachable.
         lap_pe_k: Laplacian eigenvectors per graph (0: none).
         descriptors: also compute RDKit's 2-D descriptors (``molecule_descriptors``).
+        geometry: also embed one 3-D conformer per molecule (ETKDG with a fixed seed, then MMFF
+            where it converges) and keep its heavy-atom distances, ``dist3d`` (``geometry.py``;
+            a molecule that cannot be embedded keeps its 2-D graph, counted in
+            ``MoleculeTable.geometry``).
 
     ``structure`` is what the graph encoder's tables must fit (handed over in the DataSpec),
     ``settings`` everything the tensors depend on (the cache's key).
     """
 
     def __init__(self, max_atoms: int | None = 100, max_dist: int = 8, lap_pe_k: int = 0,
-                 descriptors: bool = False) -> None:
+                 descriptors: bool = False, geometry: bool = False) -> None:
         self.max_atoms, self.max_dist, self.lap_pe_k, self.descriptors = max_atoms, max_dist, lap_pe_k, descriptors
+        self.geometry = geometry
         self.nodes = NodeFeaturizer()
 
     @property
     def structure(self) -> GraphStructure:
         return GraphStructure(max_dist=self.max_dist, lap_pe_k=self.lap_pe_k, node_dim=self.nodes.dim,
-                              num_edge_types=self.nodes.num_edge_types)
+                              num_edge_types=self.nodes.num_edge_types, geometry=self.geometry)
 
     def settings(self) -> dict:
         n = self.nodes
         return {"max_atoms": self.max_atoms, "max_dist": self.max_dist, "lap_pe_k": self.lap_pe_k,
                 "descriptors": self.descriptors, "categorical": n.categorical, "numeric": n.numeric,
-                "edge_attribute": n.edge_attribute, "edge_vocab": n.edge_vocab}
+                "edge_attribute": n.edge_attribute, "edge_vocab": n.edge_vocab,
+                **({"geometry": "etkdg_mmff", "geometry_seed": SEED} if self.geometry else {})}
 
     def collate(self, items: list[dict]) -> dict:
         """A batch of this featurizer's items: ``pad_graphs`` with its "unreachable" (``max_dist + 1``)."""
@@ -66,6 +79,8 @@ class MoleculeFeaturizer:
         """One SMILES featurized; ``InvalidMolecule`` with RDKit's reason when it cannot be."""
         mol = parse_smiles(smiles, self.max_atoms)
         graph = graph_tensors(mol_to_graph(mol), self.nodes, self.max_dist, self.lap_pe_k)
+        if self.geometry:
+            graph |= conformer_tensors(mol)
         return Molecule(smiles, graph, molecule_descriptors(mol) if self.descriptors else None)
 
 
@@ -102,13 +117,33 @@ class MoleculeTable:
     ``items``: one batch item per usable row (``Molecule.item`` with ``id`` = the data row's
     index, ``line`` = the file line it starts on, ``y`` when the file is labelled and
     ``split_value`` with a ``split_column``); ``skipped``: ``{"line", "smiles", "reason"}`` of
-    every row that is not used; ``rows``: the file's data rows.
+    every row that is not used; ``rows``: the file's data rows; ``geometry``: with a featurizer
+    that embeds conformers, how many of the used molecules got which geometry
+    (``geometry_counts``), else None.
     """
 
     path: Path
     items: list[dict] = field(default_factory=list)
     skipped: list[dict] = field(default_factory=list)
     rows: int = 0
+    geometry: dict[str, int] | None = None
+
+
+def _report_geometry(table: MoleculeTable) -> None:
+    """Count the used molecules' geometries into ``table.geometry`` and log them; those without
+    a conformer (their 2-D graph only) as a warning naming the first few."""
+    counts = geometry_counts(table.items)
+    failed = [it["smiles"] for it in table.items if int(it["geometry"]) == FAILED]
+    table.geometry = counts
+    text = (f"{table.path}: 3-D conformers for {counts['embedded']} of {counts['molecules']} molecules "
+            f"({counts['mmff']} MMFF-optimized), {counts['single_atom']} single atoms (distance 0), "
+            f"{counts['multi_fragment']} with several fragments (no 3-D bias between fragments), "
+            f"{counts['failed']} that RDKit could not embed (2-D graph only)")
+    if failed:
+        log.warning("%s: %s%s", text, ", ".join(map(repr, failed[:SHOWN_FAILED])),
+                    " ..." if len(failed) > SHOWN_FAILED else "")
+    else:
+        log.info(text)
 
 
 def _target_problem(df: pd.DataFrame, row: int, names: list[str], y: np.ndarray) -> str | None:
@@ -187,4 +222,6 @@ def read_molecule_csv(path: str | Path, featurizer: MoleculeFeaturizer, smiles_c
         if split_column:
             fields["split_value"] = df[split_column].iat[row].strip().lower()
         table.items.append(molecule.item(**fields))
+    if featurizer.geometry:
+        _report_geometry(table)
     return table

@@ -152,6 +152,9 @@ class MoleculeDataModule(VecsetDataModule):
         num_workers: DataLoader workers.
         cache: keep the featurized molecules on disk and read them from there when the same
             SMILES come again with the same settings (``encoders/graph/cache.py``).
+        geometry: also embed one 3-D conformer per molecule (RDKit ETKDG with a fixed seed, then
+            MMFF where it converges) for ``GraphEncoder(geometry="distance_gaussian")``; molecules
+            that cannot be embedded keep their 2-D graph and are counted in the log.
         cache_dir: the cache's folder; None: ``$VECSET_CACHE/molecules``, else
             ``$XDG_CACHE_HOME/vecset/molecules``, else ``~/.cache/vecset/molecules``.
 
@@ -162,7 +165,8 @@ class MoleculeDataModule(VecsetDataModule):
                  label_column: str | None = None, classes: list[str] | None = None, split: Split = "random", split_seed: int = 0, split_column: str = "split",
                  val_fraction: float = 0.1, max_atoms: int = 100, max_dist: int = 8, lap_pe_k: int = 0,
                  descriptors: bool = False, batch_size: int = 32, predict_csv: str | None = None,
-                 num_workers: int = 0, cache: bool = True, cache_dir: str | None = None) -> None:
+                 num_workers: int = 0, cache: bool = True, cache_dir: str | None = None,
+                 geometry: bool = False) -> None:
         super().__init__()
         if split not in ("random", "scaffold", "scaffold_random", "column"):
             raise ValueError(f"split must be 'random', 'scaffold', 'scaffold_random' or 'column', got {split!r}")
@@ -185,7 +189,7 @@ class MoleculeDataModule(VecsetDataModule):
         self.lap_pe_k, self.descriptors, self.batch_size = lap_pe_k, descriptors, batch_size
         self.predict_csv = Path(predict_csv) if predict_csv else None
         self.num_workers = num_workers
-        self.featurizer = MoleculeFeaturizer(max_atoms, max_dist, lap_pe_k, descriptors)
+        self.featurizer = MoleculeFeaturizer(max_atoms, max_dist, lap_pe_k, descriptors, geometry)
         self.cache = FeatureCache(cache_dir) if cache else None
         self.items: list[dict] | None = None
         self.splits: dict[str, list[dict]] = {}

@@ -1,0 +1,66 @@
+"""bench/molecule_designs.py (issue #47): the plan (designs x sets x splits x seeds and their
+overrides), the choice per set on validation only, and a ``--dry`` run through ``vecset fit``
+that writes rows, the choice and the figure, and resumes without running finished rows."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from bench import molecule_designs as md  # noqa: E402
+
+
+def test_the_plan_covers_every_design_split_and_seed_with_its_overrides():
+    runs = md.plan(list(md.SETS), list(md.DESIGNS), None, list(md.SEEDS))
+    assert len(runs) == (5 * 3 + 3 + 3) * 4
+    assert {(r.split, r.seed) for r in runs if r.set == "freesolv"} == {(s, e) for s in range(5) for e in range(3)}
+    args = {r.design: md.fit_args(r, Path("/x.csv"), []) for r in runs if r.set == "b3db" and r.seed == 1}
+    assert "--seed_everything=1" in args["2d"] and "--data.init_args.split_seed=0" in args["2d"]
+    geo = ["--data.init_args.geometry=true", "--model.init_args.encoder.init_args.geometry=distance_gaussian"]
+    gps = ["--model.init_args.backbone.init_args.local_mp=gine"]
+    assert not any("geometry" in a or "local_mp" in a for a in args["2d"])
+    assert set(geo) <= set(args["3d"]) and not set(gps) & set(args["3d"])
+    assert set(gps) <= set(args["gps"]) and not set(geo) & set(args["gps"])
+    assert set(geo + gps) <= set(args["both"])
+    assert "--plots=false" not in args["2d"]  # B3DB's ROC-AUC comes from its test report
+
+
+def test_the_choice_reads_validation_only():
+    rows = [{"set": "freesolv", "design": "2d", "val_rmse": 1.0, "test_rmse": 9.0},
+            {"set": "freesolv", "design": "3d", "val_rmse": 2.0, "test_rmse": 0.1},
+            {"set": "freesolv", "design": "3d", "val_rmse": 0.2, "test_rmse": 0.1},  # mean 1.1: 2d wins
+            {"set": "b3db", "design": "2d", "val_acc": 0.7, "test_auc": 0.99},
+            {"set": "b3db", "design": "gps", "val_acc": 0.8, "test_auc": 0.5}]
+    chosen = md.choose(rows)
+    assert chosen["freesolv"]["design"] == "2d" and chosen["freesolv"]["means"]["3d"] == pytest.approx(1.1)
+    assert chosen["b3db"]["design"] == "gps"  # accuracy: higher is better
+
+
+def test_dry_run_writes_rows_choice_and_figure_and_resumes(tmp_path, monkeypatch):
+    out = tmp_path / "designs.json"
+    md.main(["--dry", "--designs", "2d", "both", "--out", str(out)])
+    result = json.loads(out.read_text())
+    assert [(r["set"], r["design"], r["split"], r["seed"]) for r in result["rows"]] == \
+        [("freesolv", "2d", 0, 0), ("freesolv", "both", 0, 0)]
+    for r in result["rows"]:
+        assert math.isfinite(r["val_rmse"]) and math.isfinite(r["test_rmse"]) and r["epochs"] <= 1
+    best = min(result["rows"], key=lambda r: r["val_rmse"])["design"]
+    assert result["chosen"]["freesolv"]["design"] == best
+    assert out.with_suffix(".png").stat().st_size > 1000
+    # the run of "both" trained with both options on
+    config = (Path(result["rows"][1]["run_dir"]) / "config.yaml").read_text()
+    assert "geometry: distance_gaussian" in config and "local_mp: gine" in config and "geometry: true" in config
+
+    def no_fit(*a, **k):
+        raise AssertionError("a finished row was run again")
+
+    monkeypatch.setattr(md, "fit_in_process", no_fit)
+    md.main(["--dry", "--designs", "2d", "both", "--out", str(out)])
+    assert json.loads(out.read_text())["rows"] == result["rows"]
