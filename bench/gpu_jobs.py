@@ -3,8 +3,8 @@
 For each job: items/s through ``vecset fit`` (a short run, timed after warm-up steps), the
 model's training step alone on one batch resident on the device (forward, backward, AdamW),
 the train loader alone (batches/s, each moved to the device as Lightning does), host reads of
-tensor values per training step (the counting of /work/shared/tools/host_reads.py: on a GPU each
-is a host-device sync, the step waits for the queue to drain), and peak memory (the GPU's peak
+tensor values per training step (counted as tests/pipelines/training/test_host_reads.py does: on a
+GPU each is a host-device sync, the step waits for the queue to drain), and peak memory (the GPU's peak
 allocation during the job's fit; on the CPU the process's peak resident set so far, which only
 grows over the jobs of one run: run a job alone for its own). Runs on CUDA when present, else
 the CPU with 2 threads. Nothing is written into the checkout but the JSON (the fits' folders go
@@ -64,7 +64,7 @@ JOBS = [
     Job("g2p", "configs/g2p.yaml"),
 ]
 DRY = ["digits", "digits_on_device"]
-# what is read on the host from a tensor's value: each a sync on a GPU (tools/host_reads.py)
+# what is read on the host from a tensor's value: each a sync on a GPU
 READS = {"__bool__", "item", "tolist", "__float__", "__int__", "__index__", "nonzero", "numpy", "unique",
          "masked_select"}
 
@@ -144,7 +144,7 @@ def fit_rate(job: Job, device: torch.device, steps: int, warmup: int, extra: lis
                 state["t1"] = time.perf_counter()
             if warmup + steps <= s < warmup + steps + count_steps and s % trainer.log_every_n_steps:
                 # after the timed steps (the mode's Python hook on every torch call would slow them);
-                # logging steps read on purpose: left out, as tools/host_reads.py does
+                # logging steps read on purpose: left out
                 reads.__enter__()
                 reads.on = True
 

@@ -108,7 +108,7 @@ def molecule_batch(smiles: list[str]) -> dict:
 
 def permute_batch(batch: dict, i: int, perm: torch.Tensor) -> dict:
     """Molecule ``i`` of ``batch`` with its atoms reordered by ``perm`` (its real atoms only)."""
-    out = {k: v.clone() for k, v in batch.items()}
+    out = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
     n = len(perm)
     for k in ("x", "degree"):
         out[k][i, :n] = batch[k][i, perm]

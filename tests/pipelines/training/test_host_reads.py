@@ -2,8 +2,8 @@
 read is a host-device sync: the GPU waits for the host and the host for the GPU).
 
 Each shipped config that runs here trains a few steps under a counter of host reads (a
-TorchFunctionMode: ``__bool__``, ``item``, ``tolist``, ``nonzero``, boolean-mask indexing...,
-as /work/shared/tools/host_reads.py counts them), over the whole of each training batch
+TorchFunctionMode: ``__bool__``, ``item``, ``tolist``, ``nonzero``, boolean-mask indexing...),
+over the whole of each training batch
 (Lightning's batch loop: the transfer, the callbacks, the step, the optimizer, the logging),
 less the data loader and ``on_before_batch_transfer`` (the batch is still on the host there)
 and ``torch.optim`` (its step counters stay on the CPU on a GPU too). A step that logs
