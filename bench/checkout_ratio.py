@@ -34,6 +34,7 @@ JOBS = {
     "speech_frames": ("configs/speech_frames.yaml", 20),
     "freesolv": ("configs/freesolv.yaml", 40),
     "digits": ("configs/digits.yaml", 40),
+    "debug": ("configs/debug.yaml", 20),
 }
 WARMUP = 5
 
