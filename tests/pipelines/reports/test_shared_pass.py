@@ -8,45 +8,20 @@ import json
 
 import pytest
 import torch
-from torch.utils.data import DataLoader
+from report_helpers import N, TinyImages
 from torchmetrics.functional.classification import binary_auroc
 
 from vecset.backbone import Backbone
 from vecset.encoders import PixelEncoder
 from vecset.encoders.image import collate_images
 from vecset.heads import SequenceHead
-from vecset.pipelines import TaskModule, VecsetDataModule
+from vecset.pipelines import TaskModule
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.binary import BinaryReport
 from vecset.pipelines.reports.classification import ClassificationReport
 from vecset.pipelines.reports.mistakes import MistakesReport
 from vecset.pipelines.reports.regression import ParityReport
 from vecset.pipelines.reports.uncertainty import UncertaintyReport
-
-N, BATCH = 20, 8  # 3 test batches
-
-
-class TinyImages(VecsetDataModule):
-    """20 random 1x4x4 images; two classes, or a regression target (the mean pixel)."""
-
-    def __init__(self, regression: bool = False) -> None:
-        super().__init__()
-        g = torch.Generator().manual_seed(0)
-        x = torch.randn(N, 1, 4, 4, generator=g)
-        y = x.mean((1, 2, 3)) if regression else (x.mean((1, 2, 3)) > 0).long()
-        self.items = [{"image": x[i], "y": y[i], "id": i} for i in range(N)]
-        self.class_names, self.target_names = (None, ["mean"]) if regression else (["dark", "light"], None)
-
-    collate = staticmethod(collate_images)
-
-    def test_dataloader(self) -> DataLoader:
-        return DataLoader(self.items, batch_size=BATCH, collate_fn=self.collate)
-
-    def test_items(self) -> list[dict]:
-        return self.items
-
-    def display_image(self, image: torch.Tensor):
-        return image[0].numpy()
 
 
 def counted(model: TaskModule) -> list[int]:
