@@ -49,7 +49,7 @@ family in several splits cycles its speakers over them, in the order train, trai
 test family may not be a train family (an error), so the test voices are voices the model never
 heard. Without them every family is in all three splits (in-voice, speaker-disjoint).
 ``--rotations`` (two or more voice families, each with train and dev speakers; otherwise a
-rotation's lists would be empty, refused before synthesis) also writes leave-one-voice-out lists: ``lovo/<family>/{train,dev}.lst`` (the train
+rotation's lists would be empty: not written, and refused when none could be) also writes leave-one-voice-out lists: ``lovo/<family>/{train,dev}.lst`` (the train
 and dev speakers of the other families), ``lovo/<family>/dev_unheard.lst`` (the held-out family's
 dev speakers: a voice-disjoint dev set for choosing settings), ``lovo/<family>/test.lst`` (the
 held-out family's other utterances, never those of its dev speakers) and ``test_in_voice.lst``
@@ -311,25 +311,30 @@ def check_splits(speakers: list[Speaker], utterances: int) -> dict[str, int]:
 
 
 def check_rotations(speakers: list[Speaker], voices: list[str] | tuple[str, ...], by: str = "family",
-                    lists: dict[str, dict[str, list[str]]] | None = None) -> None:
-    """Refuses ``--rotations`` whose leave-one-out lists would be empty: before synthesis from the
-    speakers (``lists`` None: every held-out family, or synthesizer, needs train and dev speakers
-    among the others), after it from the written lists (the synthesizers' skips). A fit on an
-    empty list fails far from its cause (Lightning's "num_samples=0")."""
+                    lists: dict[str, dict[str, list[str]]] | None = None) -> dict[str, list[str]]:
+    """The leave-one-out rotations whose train or dev list would be empty ({held out: the empty
+    lists}), which are not written (a voice-disjoint corpus whose other families are all test-only
+    has none to hold out); when no rotation could be written, ``--rotations`` is refused. Before
+    synthesis from the speakers (``lists`` None), after it from the written lists (the
+    synthesizers' skips). A fit on an empty list would fail far from its cause (Lightning's
+    "num_samples=0")."""
     what = "voice family" if by == "family" else "synthesizer"
     if lists is None:
         lists = {}
         for h in dict.fromkeys(getattr(s, by) for s in speakers):
             other = {s.split for s in speakers if getattr(s, by) != h}
             lists[h] = {k: [k] if k in other else [] for k in ("train", "dev")}
-    for h, rot in lists.items():
-        empty = [k for k in ("train", "dev") if not rot[k]]  # a test-only or dev-only family has no test list
-        if empty:
-            raise SystemExit(
-                f"--rotations with --voices {','.join(voices)}: holding out the {what} {h} leaves its "
-                f"{' and '.join(empty)} list{'s' if len(empty) > 1 else ''} empty (no other {what} has a speaker "
-                f"there{'' if len(lists) > 1 else f': {h} is the only one'}); give --voices two or more voice "
-                "families, each with train and dev speakers, or leave out --rotations")
+    # a test-only or dev-only family has no test list
+    empty = {h: [k for k in ("train", "dev") if not rot[k]] for h, rot in lists.items()}
+    empty = {h: e for h, e in empty.items() if e}
+    if lists and len(empty) == len(lists):
+        h, e = next(iter(empty.items()))
+        raise SystemExit(
+            f"--rotations with --voices {','.join(voices)}: holding out the {what} {h} leaves its "
+            f"{' and '.join(e)} list{'s' if len(e) > 1 else ''} empty (no other {what} has a speaker "
+            f"there{', and so does every other rotation' if len(lists) > 1 else f': {h} is the only one'}); give "
+            "--voices two or more voice families, each with train and dev speakers, or leave out --rotations")
+    return empty
 
 
 def check_written(lists: dict[str, list[str]]) -> None:
@@ -765,8 +770,14 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
     rots = rotations(spk, lists) if write_rotations else {}
     # with voices of two or three synthesizers: also leave one synthesizer out (lovo_synth/)
     synth_rots = rotations(spk, lists, by="synth") if write_rotations and len({s.synth for s in spk}) > 1 else {}
-    check_rotations(spk, voices, lists=rots)
-    check_rotations(spk, voices, by="synth", lists=synth_rots)
+    # a rotation with nothing to train or choose on is not written: said here, counted in corpus.json
+    skipped_rotations = {}
+    for kind, rr, by in (("lovo", rots, "family"), ("lovo_synth", synth_rots, "synth")):
+        for h, empty in check_rotations(spk, voices, by=by, lists=rr).items():
+            print(f"{kind}/{h} not written: holding it out leaves its {' and '.join(empty)} "
+                  f"list{'s' if len(empty) > 1 else ''} empty", flush=True)
+            skipped_rotations[f"{kind}/{h}"] = empty
+            del rr[h]
     for folder, rr in (("lovo", rots), ("lovo_synth", synth_rots)):
         for fam, rot in rr.items():
             (out / folder / fam).mkdir(parents=True, exist_ok=True)
@@ -797,7 +808,8 @@ def generate(out: Path, utterances: int, speakers: int, seed: int, jobs: int, fm
         info["voices"] = {"families": {f: {"splits": v, "speakers": [s.name for s in spk if s.family == f]}
                                        for f, v in fam_splits.items()},
                           "rotations": {f: {k: len(v) for k, v in r.items()} for f, r in rots.items()},
-                          "synth_rotations": {f: {k: len(v) for k, v in r.items()} for f, r in synth_rots.items()}}
+                          "synth_rotations": {f: {k: len(v) for k, v in r.items()} for f, r in synth_rots.items()},
+                          "rotations_not_written": skipped_rotations}
     if espeak_items:
         info["espeak"] = {"version": espeak_version(), "utterances": len(espeak_items),
                           "skipped": dict(Counter(r["skipped"] for r in skipped if r["skipped"].startswith("espeak"))),

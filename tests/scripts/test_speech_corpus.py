@@ -303,6 +303,9 @@ def test_an_espeak_corpus_is_valid_timit_layout_with_the_transcript_words(tmp_pa
         wrd = [ln.split()[2] for ln in wav.with_suffix(".wrd").read_text().splitlines()]
         assert wrd == text.words_of(wav.with_suffix(".txt").read_text().split(" ", 2)[2])
     assert (root / "lovo" / "enusf3" / "test.lst").read_text() == (root / "test.lst").read_text()
+    # holding out the only train family leaves nothing to train on: that rotation is not written, and said
+    assert not (root / "lovo" / "enusm3").exists()
+    assert info["voices"]["rotations_not_written"] == {"lovo/enusm3": ["train", "dev"]}
 
 
 def flite_missing() -> str | None:
@@ -424,14 +427,18 @@ def test_rotations_that_would_write_empty_lists_are_refused_before_synthesis(tmp
         "empty (no other voice family has a speaker there: enus is the only one); give --voices two or more voice "
         "families, each with train and dev speakers, or leave out --rotations")
     assert not (tmp_path / "c").exists()
-    # every other family only tests: holding out the one train and dev family empties both
+    # every other family only tests: holding out the one train and dev family empties both, so that
+    # rotation is not written; the test family's rotation is
     splits = corpus.family_splits(["kal", "slt"], train=["kal"], dev=["kal"], test=["slt"])
     spk = corpus.make_speakers(8, 0, ["kal", "slt"], splits)
-    with pytest.raises(SystemExit, match=r"holding out the voice family kal leaves its train and dev lists empty"):
-        corpus.check_rotations(spk, ["kal", "slt"])
-    corpus.check_rotations(corpus.make_speakers(8, 0, ["kal", "slt"]), ["kal", "slt"])  # in-voice: fine
-    # after synthesis: a list the synthesizers' skips emptied
-    with pytest.raises(SystemExit, match=r"holding out the synthesizer espeak leaves its dev list empty"):
+    assert corpus.check_rotations(spk, ["kal", "slt"]) == {"kal": ["train", "dev"]}
+    assert corpus.check_rotations(corpus.make_speakers(8, 0, ["kal", "slt"]), ["kal", "slt"]) == {}  # in-voice
+    # after synthesis: a list the synthesizers' skips emptied; refused when every rotation is empty
+    assert corpus.check_rotations(spk, ["kal", "espeak:en-us"], by="synth",
+                                  lists={"espeak": {"train": ["a"], "dev": [], "test": ["b"]},
+                                         "festival": {"train": ["c"], "dev": ["d"], "test": ["e"]}}) == {"espeak": ["dev"]}
+    with pytest.raises(SystemExit, match=r"holding out the synthesizer espeak leaves its dev list empty \(no other "
+                                         r"synthesizer has a speaker there, and so does every other rotation\)"):
         corpus.check_rotations(spk, ["kal", "espeak:en-us"], by="synth",
                                lists={"espeak": {"train": ["a"], "dev": [], "test": ["b"]},
-                                      "festival": {"train": ["c"], "dev": ["d"], "test": ["e"]}})
+                                      "festival": {"train": [], "dev": ["d"], "test": ["e"]}})
