@@ -37,6 +37,16 @@ def _bad_rows(t: Tensor) -> Tensor:
     return bad.reshape(bad.shape[0], -1).any(1) if bad.dim() > 0 else bad.reshape(1)
 
 
+def _all_finite(tensors: Any) -> bool:
+    """Every value of every tensor is finite, with one reduction per tensor and one read: a sum
+    is NaN or inf wherever a value is (NaN and inf propagate), so a finite total proves them all
+    finite. A total that overflows from finite values only sends the batch to the per-row
+    search (``_bad_rows``), which then finds nothing. Per-field ``isfinite`` masks, their
+    per-row reductions and a read per field cost about 1 ms a FreeSolv step on this CPU."""
+    total = torch.stack([t.sum(dtype=torch.float64) for t in tensors]).sum()
+    return bool(torch.isfinite(total))
+
+
 def _is_multitask(batch: Any) -> bool:
     """A multi-task training batch: ``{task: batch}``."""
     return isinstance(batch, dict) and bool(batch) and all(isinstance(v, dict) for v in batch.values())
@@ -96,11 +106,13 @@ class NonFiniteGuard(Callback):
                 if problem := NonFiniteGuard._batch_problem(trainer, sub, batch_idx, stage, name):
                     return problem
             return None
+        floats = {key: value for key, value in batch.items()
+                  if isinstance(value, Tensor) and value.is_floating_point() and value.numel()}
+        if not floats or _all_finite(floats.values()):
+            return None
         ids = batch.get("ids")
         where = f"{stage} ({task})" if task is not None else stage
-        for key, value in batch.items():
-            if not (isinstance(value, Tensor) and value.is_floating_point()) or value.numel() == 0:
-                continue
+        for key, value in floats.items():
             rows = _bad_rows(value)
             if rows.any():
                 bad_ids = ids[rows.to(ids.device)].tolist() if isinstance(ids, Tensor) and len(ids) == len(rows) else "?"

@@ -151,3 +151,53 @@ def test_multitask_guard_names_the_input_through_the_tasks_data_module():
     # validation runs the tasks' loaders one after another: the loader's index is the task
     with pytest.raises(NonFiniteError, match=r"of validation \(b\) batch 0 .*sample ids: \[2\] \(b-set-2\)"):
         guard.on_validation_batch_start(fake, None, batches["b"], 0, dataloader_idx=1)
+
+
+def _fake_trainer(dm=None) -> SimpleNamespace:
+    return SimpleNamespace(datamodule=dm, current_epoch=0, global_step=0, world_size=1, training=True,
+                           fit_loop=SimpleNamespace(epoch_loop=SimpleNamespace(batch_idx=-1)))
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_the_one_sum_check_finds_a_bad_value_in_any_field_and_names_it(bad):
+    """The host check sums each float field once and reads one total (a NaN or inf makes it
+    non-finite); the per-row search behind it still names the field and the samples. A bad
+    value in the second field, beside finite ones, in a batch of several float dtypes."""
+    batch = {"x": torch.randn(4, 3, 2), "features": torch.randn(4, 5, dtype=torch.float64),
+             "y": torch.randn(4, 1).to(torch.bfloat16), "ids": torch.tensor([10, 11, 12, 13]),
+             "mask": torch.ones(4, 3, dtype=torch.bool)}
+    NonFiniteGuard().check_host_batch(_fake_trainer(), batch)  # all finite: no error
+    batch["features"][2, 4] = bad
+    kind = "nan" if math.isnan(bad) else "inf"
+    with pytest.raises(NonFiniteError, match=rf"^{kind} in batch\['features'\] of train batch 0 .*sample ids: \[12\]"):
+        NonFiniteGuard().check_host_batch(_fake_trainer(), batch)
+
+
+def test_a_sum_that_overflows_from_finite_values_is_not_an_error():
+    """Finite values whose sum overflows send the batch to the per-row search, which finds
+    every value finite: no error."""
+    batch = {"x": torch.full((2, 3), 1e308, dtype=torch.float64), "ids": torch.tensor([0, 1])}
+    assert not torch.isfinite(batch["x"].sum())
+    NonFiniteGuard().check_host_batch(_fake_trainer(), batch)
+
+
+def test_check_on_host_calls_every_callback_that_declares_the_host_check():
+    """``check_on_host`` asks once per class whether a callback declares ``HostBatchCheck``
+    (a Protocol isinstance per callback per step was half the host check's cost); a declared
+    one is called at every batch, an undeclared one never."""
+    from vecset.pipelines.training.step import check_on_host, declares_host_check
+
+    seen = []
+
+    class Declares(pl.Callback):
+        def check_host_batch(self, trainer, batch, dataloader_idx: int = 0) -> None:
+            seen.append(len(batch["ids"]))
+
+    trainer = SimpleNamespace(callbacks=[Declares(), pl.Callback(), Declares()])
+    module = SimpleNamespace(_trainer=trainer)
+    batch = {"x": torch.zeros(3, 2, 2), "y": torch.zeros(3, 2, dtype=torch.long), "ids": torch.arange(3)}
+    for _ in range(2):
+        check_on_host(module, batch, {None: LabelingHead(8, 2)})
+    assert seen == [3, 3, 3, 3]
+    assert declares_host_check(Declares) and not declares_host_check(pl.Callback)
+    assert declares_host_check(NonFiniteGuard)
