@@ -30,7 +30,7 @@ from vecset.backbone.tracing import NotExportable
 from vecset.backbone.vectorset import VectorSet
 from vecset.backbone.vocab import Level, Vocabulary, saved_vocabulary, tokenize
 from vecset.heads.contract import Head
-from vecset.heads.edit_metrics import PhoneErrorRate, WordErrorRate
+from vecset.heads.edit_metrics import PhoneErrorRate, TokenIds, WordErrorRate
 from vecset.heads.seq2seq.cross_attention import MultiHeadCrossAttention
 
 log = logging.getLogger("vecset")
@@ -384,16 +384,16 @@ class Seq2SeqHead(Head):
             return [[tokenize(r, self.level) for r in refs] for refs in batch[self.references_field]]
         return [tokenize(t, self.level) for t in batch[self.vocab_field]]
 
-    def metric_inputs(self, out: dict, batch: dict) -> tuple[list, list]:
+    def metric_inputs(self, out: dict, batch: dict) -> tuple[list | TokenIds, list]:
         """Decoded outputs vs references. In training the teacher-forced argmax is scored
         (cheap; so train_per/train_wer are teacher-forced), in eval real decodes."""
         vocab = self._need_vocab()
         if self.training:
-            ids = out["logits"].argmax(-1)
-        else:
-            ids, _ = self.decode(out["memory"], out["memory_mask"])
-        # one read of the whole batch, not one per row (each a host-device sync on a GPU); the
-        # edit distances are computed on the host, so training's per/wer cost this one read a step
+            # the argmax stays on the device; the metrics decode and score it at the epoch's end,
+            # with one read (a training step reads nothing: on a GPU a read waits for the device)
+            return TokenIds(out["logits"].argmax(-1), vocab), self._references(batch)
+        ids, _ = self.decode(out["memory"], out["memory_mask"])
+        # one read of the whole batch, not one per row (each a host-device sync on a GPU)
         preds = [vocab.decode(row) for row in ids.tolist()]
         return preds, self._references(batch)
 

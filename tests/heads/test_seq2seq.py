@@ -191,3 +191,45 @@ def test_phone_and_word_error_rates():
     per2 = PhoneErrorRate()
     per2.update([["T", "AH", "M", "AA", "T", "OW"]], [[["T", "AH", "M", "EY", "T", "OW"], ["X"]]])
     assert per2.compute().item() == pytest.approx(1 / 6)  # closest reference counts
+
+
+def test_error_rates_of_token_ids_are_scored_at_compute_with_one_read():
+    """Training's teacher-forced ids reach the metrics as ``TokenIds`` (still on the device):
+    nothing is read at ``update``; ``compute`` decodes every kept batch (of different widths)
+    with one read and gives the rates the decoded lists give."""
+    from torch.overrides import TorchFunctionMode
+
+    from vecset.backbone.vocab import Vocabulary
+    from vecset.heads.edit_metrics import TokenIds
+
+    vocab = Vocabulary(["<pad>", "<unk>", "<bos>", "<eos>", "K", "AE", "T", "D", "AO", "G"])
+    ix = {t: i for i, t in enumerate(vocab.tokens)}
+    batches = [(["K AE T <eos>", "D AO <eos> G"], [["K", "AE", "T"], ["D", "AO", "G"]]),
+               (["D AO G T G <eos>"], [[["D", "AO", "G"], ["D", "AO", "G", "T", "G"]]])]
+
+    class Reads(TorchFunctionMode):
+        n = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if getattr(func, "__name__", "") in {"tolist", "item", "__bool__", "__int__"}:
+                Reads.n += 1
+            return func(*args, **(kwargs or {}))
+
+    deferred, plain = (PhoneErrorRate(), WordErrorRate()), (PhoneErrorRate(), WordErrorRate())
+    for texts, refs in batches:
+        ids = torch.tensor([[ix[t] for t in s.split()] for s in texts])
+        with Reads():
+            for m in deferred:
+                m.update(TokenIds(ids, vocab), refs)
+        assert Reads.n == 0
+        for m in plain:
+            m.update([vocab.decode(r) for r in ids.tolist()], refs)
+    Reads.n = 0
+    with Reads():
+        per = deferred[0].compute()
+    assert Reads.n == 1
+    assert per.item() == pytest.approx(1 / 11) == plain[0].compute().item()  # one deletion over 3+3+5
+    assert deferred[1].compute().item() == pytest.approx(1 / 3) == plain[1].compute().item()
+    deferred[0].reset()  # kept ids go too
+    deferred[0].update(TokenIds(torch.tensor([[ix["K"], ix["<eos>"]]]), vocab), [["K"]])
+    assert deferred[0].compute().item() == 0
