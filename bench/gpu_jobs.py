@@ -228,7 +228,7 @@ def bench(job: Job, device: torch.device, steps: int, warmup: int, extra: list[s
     return row
 
 
-def main(argv: list[str] | None = None) -> Path:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", nargs="*", help=f"jobs to run (default all): {', '.join(j.name for j in JOBS)}")
     ap.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
@@ -239,6 +239,11 @@ def main(argv: list[str] | None = None) -> Path:
     ap.add_argument("--out", type=Path, help="the JSON file (default bench/results/gpu_jobs.json or cpu_jobs.json)")
     ap.add_argument("--notes", default="", help="a line saved with the rows")
     ap.add_argument("extra", nargs="*", help="CLI overrides for every job, after --, e.g. -- --data.init_args.batch_size=512")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> Path:
+    ap = parser()
     args = ap.parse_args(argv)
     cuda = torch.cuda.is_available() and args.device != "cpu"
     if args.device == "cuda" and not torch.cuda.is_available():
