@@ -14,12 +14,13 @@ from vecset.pipelines.data.synthetic import SyntheticSetDataModule
 from vecset.pipelines.predict.writer import PredictionWriter
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
 from vecset.pipelines.training.checkpoint import AtomicCheckpointIO, StepCheckpoint
+from vecset.pipelines.training.compile import CompileModel
 from vecset.pipelines.training.elapsed import ElapsedTime
 from vecset.pipelines.training.multitask import MultiTaskDataModule, MultiTaskModule
 from vecset.pipelines.training.task import TaskModule
 
 __all__ = [
-    "AtomicCheckpointIO", "CMUDictDataModule", "Cifar10DataModule", "CoNLLUDataModule",
+    "AtomicCheckpointIO", "CMUDictDataModule", "Cifar10DataModule", "CoNLLUDataModule", "CompileModel",
     "DigitsDataModule", "ElapsedTime", "FashionMNISTDataModule", "GraphNodeDataModule", "ImageFolderDataModule",
     "KernelRegressionDataModule", "MoleculeDataModule", "MultiTaskDataModule", "MultiTaskModule",
     "NonFiniteGuard", "PredictionWriter", "ResumableSampler", "ResumeState", "SpeechFramesDataModule", "StepCheckpoint",
