@@ -220,7 +220,8 @@ class SpecAugment(BatchAugment):
     """SpecAugment's masks on frame features, per utterance (Park et al. 2019): ``time_masks``
     spans of up to ``time_width`` frames (within each utterance's real frames) and
     ``freq_masks`` bands of up to ``freq_width`` features, each width uniform in [0, max], set
-    to ``value`` (0: the normalized features' mean). Frame labels are unchanged.
+    to ``value`` (0: the normalized features' mean), or to the ``fill`` (F,) the data binds.
+    Frame labels are unchanged.
 
     Shapes:
         batch["x"] (B, T, F), batch["mask"] (B, T) True on real frames.
@@ -234,6 +235,12 @@ class SpecAugment(BatchAugment):
             raise ValueError("SpecAugment: mask counts and widths must be >= 0")
         self.time_masks, self.time_width = time_masks, time_width
         self.freq_masks, self.freq_width, self.value = freq_masks, freq_width, value
+        self.fill: Tensor | None = None
+
+    def bind(self, fill: Tensor | None = None, num_classes: int | None = None) -> None:
+        """``fill`` (F,): what masked values show instead of ``value`` (the speech data module
+        gives its training frames' per-feature mean, which the encoder's normalization maps to 0)."""
+        self.fill = fill
 
     @staticmethod
     def spans(n: int, count: int, width: int, length: Tensor, g: torch.Generator) -> tuple[Tensor, Tensor]:
@@ -261,4 +268,6 @@ class SpecAugment(BatchAugment):
             in_f = ((f >= start[..., None]) & (f < (start + w)[..., None])).any(1)  # (B, F)
             hit |= in_f[:, None, :]
         hit &= mask[:, :, None]
-        return {**batch, self.key: torch.where(hit, torch.full_like(x, self.value), x)}
+        fill = self.fill.to(x.dtype) if self.fill is not None else torch.full((), self.value, dtype=x.dtype,
+                                                                              device=x.device)
+        return {**batch, self.key: torch.where(hit, fill, x)}

@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
+import torch
 from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
 
 from vecset.backbone.data_spec import DataSpec
@@ -38,6 +39,8 @@ from vecset.encoders.speech import (
 )
 from vecset.encoders.speech.voice_augment import VoiceAugment
 from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.batch_augment import BatchAugment
+from vecset.pipelines.data.speech_device import SpeechDeviceLoader, SpeechPlacement
 from vecset.pipelines.data.speech_checks import check_shared_speakers, shared_sentences
 from vecset.pipelines.data.speech_utterances import (
     AugmentedUtterances,
@@ -163,7 +166,17 @@ class SpeechFramesDataModule(VecsetDataModule):
             With ``speed_factors``, ``noise_snr_db`` or ``voice_augment`` set, the training waveforms are kept (int16)
             and each training item is perturbed, featurized and labelled when drawn; the global
             normalization statistics still come from the plain training frames. Validation and test
-            are never augmented. SpecAugment (masking) is the encoder's (``SpeechEncoder``).
+            are never augmented. SpecAugment (masking) is the encoder's (``SpeechEncoder``), or
+            ``batch_augment``'s.
+        on_device: keep the featurized splits on the training device and gather padded batches
+            there (``speech_device.py``: the same batches as the classic loader's collate;
+            seeded order, every utterance once an epoch, exact mid-epoch resume): ``true``,
+            ``false`` (the classic DataLoader), or ``auto`` (there when all splits take at most
+            ``device_memory_share`` of the device's memory and no waveform augmentation runs
+            per draw). Said in one line at the start.
+        batch_augment: transforms of whole training batches on the device, each drawing per
+            utterance, e.g. ``batch_augment.SpecAugment`` (masked frames and bands show the
+            training frames' per-feature mean); needs ``on_device`` true or auto.
     """
 
     def __init__(self, root: str = "data/speech", train: str = "train.lst", val: str = "dev.lst",
@@ -175,8 +188,11 @@ class SpeechFramesDataModule(VecsetDataModule):
                  speed_factors: list[float] | None = None, noise_snr_db: list[float] | None = None,
                  noise_prob: float = 0.5, voice_augment: dict[str, dict] | None = None,
                  augment_seed: int = 0, alignment_format: AlignmentFormat = "auto", phone_tier: str = "phones",
-                 word_tier: str | None = "words", phone_ctm: str | None = None, word_ctm: str | None = None) -> None:
+                 word_tier: str | None = "words", phone_ctm: str | None = None, word_ctm: str | None = None,
+                 on_device: bool | Literal["auto"] = False, device_memory_share: float = 0.5,
+                 batch_augment: list[BatchAugment] | None = None) -> None:
         super().__init__()
+        self.placement = SpeechPlacement(on_device, device_memory_share, batch_augment)
         if fit_max_frames < 0:
             raise ValueError(f"fit_max_frames must be >= 0 (0: full lengths), got {fit_max_frames}")
         self.fit_max_frames = fit_max_frames
@@ -208,6 +224,9 @@ class SpeechFramesDataModule(VecsetDataModule):
         self.wave_augment = wave_augment(speed_factors, noise_snr_db, noise_prob)
         self.voice_augment = None if voice_augment is None else VoiceAugment.from_config(voice_augment)
         self.augment_seed = augment_seed
+        if (self.wave_augment is not None or self.voice_augment is not None) and on_device is True:
+            raise ValueError("on_device: true with speed_factors / noise_snr_db / voice_augment: those featurize each "
+                             "draw on the CPU; set on_device: auto or false, or use batch_augment (SpecAugment)")
         if (self.wave_augment is not None or self.voice_augment is not None) and fit_max_frames:
             # an augmented draw is featurized from the whole waveform, which the crop does not cut
             raise ValueError("fit_max_frames cannot be combined with speed_factors / noise_snr_db / voice_augment (the "
@@ -348,8 +367,13 @@ class SpeechFramesDataModule(VecsetDataModule):
     # -- loaders ---------------------------------------------------------------------------
     collate = staticmethod(pad_sets)
 
-    def _loader(self, split: str, shuffle: bool = False, batch_size: int | None = None) -> DataLoader:
+    def _loader(self, split: str, shuffle: bool = False,
+                batch_size: int | None = None) -> DataLoader | SpeechDeviceLoader:
         data = self.sets[split]
+        if split in ("train", "val", "test") and batch_size is None:
+            device = self.trainer.strategy.root_device if self.trainer is not None else torch.device("cpu")
+            if (loader := self.placement.loader(self, split, shuffle, device)) is not None:
+                return loader
         if isinstance(data, AugmentedUtterances):
             # (epoch, index) keys; the order is RandomSampler's, as shuffle=True would draw it
             inner = RandomSampler(data) if shuffle else SequentialSampler(data)

@@ -1,0 +1,228 @@
+"""Speech frames resident on the training device: padded batches gathered there.
+
+The featurized utterances of a split (a few hundred MB for hours of speech at 40 bins) are
+joined into one (frames, F) tensor with their frame labels (frames,), kept on the training
+device with each utterance's start and length. A batch is one gather by a (B, N) index on
+the device: no per-item ``__getitem__``, no collate, no host-to-device copy of the features
+(``device_loader.py`` does the same for images).
+
+The batch's width N is its longest utterance, a shape the host must know to gather: the order
+is therefore drawn on the host (a ``ResumableSampler``: seeded by (seed, epoch), every
+utterance once an epoch, sharded under DDP, resumable mid-epoch) and the lengths are kept
+there too (a few KB), so nothing is read back from the device. The batches equal
+``pad_sets``' (the classic collate) for the same utterances: ``x`` zero-padded, ``mask``,
+``y`` padded with -100, ``ids``, ``padded``. Batch augmentation (``batch_augment.SpecAugment``)
+runs on each gathered batch, seeded per (seed, epoch, batch, rank) like the image loader's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+from pytorch_lightning.utilities import rank_zero_info
+from torch import Tensor
+
+from vecset.encoders.collate import PADDED
+from vecset.pipelines.data.device_loader import (
+    BatchTransform,
+    batch_seed,
+    check_finite,
+    eval_order,
+    fmt_bytes,
+    memory_budget,
+)
+from vecset.pipelines.data.samplers import ResumableSampler
+
+PAD_LABEL = -100  # pad_sets' label padding: cross_entropy's ignore_index
+
+
+@dataclass
+class ResidentFrames:
+    """One split's frames, joined.
+
+    Shapes:
+        x (T_total, F) float and y (T_total,) long (None without labels) on the device;
+        starts, lengths, ids (n,) long on the device; host_lengths the n lengths as Python ints
+        (what the host reads to size a batch: no tensor read).
+    """
+
+    x: Tensor
+    y: Tensor | None
+    starts: Tensor
+    lengths: Tensor
+    ids: Tensor
+    host_lengths: list[int]
+
+    @classmethod
+    def join(cls, xs: Sequence[Tensor], ys: Sequence[Tensor] | None, ids: Sequence[int]) -> ResidentFrames:
+        """The utterances' (T_i, F) features and (T_i,) labels joined, on the CPU (``to`` moves them)."""
+        lengths = torch.tensor([len(x) for x in xs], dtype=torch.long)
+        starts = torch.cumsum(lengths, 0) - lengths
+        return cls(torch.cat(list(xs)), None if ys is None else torch.cat([torch.as_tensor(y) for y in ys]).long(),
+                   starts, lengths, torch.tensor(list(ids), dtype=torch.long), [len(x) for x in xs])
+
+    def nbytes(self) -> int:
+        parts = [self.x, self.starts, self.lengths, self.ids] + ([self.y] if self.y is not None else [])
+        return sum(t.numel() * t.element_size() for t in parts)
+
+    def to(self, device: torch.device) -> ResidentFrames:
+        return ResidentFrames(self.x.to(device), None if self.y is None else self.y.to(device),
+                              self.starts.to(device), self.lengths.to(device), self.ids.to(device), self.host_lengths)
+
+    def __len__(self) -> int:
+        return len(self.host_lengths)
+
+    def gather(self, rows: list[int]) -> dict:
+        """The batch of utterances ``rows`` (host ints), padded to the longest: ``pad_sets``' batch.
+
+        Shapes: x (B, N, F), mask (B, N) bool, y (B, N) long, ids (B,), N = max length of ``rows``."""
+        device = self.x.device
+        lens = [self.host_lengths[r] for r in rows]
+        N = max(lens)  # Python ints: no tensor read
+        b = torch.tensor(rows, dtype=torch.long).to(device, non_blocking=True)
+        t = torch.arange(N, device=device)
+        length = self.lengths[b]  # (B,)
+        mask = t[None, :] < length[:, None]  # (B, N)
+        idx = (self.starts[b][:, None] + t[None, :]).clamp(max=len(self.x) - 1)  # (B, N)
+        x = torch.where(mask[..., None], self.x[idx], torch.zeros((), dtype=self.x.dtype, device=device))
+        batch = {"x": x, "mask": mask, "ids": self.ids[b], PADDED: min(lens) < N}
+        if self.y is not None:
+            batch["y"] = torch.where(mask, self.y[idx], torch.full((), PAD_LABEL, dtype=torch.long, device=device))
+        return batch
+
+
+class SpeechDeviceLoader:
+    """Batches of resident utterances. Training (``sampler``, a ``ResumableSampler`` over the
+    utterances: the order on the host): each epoch its order in batches of ``batch_size``, the
+    last one short; evaluation (``order`` given, host ints). Each batch then goes through
+    ``transforms`` with a generator on the device seeded by ``batch_seed``.
+
+    It has what Lightning and ``ResumeState`` read from a ``DataLoader``: ``len()``,
+    ``batch_size``, ``sampler`` (``set_epoch``, ``resume_at``)."""
+
+    def __init__(self, frames: ResidentFrames, batch_size: int, sampler: ResumableSampler | None = None,
+                 order: list[int] | None = None, transforms: Sequence[BatchTransform] = ()) -> None:
+        if (sampler is None) == (order is None):
+            raise ValueError("SpeechDeviceLoader needs exactly one of sampler (training) or order (evaluation)")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.frames, self.batch_size, self.sampler, self.order = frames, batch_size, sampler, order
+        self.transforms = list(transforms)
+        self.batch_sampler = None  # the indices come from ``sampler``
+
+    def __len__(self) -> int:
+        n = len(self.sampler) if self.sampler is not None else len(self.order)
+        return math.ceil(n / self.batch_size)
+
+    def __iter__(self) -> Iterator[dict]:
+        if self.sampler is not None:
+            s = self.sampler
+            # the batch number from the epoch's start, across a resume (the augmentation of batch
+            # k is the same whether or not the run was interrupted)
+            first = (s._resume_skip // self.batch_size) if s._resume_epoch == s.epoch else 0
+            order, epoch, rank, seed = list(s), s.epoch, s.rank, s.seed
+        else:
+            first, order, epoch, rank, seed = 0, self.order, 0, 0, 0
+        g = torch.Generator(device=self.frames.x.device) if self.transforms else None
+        for k, start in enumerate(range(0, len(order), self.batch_size)):
+            batch = self.frames.gather(order[start:start + self.batch_size])
+            if g is not None:
+                g.manual_seed(batch_seed(seed, epoch, first + k, rank))
+                for transform in self.transforms:
+                    batch = transform(batch, g)
+            yield batch
+
+
+def speech_device_loader(frames: ResidentFrames, batch_size: int, train: bool, shuffle: bool,
+                         transforms: Sequence[BatchTransform] = ()) -> SpeechDeviceLoader:
+    """Training: a ``ResumableSampler`` order (seed: ``seed_everything``'s); evaluation: 0..n-1
+    (under DDP each process's disjoint share, with ``eval_sampler``'s even batch size)."""
+    if train:
+        return SpeechDeviceLoader(frames, batch_size, sampler=ResumableSampler(range(len(frames)), shuffle=shuffle),
+                                  transforms=transforms)
+    order, bs = eval_order(len(frames), batch_size, torch.device("cpu"))
+    return SpeechDeviceLoader(frames, bs, order=order.tolist(), transforms=transforms)
+
+
+class SpeechPlacement:
+    """Where a speech data module's splits live: decided once, at the first loader, said in one
+    line; ``loader`` gives a ``SpeechDeviceLoader`` there, or None for the classic DataLoader.
+
+    Args: as ``SpeechFramesDataModule``'s ``on_device``, ``device_memory_share``, ``batch_augment``."""
+
+    def __init__(self, on_device: bool | str, device_memory_share: float,
+                 batch_augment: Sequence[BatchTransform] | None) -> None:
+        if on_device not in (True, False, "auto"):
+            raise ValueError(f"on_device must be true, false or auto, got {on_device!r}")
+        if not 0 < device_memory_share <= 1:
+            raise ValueError(f"device_memory_share must be in (0, 1], got {device_memory_share}")
+        self.batch_augment = list(batch_augment or [])
+        if self.batch_augment and on_device is False:
+            raise ValueError("batch_augment runs on the data on the device: it needs on_device true or auto, "
+                             "got on_device: false")
+        self.on_device, self.device_memory_share = on_device, device_memory_share
+        self.resident: dict[str, ResidentFrames] | None = None
+        self._decided = False
+
+    def loader(self, dm, split: str, shuffle: bool, device: torch.device) -> SpeechDeviceLoader | None:
+        """``dm``: the SpeechFramesDataModule (after ``setup``)."""
+        if not self._decided:
+            self._decided = True
+            self.resident = self._place(dm, device)
+        if self.resident is None:
+            return None
+        if split not in self.resident:  # a split set up after the decision (test after fit)
+            self.resident[split] = self._frames(dm, split).to(device)
+        return speech_device_loader(self.resident[split], dm.batch_size, train=split == "train", shuffle=shuffle,
+                                    transforms=self.batch_augment if split == "train" else ())
+
+    @staticmethod
+    def _frames(dm, split: str) -> ResidentFrames:
+        """A split's utterances joined on the CPU, checked: finite features, labels in the phone
+        set (device batches skip the per-batch host checks)."""
+        items = dm.sets[split].items
+        labelled = all(u.y is not None for u in items)
+        frames = ResidentFrames.join([u.x for u in items], [u.y for u in items] if labelled else None,
+                                     [u.id for u in items])
+        # check_finite names rows, here frames: the utterance whose span holds the frame
+        utterance = lambda i: int(torch.searchsorted(frames.starts, torch.tensor(i), right=True)) - 1  # noqa: E731
+        check_finite(split, {"x": frames.x}, lambda i: dm.describe(int(frames.ids[utterance(i)])))
+        if frames.y is not None:
+            real = frames.y[frames.y != PAD_LABEL]
+            if real.numel() and (real.min() < 0 or real.max() >= len(dm.class_names)):
+                raise ValueError(f"speech {split} split: frame labels span [{int(real.min())}, {int(real.max())}], "
+                                 f"outside the {len(dm.class_names)} classes of phone_set {dm.phone_set!r}")
+        return frames
+
+    def _place(self, dm, device: torch.device) -> dict[str, ResidentFrames] | None:
+        name = type(dm).__name__
+        if self.on_device is False:
+            return None
+        if type(dm.sets.get("train")).__name__ == "AugmentedUtterances":
+            rank_zero_info(f"{name}: data with the CPU loader: speed_factors / noise_snr_db / voice_augment "
+                           "featurize each draw on the CPU (on_device: auto)")
+            return None
+        splits = [s for s in ("train", "val", "test") if s in dm.sets]
+        frames = {s: self._frames(dm, s) for s in splits}
+        size = sum(f.nbytes() for f in frames.values())
+        budget, what = memory_budget(device)
+        share = f"{size / budget:.2%} of {fmt_bytes(budget)} {what}"
+        if size > self.device_memory_share * budget:
+            msg = (f"{name}: the frames take {fmt_bytes(size)} = {share}, more than device_memory_share "
+                   f"{self.device_memory_share:.0%}")
+            if self.on_device is True:
+                raise ValueError(msg + " with on_device: true; raise device_memory_share or set on_device: auto")
+            rank_zero_info(f"{msg}; they stay with the CPU loader (on_device: auto)")
+            return None
+        if self.batch_augment:
+            mean = frames["train"].x.mean(0).to(device) if "train" in frames else None  # (F,)
+            for a in self.batch_augment:
+                a.bind(fill=mean)
+        augs = f" ({', '.join(type(a).__name__ for a in self.batch_augment)})" if self.batch_augment else ""
+        rank_zero_info(f"{name}: frames on {device}: {fmt_bytes(size)} = {share} of {', '.join(splits)} (at most "
+                       f"{100 * self.device_memory_share:.0f}%, on_device: {self.on_device}); batches gathered"
+                       f"{' and augmented' if augs else ''} there{augs}")
+        return {s: f.to(device) for s, f in frames.items()}

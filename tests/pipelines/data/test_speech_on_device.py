@@ -1,0 +1,118 @@
+"""Speech frames on the device (``speech_device.py``) on the CPU as the device: the classic
+collate's batches, every utterance once an epoch in a seeded order, exact mid-epoch resume
+(order and SpecAugment masks), SpecAugment's per-utterance masks, the options' errors, and a
+``vecset fit`` of the speech debug config with its frames on the device."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from vecset.pipelines import SpeechFramesDataModule
+from vecset.pipelines.cli import run_cli
+from vecset.pipelines.data.batch_augment import SpecAugment
+from vecset.pipelines.data.speech_device import SpeechDeviceLoader
+
+ROOT = Path(__file__).resolve().parents[3]
+N_UTT, BS = 10, 4
+
+
+def module(**kw) -> SpeechFramesDataModule:
+    dm = SpeechFramesDataModule(root=str(ROOT / "data/speech"), max_utterances=N_UTT, batch_size=BS, **kw)
+    dm.setup("fit")
+    return dm
+
+
+@pytest.fixture(scope="module")
+def classic() -> SpeechFramesDataModule:
+    return module()
+
+
+def test_evaluation_batches_equal_the_classic_collate(classic):
+    device = module(on_device=True).val_dataloader()
+    assert isinstance(device, SpeechDeviceLoader) and not isinstance(classic.val_dataloader(), SpeechDeviceLoader)
+    pairs = list(zip(device, classic.val_dataloader(), strict=True))
+    assert pairs and any(b["padded"] for _, b in pairs)
+    for a, b in pairs:
+        assert set(a) == set(b) and a["padded"] == b["padded"]
+        for k in ("x", "mask", "y", "ids"):
+            assert a[k].dtype == b[k].dtype and torch.equal(a[k], b[k]), k
+
+
+def test_every_utterance_once_an_epoch_in_a_seeded_order(classic, monkeypatch):
+    monkeypatch.setenv("PL_GLOBAL_SEED", "3")
+    loader = module(on_device=True).train_dataloader()
+    every = sorted(u.id for u in classic.sets["train"].items)
+    assert len(loader) == len(classic.train_dataloader())
+    orders = []
+    for epoch in (0, 1):
+        loader.sampler.set_epoch(epoch)
+        orders.append([i for b in loader for i in b["ids"].tolist()])
+        assert sorted(orders[-1]) == every  # the classic loader's utterances, each once
+    assert orders[0] != orders[1]
+    again = module(on_device=True).train_dataloader()
+    again.sampler.set_epoch(1)
+    assert [i for b in again for i in b["ids"].tolist()] == orders[1]
+
+
+def test_mid_epoch_resume_is_exact_order_and_spec_augment(monkeypatch):
+    monkeypatch.setenv("PL_GLOBAL_SEED", "7")
+    full = module(on_device=True, batch_augment=[SpecAugment(time_width=5, freq_width=4)]).train_dataloader()
+    full.sampler.set_epoch(1)
+    whole = list(full)
+    resumed = module(on_device="auto", batch_augment=[SpecAugment(time_width=5, freq_width=4)]).train_dataloader()
+    resumed.sampler.set_epoch(1)
+    resumed.sampler.resume_at(1, BS)  # as ResumeState does after one batch
+    tail = list(resumed)
+    assert len(tail) == len(whole) - 1
+    for a, b in zip(tail, whole[1:], strict=True):
+        assert torch.equal(a["ids"], b["ids"]) and torch.equal(a["x"], b["x"]) and torch.equal(a["y"], b["y"])
+
+
+def test_spec_augment_masks_per_utterance_with_the_training_mean(classic):
+    """Masked values show the training frames' per-feature mean; only real frames are masked;
+    a time mask is at most time_width frames; each utterance draws its own masks."""
+    dm = module(on_device=True, batch_augment=[SpecAugment(time_masks=1, time_width=6, freq_masks=1, freq_width=3)])
+    mean = torch.cat([u.x for u in dm.sets["train"].items]).mean(0)  # (F,)
+    plain = {int(i): (x, m) for b in classic.train_dataloader() for i, x, m in zip(b["ids"], b["x"], b["mask"])}
+    loader = dm.train_dataloader()
+    time_widths, bands = [], []
+    for epoch in range(4):
+        loader.sampler.set_epoch(epoch)
+        for b in loader:
+            for i, x, m in zip(b["ids"].tolist(), b["x"], b["mask"], strict=True):
+                x0, m0 = plain[i]
+                n = int(m.sum())
+                changed = (x[:n] != x0[:n])  # (n, F)
+                assert n == int(m0.sum()) and not m[n:].any() and not x[n:].any()  # padding untouched (zeros)
+                assert torch.allclose(x[:n][changed], mean.expand(n, -1)[changed])
+                time_widths.append(int(changed.all(1).sum()))
+                bands.append(tuple(changed.all(0).nonzero().flatten().tolist()))
+    assert max(time_widths) <= 6 and sum(w > 0 for w in time_widths) > len(time_widths) / 2
+    assert len(set(bands)) > 3  # frequency bands drawn per utterance
+
+
+@pytest.mark.parametrize("kw,first_line", [
+    ({"batch_augment": [SpecAugment()]}, "batch_augment runs on the data on the device: it needs on_device true or auto"),
+    ({"on_device": True, "speed_factors": [0.9, 1.1]}, "on_device: true with speed_factors / noise_snr_db / voice_augment"),
+    ({"on_device": "yes"}, "on_device must be true, false or auto, got 'yes'"),
+])
+def test_option_errors_name_the_option(kw, first_line):
+    with pytest.raises(ValueError) as e:
+        SpeechFramesDataModule(root=str(ROOT / "data/speech"), **kw)
+    assert str(e.value).splitlines()[0].startswith(first_line)
+
+
+def test_fit_with_the_frames_on_the_device(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT)
+    cli = run_cli(["--config", "configs/speech_frames_debug.yaml", "--data.init_args.on_device=true",
+                   "--data.init_args.batch_augment+=vecset.pipelines.data.batch_augment.SpecAugment",
+                   "--trainer.max_steps", "2", "--trainer.max_epochs", "-1", "--trainer.limit_val_batches", "1",
+                   "--trainer.num_sanity_val_steps", "0", "--trainer.default_root_dir", str(tmp_path),
+                   "--trainer.enable_checkpointing", "false", "--trainer.logger", "false"], run=False)
+    cli.trainer.fit(cli.model, cli.datamodule)
+    assert cli.trainer.global_step == 2
+    assert isinstance(cli.trainer.train_dataloader, SpeechDeviceLoader)
+    assert torch.isfinite(cli.trainer.callback_metrics["train_loss"])
