@@ -40,8 +40,8 @@ from vecset.encoders.speech import (
 from vecset.encoders.speech.voice_augment import VoiceAugment
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.data.batch_augment import BatchAugment
-from vecset.pipelines.data.speech_device import SpeechDeviceLoader, SpeechPlacement
 from vecset.pipelines.data.speech_checks import check_shared_speakers, shared_sentences
+from vecset.pipelines.data.speech_device import SpeechDeviceLoader, SpeechPlacement
 from vecset.pipelines.data.speech_utterances import (
     AugmentedUtterances,
     EpochKeys,

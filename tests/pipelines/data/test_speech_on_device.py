@@ -76,7 +76,8 @@ def test_spec_augment_masks_per_utterance_with_the_training_mean(classic):
     a time mask is at most time_width frames; each utterance draws its own masks."""
     dm = module(on_device=True, batch_augment=[SpecAugment(time_masks=1, time_width=6, freq_masks=1, freq_width=3)])
     mean = torch.cat([u.x for u in dm.sets["train"].items]).mean(0)  # (F,)
-    plain = {int(i): (x, m) for b in classic.train_dataloader() for i, x, m in zip(b["ids"], b["x"], b["mask"])}
+    plain = {int(i): (x, m) for b in classic.train_dataloader()
+             for i, x, m in zip(b["ids"], b["x"], b["mask"], strict=True)}
     loader = dm.train_dataloader()
     time_widths, bands = [], []
     for epoch in range(4):
