@@ -35,6 +35,7 @@ from vecset.pipelines.data.device_loader import (
     memory_budget,
 )
 from vecset.pipelines.data.samplers import ResumableSampler
+from vecset.pipelines.data.speech_utterances import AugmentedUtterances
 
 PAD_LABEL = -100  # pad_sets' label padding: cross_entropy's ignore_index
 
@@ -201,7 +202,7 @@ class SpeechPlacement:
         name = type(dm).__name__
         if self.on_device is False:
             return None
-        if type(dm.sets.get("train")).__name__ == "AugmentedUtterances":
+        if isinstance(dm.sets.get("train"), AugmentedUtterances):
             rank_zero_info(f"{name}: data with the CPU loader: speed_factors / noise_snr_db / voice_augment "
                            "featurize each draw on the CPU (on_device: auto)")
             return None
