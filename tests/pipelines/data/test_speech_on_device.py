@@ -117,3 +117,14 @@ def test_fit_with_the_frames_on_the_device(tmp_path, monkeypatch, capsys):
     assert cli.trainer.global_step == 2
     assert isinstance(cli.trainer.train_dataloader, SpeechDeviceLoader)
     assert torch.isfinite(cli.trainer.callback_metrics["train_loss"])
+
+
+def test_auto_keeps_the_cpu_loader_when_each_draw_is_featurized_on_the_cpu(caplog):
+    """Speed perturbation featurizes every training draw on the CPU: ``on_device: auto`` keeps
+    the classic loader and says why in one line."""
+    import logging
+
+    with caplog.at_level(logging.INFO):
+        loader = module(on_device="auto", speed_factors=[0.9, 1.1]).train_dataloader()
+    assert not isinstance(loader, SpeechDeviceLoader)
+    assert any("data with the CPU loader: speed_factors" in r.getMessage() for r in caplog.records)
