@@ -85,6 +85,12 @@ class _EditMetric(Metric):
             self._score([t.vocab.decode(next(rows)) for _ in range(t.ids.shape[0])], refs)
         self._pending = []
 
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        # torchmetrics' forward resets the metric to score one batch, then merges its states
+        # back: what is kept must be in the states by then
+        self._score_pending()
+        return super().forward(*args, **kwargs)
+
     def sync(self, *args: Any, **kwargs: Any) -> None:
         self._score_pending()
         super().sync(*args, **kwargs)

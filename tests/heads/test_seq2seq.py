@@ -230,6 +230,12 @@ def test_error_rates_of_token_ids_are_scored_at_compute_with_one_read():
     assert Reads.n == 1
     assert per.item() == pytest.approx(1 / 11) == plain[0].compute().item()  # one deletion over 3+3+5
     assert deferred[1].compute().item() == pytest.approx(1 / 3) == plain[1].compute().item()
+    # forward (one batch's value, then the states merged) keeps what earlier updates kept
+    both = PhoneErrorRate()
+    for k, (texts, refs) in enumerate(batches):
+        ids = torch.tensor([[ix[t] for t in s.split()] for s in texts])
+        value = both(TokenIds(ids, vocab), refs) if k else both.update(TokenIds(ids, vocab), refs)
+    assert value.item() == 0 and both.compute().item() == pytest.approx(1 / 11)
     deferred[0].reset()  # kept ids go too
     deferred[0].update(TokenIds(torch.tensor([[ix["K"], ix["<eos>"]]]), vocab), [["K"]])
     assert deferred[0].compute().item() == 0
