@@ -128,3 +128,44 @@ def test_auto_keeps_the_cpu_loader_when_each_draw_is_featurized_on_the_cpu(caplo
         loader = module(on_device="auto", speed_factors=[0.9, 1.1]).train_dataloader()
     assert not isinstance(loader, SpeechDeviceLoader)
     assert any("data with the CPU loader: speed_factors" in r.getMessage() for r in caplog.records)
+
+
+def test_a_fit_resumed_mid_epoch_sees_the_uninterrupted_batches(tmp_path, monkeypatch):
+    """Frames on the device with SpecAugment through ``vecset fit``: a run stopped after step 2
+    of an epoch of 3 and resumed from its checkpoint (ResumeState positions the loader's
+    ResumableSampler) trains on the same utterances, masked the same, as the whole run."""
+    import pytorch_lightning as pl
+
+    class Record(pl.Callback):
+        def __init__(self, save_at: int = -1) -> None:
+            self.steps: dict[int, tuple] = {}
+            self.save_at = save_at
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx: int) -> None:
+            self.steps[trainer.global_step] = (batch["ids"].tolist(), batch["x"].double().sum().item())
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
+            if trainer.global_step == self.save_at:
+                trainer.save_checkpoint(tmp_path / "mid.ckpt", weights_only=False)
+
+    monkeypatch.chdir(ROOT)
+
+    def fit(rec: Record, ckpt: Path | None = None) -> Record:
+        cli = run_cli(["--config", "configs/speech_frames_debug.yaml", "--data.init_args.on_device=true",
+                       "--data.init_args.max_utterances=6", "--data.init_args.batch_size=2",
+                       "--data.init_args.batch_augment+=vecset.pipelines.data.batch_augment.SpecAugment",
+                       "--trainer.max_steps", "5", "--trainer.max_epochs", "-1", "--trainer.limit_val_batches", "0",
+                       "--trainer.num_sanity_val_steps", "0", "--trainer.default_root_dir", str(tmp_path),
+                       "--trainer.enable_checkpointing", "false", "--trainer.logger", "false"], run=False)
+        cli.trainer.callbacks.append(rec)
+        cli.trainer.fit(cli.model, cli.datamodule, ckpt_path=str(ckpt) if ckpt else None)
+        return rec
+
+    whole = fit(Record(save_at=2))
+    assert sorted(whole.steps) == list(range(5))
+    assert sorted(i for s in range(3) for i in whole.steps[s][0]) == sorted(set(whole.steps[0][0] + whole.steps[1][0]
+                                                                                 + whole.steps[2][0]))
+    resumed = fit(Record(), ckpt=tmp_path / "mid.ckpt")
+    assert sorted(resumed.steps) == [2, 3, 4]
+    for s in (2, 3, 4):
+        assert resumed.steps[s] == whole.steps[s], s
