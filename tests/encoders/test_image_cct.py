@@ -42,3 +42,4 @@ def test_conv_tokenizer_adds_the_positional_encoding_and_checks_channels():
         plain({"image": torch.randn(1, 3, 8, 8)})
     with pytest.raises(ValueError, match=r"^ConvTokenizer: layers must be >= 1"):
         ConvTokenizer(1, 8, layers=0)
+
