@@ -20,6 +20,7 @@ run in this process, files under ``--out``'s folder: it checks the script in sec
     python bench/fashion_equal_time.py --minutes 30                         # CCT, attention, CNN: 30 min each
     python bench/fashion_equal_time.py --minutes 30 --models cct cnn --args "--data.init_args.batch_size 256"
     python bench/fashion_equal_time.py --minutes 10 --device gpu --args "--data.init_args.batch_size 512"
+                                    # --device gpu: the data and the crop/flip on the device (ON_DEVICE)
     python bench/fashion_equal_time.py --dry --out /tmp/fet/fashion_equal_time.json
 """
 
@@ -45,6 +46,12 @@ VARIANTS = {
     "attention": "configs/fashion_mnist.yaml",  # conv stem + 4x4 patches, CLS pooling
     "cnn": "configs/fashion_mnist_cnn.yaml",  # GridResNet in the backbone's slot
 }
+# the same recipe with the data on the device: the crop and flip per image on whole batches there
+# (batch_augment), no per-image CPU transforms; --device gpu uses it, --on-device on the CPU too
+ON_DEVICE = ["--data.init_args.augment", "false", "--data.init_args.train_transforms", "null",
+             "--data.init_args.on_device", "true", "--data.init_args.batch_augment",
+             json.dumps([{"class_path": "vecset.pipelines.data.batch_augment.RandomCrop", "init_args": {"padding": 2}},
+                         {"class_path": "vecset.pipelines.data.batch_augment.HorizontalFlip"}])]
 DRY = {"max_train": 64, "max_val": 32, "max_test": 32, "batch_size": 16}
 COLS = ["model", "device", "minutes", "epochs", "params", "val_acc", "test_acc", "train_images"]
 
@@ -153,6 +160,8 @@ def main(argv: list[str] | None = None) -> Path:
     ap.add_argument("--subset", type=int, default=None,
                     help="train on N images (stratified); rows then carry validation accuracy only")
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu", help="trainer.accelerator")
+    ap.add_argument("--on-device", action="store_true",
+                    help="the data and the crop/flip on the training device (batch_augment); the default with --device gpu")
     ap.add_argument("--args", default="", help="more vecset fit arguments for every variant (one string)")
     ap.add_argument("--root", default="/usr/share/datasets/fashion-mnist", help="folder of the four idx files")
     ap.add_argument("--workdir", default=str(ROOT), help="where the runs/ folder goes")
@@ -165,7 +174,8 @@ def main(argv: list[str] | None = None) -> Path:
     minutes = 0.0 if a.dry else a.minutes
     out = Path(a.out) if a.out else RESULTS / ("tmp/fashion_equal_time_dry.json" if a.dry else "fashion_equal_time.json")
     workdir = out.parent / "runs_dry" if a.dry and a.workdir == str(ROOT) else Path(a.workdir)
-    extra = shlex.split(a.args)
+    on_device = a.on_device or a.device == "gpu"
+    extra = (ON_DEVICE if on_device else []) + shlex.split(a.args)
     rows = []
     for model in a.models:
         config = VARIANTS[model]
