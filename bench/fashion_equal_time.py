@@ -88,8 +88,8 @@ def fit_args(root: str, minutes: float, epochs: int | None, subset: int | None, 
         args += ["--trainer.max_time", f"00:{secs // 3600:02d}:{secs % 3600 // 60:02d}:{secs % 60:02d}"]
         if epochs is not None:
             args += ["--trainer.max_epochs", str(epochs)]
-        if subset is not None:
-            args += ["--data.init_args.max_train", str(subset)]
+        if subset is not None:  # the search: no report pictures after its test pass
+            args += ["--data.init_args.max_train", str(subset), "--plots", "false"]
     return args + extra
 
 
