@@ -16,7 +16,13 @@ from torch import Tensor, nn
 from vecset.backbone.positional import NoPositional
 from vecset.backbone.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
-from vecset.encoders.image.encoder import Positional2D, _check_image, _grid_pos, _sides, make_positional_2d
+from vecset.encoders.image.encoder import (
+    Positional2D,
+    _check_image,
+    _grid_pos,
+    _sides,
+    make_positional_2d,
+)
 
 
 class ConvTokenizer(Encoder):
