@@ -122,7 +122,7 @@ def row(model: str, config: str, args: list[str], run_dir: Path, device: str, mi
     mins, acc = val_curve(run_dir)
     return {"model": model, "config": config, "device": device_name(device), "minutes": minutes,
             # a run cut by max_time before its first validation has no best checkpoint, only a last one
-            "epochs": res["epochs"], "params": trainable_parameters(res["checkpoint"] or res["last_checkpoint"]),
+            "epochs": res["epochs"], "steps": res["global_steps"], "params": trainable_parameters(res["checkpoint"] or res["last_checkpoint"]),
             # the search does not read the test split into its rows
             "test_acc": None if subset is not None else res["test"]["test_acc"],
             "val_acc": res["best_val"], "train_images": train_images,
