@@ -43,3 +43,11 @@ def test_conv_tokenizer_adds_the_positional_encoding_and_checks_channels():
     with pytest.raises(ValueError, match=r"^ConvTokenizer: layers must be >= 1"):
         ConvTokenizer(1, 8, layers=0)
 
+
+def test_conv_tokenizer_declares_its_grid_and_image_sides():
+    from vecset.backbone.abilities import Grid, ImageSides
+
+    enc = ConvTokenizer(1, 8, layers=2)
+    assert isinstance(enc, Grid) and isinstance(enc, ImageSides)
+    assert enc.image_sides() == {"multiple_of": 4, "pad": False, "max_height": None, "max_width": None}
+
