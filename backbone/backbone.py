@@ -100,7 +100,7 @@ class Backbone(nn.Module):
             raise ValueError(f"drop_path must be in [0, 1) (stochastic depth: the last block's drop rate), got {drop_path}")
         self.d_model = d_model
         self.drop_path = drop_path
-        rates = torch.linspace(0, drop_path, depth).tolist() if depth > 1 else [drop_path]
+        rates = [drop_path * i / (depth - 1) for i in range(depth)] if depth > 1 else [drop_path]
         self.blocks = nn.ModuleList(
             Block(MultiHeadSelfAttention(d_model, heads, score, normalize, window, dropout,
                                          relative_positions=relative_positions), mlp_ratio, dropout, conv_kernel,
