@@ -70,6 +70,10 @@ class Backbone(nn.Module):
             block's attention (a GPS layer, ``GINEConv``); it reads ``VectorSet.edges``, which
             ``GraphEncoder`` gives. ``none`` (default): attention only.
         bond_types: the edge types of ``VectorSet.edges`` (``GraphEncoder``'s ``num_edge_types``).
+        drop_path: stochastic depth (``DropPath``, Huang et al. 2016): block i of ``depth`` drops
+            its residual branches for a whole sample with probability drop_path * i / (depth - 1)
+            in training (timm's linear rule: 0 for the first block, drop_path for the last);
+            the identity in eval; a single block drops at drop_path. 0 (default): off.
 
     Shapes:
         VectorSet x (B, N, D) -> VectorSet x (B, N, D), or (B, N+1, D) with ``cls_token``.
@@ -79,7 +83,8 @@ class Backbone(nn.Module):
     def __init__(self, d_model: int = 64, depth: int = 2, heads: int = 4, mlp_ratio: float = 4.0,
                  dropout: float = 0.0, score: Score = "scaled_dot", normalize: Normalize = "softmax",
                  window: int | None = None, cls_token: bool = False, relative_positions: int = 0,
-                 conv_kernel: int = 0, compile: bool = False, local_mp: LocalMP = "none", bond_types: int = 6) -> None:
+                 conv_kernel: int = 0, compile: bool = False, local_mp: LocalMP = "none", bond_types: int = 6,
+                 drop_path: float = 0.0) -> None:
         super().__init__()
         if local_mp not in ("none", "gine"):
             raise ValueError(f"local_mp must be 'none' or 'gine', got {local_mp!r}")
@@ -91,12 +96,16 @@ class Backbone(nn.Module):
             raise ValueError("cls_token=True with conv_kernel would convolve the CLS vector with the first "
                              "vectors as if it were one of them; turn cls_token off and let the head pool "
                              "over all vectors instead")
+        if not 0 <= drop_path < 1:
+            raise ValueError(f"drop_path must be in [0, 1) (stochastic depth: the last block's drop rate), got {drop_path}")
         self.d_model = d_model
+        self.drop_path = drop_path
+        rates = [drop_path * i / (depth - 1) for i in range(depth)] if depth > 1 else [drop_path]
         self.blocks = nn.ModuleList(
             Block(MultiHeadSelfAttention(d_model, heads, score, normalize, window, dropout,
                                          relative_positions=relative_positions), mlp_ratio, dropout, conv_kernel,
-                  GINEConv(d_model, bond_types) if local_mp == "gine" else None)
-            for _ in range(depth)
+                  GINEConv(d_model, bond_types) if local_mp == "gine" else None, drop_path=rate)
+            for rate in rates
         )
         self.norm = nn.LayerNorm(d_model)
         self.cls = nn.Parameter(torch.randn(1, 1, d_model) * 0.02) if cls_token else None

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from vecset.backbone.attention import MultiHeadSelfAttention
+from vecset.backbone.drop_path import DropPath
 from vecset.backbone.tracing import is_exporting
 
 # PyTorch's (oneDNN's) CPU backward of a depthwise Conv1d is about 8x slower from 512
@@ -81,10 +82,13 @@ class Block(nn.Module):
     ``ConvModule``): vector order is then the sequence order (a sequence's positions, not a set).
     ``local_mp``: a message-passing module (``GINEConv``) run beside the attention on its own
     pre-norm, its output added to the attention's (a GPS layer); it reads ``edges`` (B, T, N, N).
+    ``drop_path``: stochastic depth (``DropPath``): in training each residual branch (attention,
+    convolution, MLP) is dropped for a whole sample with this probability, the kept ones scaled
+    by 1 / (1 - drop_path); the identity in eval.
     """
 
     def __init__(self, attn: MultiHeadSelfAttention, mlp_ratio: float = 4.0, dropout: float = 0.0,
-                 conv_kernel: int = 0, local_mp: nn.Module | None = None) -> None:
+                 conv_kernel: int = 0, local_mp: nn.Module | None = None, drop_path: float = 0.0) -> None:
         super().__init__()
         d = attn.d_model
         hidden = int(d * mlp_ratio)
@@ -102,6 +106,8 @@ class Block(nn.Module):
         self.norm_conv = nn.LayerNorm(d) if conv_kernel else None
         self.local_mp = local_mp
         self.norm_mp = nn.LayerNorm(d) if local_mp is not None else None
+        # not a submodule when off: checkpoints and the module tree of drop_path 0 stay as they were
+        self.drop_path = DropPath(drop_path) if drop_path else nn.Identity()
 
     def forward(self, x: Tensor, mask: Tensor, bias: Tensor | None = None, window: int | None = None,
                 padded: bool | None = None, edges: Tensor | None = None) -> Tensor:
@@ -112,7 +118,7 @@ class Block(nn.Module):
                 raise ValueError("a block with message passing (local_mp) needs the graph's edges (VectorSet.edges, "
                                  "which GraphEncoder gives); this input has none")
             h = h + self.local_mp(self.norm_mp(x), edges, mask)
-        x = x + self.drop(h)
+        x = x + self.drop_path(self.drop(h))
         if self.conv is not None:
-            x = x + self.conv(self.norm_conv(x), mask)
-        return x + self.drop(self.mlp(self.norm2(x)))
+            x = x + self.drop_path(self.conv(self.norm_conv(x), mask))
+        return x + self.drop_path(self.drop(self.mlp(self.norm2(x))))

@@ -2,7 +2,9 @@
 
 Pooling ``attention`` is parametric attention pooling: a learned query attends over the
 set (Bahdanau et al. 2015; Lee et al. 2019, "Set Transformer", pooling by multi-head
-attention with one seed vector).
+attention with one seed vector). It is Compact Convolutional Transformers' sequence pooling
+(SeqPool, Hassani et al. 2021: w = softmax(x W_g) over the real vectors, pooled = sum_i w_i x_i):
+key(x) . q / sqrt(D) = x (W_k^T q / sqrt(D)) plus a constant per set, which softmax drops.
 
 Regression with ``regression_loss: gaussian_nll`` is a mean-variance head (Nix & Weigend 1994;
 Lakshminarayanan et al. 2017, "Simple and Scalable Predictive Uncertainty Estimation using Deep

@@ -33,6 +33,7 @@ from vecset.backbone.attention.scores import (
     Additive,
     Dot,
     Gaussian,
+    Locality,
     ScaledDot,
     Score,
     ScoreFunction,
@@ -41,7 +42,7 @@ from vecset.backbone.attention.scores import (
 
 __all__ = [
     "LONG_INPUT_HINT", "NORMALIZATIONS", "NORMALIZES", "SCORES", "SCORE_FUNCTIONS", "Additive", "Dot", "Gaussian",
-    "MultiHeadSelfAttention", "Normalization", "Normalize", "ReLU", "ScaledDot", "Score", "ScoreFunction", "Sigmoid",
+    "Locality", "MultiHeadSelfAttention", "Normalization", "Normalize", "ReLU", "ScaledDot", "Score", "ScoreFunction", "Sigmoid",
     "Softmax", "available_memory", "band_mask", "band_to_dense", "blocks_to_band", "check_pairwise_memory",
     "dense_to_band", "from_blocks", "local_attention", "make_normalization", "make_score", "to_blocks",
 ]

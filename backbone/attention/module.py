@@ -40,7 +40,9 @@ class MultiHeadSelfAttention(nn.Module):
         heads: number of heads H (D must be divisible by H).
         score: ``scaled_dot`` (q.k/sqrt(Dh)), ``dot`` (q.k), ``additive``
             (w_v^T tanh(W_q q + W_k k)), ``gaussian`` (-|q-k|^2/2: softmax gives
-            Nadaraya-Watson's Gaussian-kernel weights).
+            Nadaraya-Watson's Gaussian-kernel weights), ``locality`` (locality self-attention:
+            q.k times a learned per-head temperature, each vector's score with itself masked;
+            ``scores.Locality``).
         normalize: ``softmax``, ``relu`` or ``sigmoid`` over the allowed keys. ``gaussian``
             with ``relu`` is rejected: the score is never positive, so nothing would learn.
         window: if set (>= 1), vector i attends only to j with |i - j| <= window (truncated

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 
 from vecset.backbone.attention.bands import blocks_to_band, from_blocks, key_windows, to_blocks
 from vecset.backbone.attention.normalizations import Normalization
-from vecset.backbone.attention.scores import ScoreFunction
+from vecset.backbone.attention.scores import ScoreFunction, mask_self
 
 # On a CPU with AVX512-BF16 but no AMX, PyTorch's flash-attention kernels (forward + backward)
 # ran slower in bf16 than in fp32 up to N = 512, the casts to and from fp32 included (1.05-1.20x
@@ -60,6 +60,8 @@ def reference(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, fbias: Tensor | 
     scores = score(q, k, attn)  # (B, H, Nq, Nk)
     if fbias is not None:
         scores = scores + fbias
+    if score.masks_self:  # self-attention: query i is key i
+        scores = mask_self(scores, torch.eye(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device))
     weights = normalization(scores, allowed)
     drop = F.dropout(weights, dropout_p, dropout_p > 0)
     return drop @ v, weights
@@ -79,6 +81,8 @@ def blocked(q: Tensor, k: Tensor, v: Tensor, mask: Tensor, window: int, score: S
     scores = score(qb, kb, attn)  # (B*nb, H, W, 3W)
     if offset_bias is not None:
         scores = scores + offset_bias(offsets)  # (H, W, 3W)
+    if score.masks_self:
+        scores = mask_self(scores, offsets == 0)  # (W, 3W): the query's own key
     weights = normalization(scores, allowed)
     drop = F.dropout(weights, dropout_p, dropout_p > 0)
     out = from_blocks(drop @ vb, B, N)  # (B, H, N, Dh)

@@ -2,7 +2,8 @@
 
 Vaswani et al. 2017 (scaled dot product); Luong et al. 2015 (dot product); Bahdanau et al.
 2015 (additive: w_v^T tanh(W_q q + W_k k)); Nadaraya 1964 / Watson 1964 (the Gaussian kernel,
--|q - k|^2 / 2, whose softmax gives Nadaraya-Watson weights).
+-|q - k|^2 / 2, whose softmax gives Nadaraya-Watson weights); Lee et al. 2021, "Vision Transformer
+for Small-Size Datasets" (locality self-attention: a learned temperature, the diagonal masked).
 
 A score is stateless: its learned parameters (the additive score's) live on the attention
 module, so their state_dict keys (``add_wq``, ``add_wk``, ``add_wv``) are those of the
@@ -19,7 +20,7 @@ from typing import ClassVar, Literal
 import torch
 from torch import Tensor, nn
 
-Score = Literal["scaled_dot", "dot", "additive", "gaussian"]
+Score = Literal["scaled_dot", "dot", "additive", "gaussian", "locality"]
 
 
 class ScoreFunction:
@@ -31,6 +32,8 @@ class ScoreFunction:
     name: ClassVar[str]
     # whether softmax over this score runs on scaled_dot_product_attention
     sdpa: ClassVar[bool] = True
+    # whether each vector's score against itself is masked (the paths know where the diagonal is)
+    masks_self: ClassVar[bool] = False
 
     def __init__(self, heads: int, head_dim: int) -> None:
         self.heads, self.head_dim = heads, head_dim
@@ -124,7 +127,35 @@ class Additive(ScoreFunction):
         return f"Additive(additive_dim={self.additive_dim})"
 
 
-SCORE_FUNCTIONS: dict[str, type[ScoreFunction]] = {c.name: c for c in (ScaledDot, Dot, Additive, Gaussian)}
+class Locality(ScoreFunction):
+    """Locality self-attention's score (LSA, Lee et al. 2021): q.k times a learned temperature
+    per head (``lsa_scale`` on the attention module, starting at 1 / sqrt(Dh)), with each
+    vector's score against itself masked, so that the weight goes to the others (a ViT trained
+    from scratch on small images otherwise attends mostly to itself). The paths mask the
+    self pairs (``masks_self``: the diagonal, or offset 0 in blocks) with the dtype's lowest
+    finite value, not -inf: a vector that sees nothing else still attends to itself (no NaN).
+    Runs on the reference and blocked paths, not on SDPA (its temperature is per head).
+    """
+
+    name = "locality"
+    sdpa = False
+    masks_self = True
+
+    def add_parameters(self, attn: nn.Module) -> None:
+        attn.lsa_scale = nn.Parameter(torch.full((self.heads,), self.head_dim**-0.5))
+
+    def __call__(self, q: Tensor, k: Tensor, attn: nn.Module) -> Tensor:
+        return q @ k.transpose(-1, -2) * attn.lsa_scale.to(q.dtype).view(1, -1, 1, 1)  # (B, H, Nq, Nk)
+
+
+def mask_self(scores: Tensor, self_pairs: Tensor) -> Tensor:
+    """``scores`` with the pairs of a vector with itself (``self_pairs`` bool, broadcastable) at
+    the dtype's lowest finite value: no weight under softmax, relu or sigmoid, unless a row has
+    nothing else."""
+    return scores.masked_fill(self_pairs, torch.finfo(scores.dtype).min)
+
+
+SCORE_FUNCTIONS: dict[str, type[ScoreFunction]] = {c.name: c for c in (ScaledDot, Dot, Additive, Gaussian, Locality)}
 SCORES = tuple(SCORE_FUNCTIONS)
 
 

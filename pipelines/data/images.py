@@ -57,6 +57,38 @@ class TensorImages(Dataset):
         return {"image": img, "y": int(self.labels[i]), "id": int(self.ids[i])}
 
 
+class AugmentedCollate:
+    """The CPU loader's collate, then ``batch_augment`` on the collated batch (MixUp and CutMix
+    need a batch), each batch with a ``torch.Generator`` seeded from the global RNG: a seeded
+    run draws the same, and DataLoader workers (seeded apart by PyTorch) draw apart."""
+
+    def __init__(self, collate, augments: Sequence[BatchAugment]) -> None:
+        self.collate, self.augments = collate, list(augments)
+
+    def __call__(self, items: list[dict]) -> dict:
+        batch = self.collate(items)
+        g = torch.Generator().manual_seed(int(torch.randint(2**62, ())))
+        for a in self.augments:
+            batch = a(batch, g)
+        return batch
+
+
+# torchvision's policies of photo operations (colour, contrast, solarize, posterize): they take
+# uint8 images or floats in [0, 1] and clamp a float image to [0, 1]
+AUTO_AUGMENTS = (v2.AutoAugment, v2.RandAugment, v2.TrivialAugmentWide, v2.AugMix)
+
+
+def check_unit_range_transforms(transforms: Sequence, where: str) -> None:
+    """Refuse ``AUTO_AUGMENTS`` on images stored as floats outside [0, 1] (``where`` says which):
+    they would clamp the negative pixels away without a word."""
+    for t in transforms:
+        if isinstance(t, AUTO_AUGMENTS):
+            raise ValueError(f"train_transforms: {type(t).__name__} needs uint8 images or floats in [0, 1], but "
+                             f"{where}; it would clamp them to [0, 1]. Use geometric transforms (RandomAffine, "
+                             "RandomCrop) or RandomErasing here, or the policy on data stored as uint8 "
+                             "(FashionMNISTDataModule, ImageFolderDataModule, Cifar10DataModule)")
+
+
 def check_train_transforms(augment: bool, train_transforms: Sequence | None) -> None:
     """``augment`` switches the training transforms on, ``train_transforms`` says which (None:
     the data module's default list); a list given with ``augment: false`` would be ignored."""
@@ -115,12 +147,8 @@ class ImageDataModule(VecsetDataModule):
         if not 0 < device_memory_share <= 1:
             raise ValueError(f"device_memory_share must be in (0, 1], got {device_memory_share}")
         self.batch_augment = list(batch_augment or [])
-        if self.batch_augment and on_device is False:
-            raise ValueError("batch_augment runs on the data on the device: it needs on_device true or auto, "
-                             "got on_device: false (use train_transforms for the CPU loader)")
-        if self.batch_augment and augment:
-            raise ValueError("batch_augment (whole batches on the device) and augment: true (train_transforms, per "
-                             "sample on the CPU) are both on: set augment: false to use batch_augment")
+        # batch_augment runs where the batches are: on the device with the data there, else on each
+        # batch of the CPU loader after its per-sample train_transforms (RandAugment then MixUp)
         if on_device is True and augment:
             raise ValueError("on_device: true with augment: true: train_transforms run per sample on the CPU; set "
                              "augment: false and list batch_augment instead, or set on_device: auto or false")
@@ -147,9 +175,28 @@ class ImageDataModule(VecsetDataModule):
         resident = self.resident(split) if split in ("train", "val", "test") else None
         if resident is not None:
             return self.device_loader(split, resident, shuffle)
+        collate = self.collate
+        if split == "train" and self.batch_augment:
+            dtype, channels = self._raw_format()
+            collate = AugmentedCollate(self.collate, self._bound_batch_augment(dtype, channels, torch.device("cpu")))
         return DataLoader(self.sets[split], batch_size=self.batch_size, shuffle=shuffle,
-                          num_workers=self.num_workers, collate_fn=self.collate,
+                          num_workers=self.num_workers, collate_fn=collate,
                           persistent_workers=self.num_workers > 0)
+
+    def _raw_format(self) -> tuple[torch.dtype, int]:
+        """The stored training pixels' dtype (``background`` is given in it) and channels: in-memory
+        images' own; files are read as floats (one item read for its channels)."""
+        train = self.sets["train"]
+        if isinstance(train, TensorImages):
+            return train.images.dtype, train.images.shape[1]
+        return torch.float32, train[0]["image"].shape[0]
+
+    def _bound_batch_augment(self, raw_dtype: torch.dtype, channels: int, device: torch.device) -> list[BatchAugment]:
+        """``batch_augment`` told the padding's fill (the background in the model's input) and the class count."""
+        fill = self.pad_fill(raw_dtype, channels, device)
+        for a in self.batch_augment:
+            a.bind(fill=fill, num_classes=self.num_classes)
+        return self.batch_augment
 
     # -- data on the device (``device_loader.py``) --------------------------------------
     def prepare_batch(self) -> ScaleNormalize | None:
@@ -242,10 +289,7 @@ class ImageDataModule(VecsetDataModule):
         if prepare is not None:
             steps.append(lambda batch, g: {**batch, "image": prepare(batch["image"])})
         if split == "train" and self.batch_augment:
-            fill = self.pad_fill(tensors["image"].dtype, tensors["image"].shape[1], device)
-            for a in self.batch_augment:
-                a.bind(fill=fill, num_classes=self.num_classes)
-            steps += self.batch_augment
+            steps += self._bound_batch_augment(tensors["image"].dtype, tensors["image"].shape[1], device)
         n = len(tensors["ids"])
         if split == "train":
             return DeviceLoader(tensors, self.batch_size, sampler=DeviceSampler(n, device, shuffle=shuffle),
@@ -298,9 +342,11 @@ class DigitsDataModule(ImageDataModule):
             loader; said in one log line at the start of a run.
         device_memory_share: the share of the device's memory (a GPU's total, the host's RAM on
             the CPU) the resident data may take.
-        batch_augment: augmentations of whole batches on the device, parameters per sample
-            (``batch_augment.py``: ``RandomCrop``, ``HorizontalFlip``, ``RandomErasing``,
-            ``MixUp``, ``CutMix``; ``class_path`` / ``init_args``); needs ``augment: false``.
+        batch_augment: augmentations of whole batches, parameters per sample (``batch_augment.py``:
+            ``RandomCrop``, ``HorizontalFlip``, ``RandomErasing``, ``MixUp``, ``CutMix``;
+            ``class_path`` / ``init_args``): on the device with the data there, else on each
+            batch of the CPU loader after the per-sample ``train_transforms`` (``augment: true``:
+            e.g. RandAugment per image, then MixUp/CutMix per batch).
     """
 
     class_names = [str(d) for d in range(10)]
@@ -314,6 +360,8 @@ class DigitsDataModule(ImageDataModule):
                  batch_augment: list[BatchAugment] | None = None) -> None:
         super().__init__(batch_size, num_workers, on_device, device_memory_share, batch_augment, augment)
         check_train_transforms(augment, train_transforms)
+        check_unit_range_transforms(train_transforms or [], "DigitsDataModule's images are floats in [-1, 1] "
+                                    "(the background -1)")
         self.augment = augment
         self.train_transforms = v2.Compose(list(train_transforms)) if train_transforms is not None else \
             v2.RandomAffine(degrees=degrees, translate=(translate, translate), scale=tuple(scale),

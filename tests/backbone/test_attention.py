@@ -33,6 +33,8 @@ def literal_attention(attn: MultiHeadSelfAttention, x: torch.Tensor, allowed: to
                     A[i, j] = q @ k
                 elif attn.score == "gaussian":
                     A[i, j] = -((q - k) ** 2).sum() / 2
+                elif attn.score == "locality":  # a learned temperature; the diagonal masked below
+                    A[i, j] = -math.inf if i == j else q @ k * attn.lsa_scale[h]
                 else:
                     A[i, j] = attn.add_wv[h] @ torch.tanh(q @ attn.add_wq[h] + k @ attn.add_wk[h])
         if fbias is not None:

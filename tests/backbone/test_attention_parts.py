@@ -13,6 +13,7 @@ from vecset.backbone.attention import (
     Additive,
     Dot,
     Gaussian,
+    Locality,
     MultiHeadSelfAttention,
     ReLU,
     ScaledDot,
@@ -26,9 +27,9 @@ OLD_STATES = Path(__file__).parent / "data" / "backbone_state_before_attention_p
 
 
 def test_names_choose_classes():
-    assert SCORES == ("scaled_dot", "dot", "additive", "gaussian")
+    assert SCORES == ("scaled_dot", "dot", "additive", "gaussian", "locality")
     assert NORMALIZES == ("softmax", "relu", "sigmoid")
-    for name, cls in zip(SCORES, (ScaledDot, Dot, Additive, Gaussian), strict=True):
+    for name, cls in zip(SCORES, (ScaledDot, Dot, Additive, Gaussian, Locality), strict=True):
         attn = MultiHeadSelfAttention(8, heads=2, score=name, normalize="sigmoid")
         assert type(attn.score_fn) is cls and attn.score == name
     for name, cls in zip(NORMALIZES, (Softmax, ReLU, Sigmoid), strict=True):
@@ -37,7 +38,8 @@ def test_names_choose_classes():
 
 
 def test_unknown_names_are_clear_errors():
-    with pytest.raises(ValueError, match=r"score must be one of \('scaled_dot', 'dot', 'additive', 'gaussian'\), got 'cosine'"):
+    with pytest.raises(ValueError, match=r"score must be one of \('scaled_dot', 'dot', 'additive', 'gaussian', 'locality'\), "
+                       r"got 'cosine'"):
         MultiHeadSelfAttention(8, heads=2, score="cosine")
     with pytest.raises(ValueError, match=r"normalize must be one of \('softmax', 'relu', 'sigmoid'\), got 'tanh'"):
         MultiHeadSelfAttention(8, heads=2, normalize="tanh")
@@ -49,7 +51,7 @@ def test_only_dot_family_softmax_is_fused():
             if (score, normalize) == ("gaussian", "relu"):
                 continue
             attn = MultiHeadSelfAttention(8, heads=2, score=score, normalize=normalize)
-            assert attn.fused == (score != "additive" and normalize == "softmax")
+            assert attn.fused == (score not in ("additive", "locality") and normalize == "softmax")
 
 
 @pytest.mark.parametrize("case", ["additive_sigmoid_relative", "gaussian_softmax", "scaled_dot_cls"])

@@ -119,8 +119,6 @@ def test_on_device_true_that_does_not_fit_is_an_error(root, kw, first_line):
 
 
 @pytest.mark.parametrize("kw, first_line", [
-    ({"augment": True, "batch_augment": [HorizontalFlip()]}, "batch_augment (whole batches on the device) and augment"),
-    ({"on_device": False, "batch_augment": [HorizontalFlip()]}, "batch_augment runs on the data on the device"),
     ({"on_device": True, "augment": True}, "on_device: true with augment: true"),
     ({"on_device": "yes"}, "on_device must be true, false or auto"),
 ])

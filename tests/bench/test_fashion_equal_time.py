@@ -1,0 +1,30 @@
+"""bench/fashion_equal_time.py --dry (issue 46): the CCT and the CNN train 2 steps each on a tiny
+synthetic Fashion-MNIST and become rows with the fields the issue asks for, plus one figure."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "pipelines" / "data"))
+
+from test_fashion_mnist import write_dataset  # noqa: E402
+
+from bench import fashion_equal_time as fet  # noqa: E402
+
+
+def test_dry_run_writes_a_row_per_variant(tmp_path):
+    root = write_dataset(tmp_path / "fm", n_train=200, n_test=80)
+    out = fet.main(["--dry", "--models", "cct", "cnn", "--root", str(root), "--out", str(tmp_path / "res" / "fet.json")])
+    payload = json.loads(out.read_text())
+    rows = payload["rows"]
+    assert [r["model"] for r in rows] == ["cct", "cnn"]
+    for r in rows:
+        assert {"model", "device", "minutes", "epochs", "params", "test_acc", "val_acc", "command"} <= set(r)
+        assert r["params"] > 10_000 and r["device"].startswith("cpu: ") and r["epochs"] == 1 and 0 <= r["val_acc"] <= 1 and 0 <= r["test_acc"] <= 1
+        assert r["command"].startswith(f"vecset fit --config {fet.VARIANTS[r['model']]} ")
+        assert "--trainer.limit_train_batches 2" in r["command"] and r["load_before"]
+    assert (out.parent / rows[0]["figure"]).stat().st_size > 0

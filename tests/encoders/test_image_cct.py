@@ -1,0 +1,53 @@
+"""The parts of a compact convolutional transformer (CCT, issue 46) for images: the convolutional
+tokenizer against a hand-written torch reference."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from vecset.encoders import ConvTokenizer
+
+
+@pytest.mark.parametrize(("layers", "tokens"), [(1, 14 * 14), (2, 7 * 7)])
+def test_conv_tokenizer_tokens_for_28x28(layers: int, tokens: int):
+    enc = ConvTokenizer(in_channels=1, d_model=16, layers=layers, hidden_channels=8)
+    vs = enc({"image": torch.randn(3, 1, 28, 28)})
+    assert vs.x.shape == (3, tokens, 16) and vs.mask.all() and vs.grid == enc.grid(28, 28)
+    assert vs.pos[0, -1].tolist() == [(vs.grid[0] - 1) * 2**layers, (vs.grid[1] - 1) * 2**layers]
+
+
+def test_conv_tokenizer_equals_hand_written_reference():
+    torch.manual_seed(0)
+    enc = ConvTokenizer(in_channels=2, d_model=6, layers=2, hidden_channels=5, positional="none")
+    img = torch.randn(2, 2, 13, 10)  # odd sides: each pooling rounds up
+    w1, w2 = enc.conv[0].weight, enc.conv[3].weight  # (5, 2, 3, 3), (6, 5, 3, 3)
+    h = F.max_pool2d(F.relu(F.conv2d(img, w1, padding=1)), 3, stride=2, padding=1)  # (2, 5, 7, 5)
+    h = F.max_pool2d(F.relu(F.conv2d(h, w2, padding=1)), 3, stride=2, padding=1)  # (2, 6, 4, 3)
+    ref = h.permute(0, 2, 3, 1).reshape(2, 12, 6)  # row-major cells
+    vs = enc({"image": img})
+    assert vs.grid == (4, 3) == enc.grid(13, 10)
+    torch.testing.assert_close(vs.x, ref)
+
+
+def test_conv_tokenizer_adds_the_positional_encoding_and_checks_channels():
+    torch.manual_seed(0)
+    plain = ConvTokenizer(1, 8, layers=1, positional="none")
+    sin = ConvTokenizer(1, 8, layers=1, positional="sinusoidal")
+    sin.load_state_dict(plain.state_dict())
+    img = torch.randn(1, 1, 8, 8)
+    torch.testing.assert_close(sin({"image": img}).x - plain({"image": img}).x, sin.positional(4, 4)[None])
+    with pytest.raises(ValueError, match=r"^ConvTokenizer expects 1-channel images"):
+        plain({"image": torch.randn(1, 3, 8, 8)})
+    with pytest.raises(ValueError, match=r"^ConvTokenizer: layers must be >= 1"):
+        ConvTokenizer(1, 8, layers=0)
+
+
+def test_conv_tokenizer_declares_its_grid_and_image_sides():
+    from vecset.backbone.abilities import Grid, ImageSides
+
+    enc = ConvTokenizer(1, 8, layers=2)
+    assert isinstance(enc, Grid) and isinstance(enc, ImageSides)
+    assert enc.image_sides() == {"multiple_of": 4, "pad": False, "max_height": None, "max_width": None}
+
