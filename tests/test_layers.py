@@ -48,7 +48,7 @@ def test_no_chemistry_in_pipelines_data():
 
 
 def test_no_private_name_is_imported_from_another_package():
-    """``pipelines/data/images.py`` imported ``encoders/image``'s ``_image_channels``: what one
+    """``pipelines/images/data.py`` imported ``encoders/image``'s ``_image_channels``: what one
     package needs from another is public (a module of its own folder may share a private name)."""
     bad = []
     for top in ("backbone", "encoders", "heads", "pipelines"):

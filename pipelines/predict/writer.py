@@ -14,14 +14,14 @@ from pathlib import Path
 
 from pytorch_lightning.callbacks import BasePredictionWriter
 
-from vecset.pipelines.data.cmudict import CMUDictDataModule
-from vecset.pipelines.data.graphs import GraphNodeDataModule
-from vecset.pipelines.data.molecules import MoleculeDataModule
-from vecset.pipelines.data.speech import SpeechFramesDataModule
-from vecset.pipelines.predict.chunks import chunk_loader
+from vecset.pipelines.graphs.data import GraphNodeDataModule
+from vecset.pipelines.molecules.data import MoleculeDataModule
 from vecset.pipelines.predict.output import PredictionOutput
 from vecset.pipelines.predict.rows import MoleculeRows, NodeRows, PronunciationRows, Rows
-from vecset.pipelines.predict.speech_files import SpeechOutput
+from vecset.pipelines.speech.chunks import chunk_loader
+from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.speech.prediction_files import SpeechOutput
+from vecset.pipelines.text.cmudict import CMUDictDataModule
 from vecset.pipelines.training.multitask import MultiTaskDataModule, MultiTaskModule
 from vecset.pipelines.training.receptive_field import receptive_field
 

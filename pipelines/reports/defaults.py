@@ -24,18 +24,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from vecset.pipelines.images.mistakes import MistakesReport
+from vecset.pipelines.images.reports import AttentionMapsReport
+from vecset.pipelines.kernel_regression.reports import KernelRegressionReport
+from vecset.pipelines.molecules.reports import PoolingAttentionReport
 from vecset.pipelines.reports.base import Report
 from vecset.pipelines.reports.binary import BinaryReport
 from vecset.pipelines.reports.classification import ClassificationReport
-from vecset.pipelines.reports.images import AttentionMapsReport
-from vecset.pipelines.reports.kernel_regression import KernelRegressionReport
-from vecset.pipelines.reports.mistakes import MistakesReport
-from vecset.pipelines.reports.molecules import PoolingAttentionReport
 from vecset.pipelines.reports.regression import ParityReport
-from vecset.pipelines.reports.seq2seq import AlignmentReport
-from vecset.pipelines.reports.speech import FrameAttentionReport, PerPhoneReport, SegmentsReport
 from vecset.pipelines.reports.uncertainty import UncertaintyReport
 from vecset.pipelines.reports.vector_attention import VectorAttentionReport
+from vecset.pipelines.speech.reports import FrameAttentionReport, PerPhoneReport, SegmentsReport
+from vecset.pipelines.text.alignment import AlignmentReport
 
 
 def scored(data) -> list[Report]:
@@ -56,18 +56,18 @@ def molecules(data) -> list[Report]:
     return [*scored(data), *extra, PoolingAttentionReport()]
 
 
-DATA = "vecset.pipelines.data"
+P = "vecset.pipelines"
 DEFAULTS: dict[str, Callable[[object], list[Report]]] = {
-    f"{DATA}.base.VecsetDataModule": scored,
-    f"{DATA}.images.ImageDataModule": lambda d: [*scored(d), AttentionMapsReport(), MistakesReport()],
-    f"{DATA}.speech.SpeechFramesDataModule": lambda d: [PerPhoneReport(), SegmentsReport(), FrameAttentionReport()],
-    f"{DATA}.cmudict.CMUDictDataModule": lambda d: [AlignmentReport()],
-    f"{DATA}.conllu.CoNLLUDataModule": lambda d: [*scored(d), VectorAttentionReport()],
-    f"{DATA}.graphs.GraphNodeDataModule": lambda d: [*scored(d), VectorAttentionReport()],
-    f"{DATA}.molecules.MoleculeDataModule": molecules,
-    f"{DATA}.kernel_regression.KernelRegressionDataModule": lambda d: [KernelRegressionReport()],
+    f"{P}.data.base.VecsetDataModule": scored,
+    f"{P}.images.data.ImageDataModule": lambda d: [*scored(d), AttentionMapsReport(), MistakesReport()],
+    f"{P}.speech.data.SpeechFramesDataModule": lambda d: [PerPhoneReport(), SegmentsReport(), FrameAttentionReport()],
+    f"{P}.text.cmudict.CMUDictDataModule": lambda d: [AlignmentReport()],
+    f"{P}.text.conllu.CoNLLUDataModule": lambda d: [*scored(d), VectorAttentionReport()],
+    f"{P}.graphs.data.GraphNodeDataModule": lambda d: [*scored(d), VectorAttentionReport()],
+    f"{P}.molecules.data.MoleculeDataModule": molecules,
+    f"{P}.kernel_regression.data.KernelRegressionDataModule": lambda d: [KernelRegressionReport()],
     # the pretext metrics (val atom_acc, desc_rmse) are the report; the downstream sets judge it
-    f"{DATA}.molecule_pretrain.MoleculePretrainDataModule": lambda d: [],
+    f"{P}.molecules.pretrain.MoleculePretrainDataModule": lambda d: [],
 }
 
 

@@ -28,7 +28,7 @@ from vecset.encoders.graph import (
     read_molecule_csv,
     scaffold_groups,
 )
-from vecset.pipelines.data.molecules import MoleculeDataModule, random_split
+from vecset.pipelines.molecules.data import MoleculeDataModule, random_split
 
 ROOT = Path(__file__).resolve().parents[2]
 FREESOLV = ROOT / "data" / "molecules" / "freesolv.csv"
@@ -317,7 +317,7 @@ data:
 
 
 def test_the_node_graph_data_hands_over_its_structure_too():
-    from vecset.pipelines.data.graphs import GraphNodeDataModule
+    from vecset.pipelines.graphs.data import GraphNodeDataModule
 
     dm = GraphNodeDataModule(lap_pe_k=4)
     spec = dm.data_spec("fit")

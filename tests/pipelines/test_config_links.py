@@ -184,7 +184,7 @@ def test_filled_gives_a_plain_config_the_linked_values_as_the_cli_does():
         "encoder": {"class_path": "vecset.encoders.SpeechEncoder", "init_args": {"window": 4}},
         "backbone": {"class_path": "vecset.backbone.Backbone", "init_args": {"d_model": 24, "depth": 1, "heads": 2}},
         "head": {"class_path": "vecset.heads.LabelingHead", "init_args": {"num_classes": 7}}}},
-        "data": {"class_path": "vecset.pipelines.data.speech.SpeechFramesDataModule",
+        "data": {"class_path": "vecset.pipelines.speech.data.SpeechFramesDataModule",
                  "init_args": {"num_mel_bins": 20, "phone_set": "timit39"}}}
     out = filled(cfg, single_task_links())
     enc, head = out["model"]["init_args"]["encoder"]["init_args"], out["model"]["init_args"]["head"]["init_args"]

@@ -6,10 +6,10 @@ from pathlib import Path
 import torch
 from pytorch_lightning import LightningDataModule
 
-from vecset.pipelines.data.cmudict import CMUDictDataModule
-from vecset.pipelines.data.conllu import CoNLLUDataModule
-from vecset.pipelines.data.speech import SpeechFramesDataModule
 from vecset.pipelines.data.synthetic import SyntheticSetDataModule
+from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.text.cmudict import CMUDictDataModule
+from vecset.pipelines.text.conllu import CoNLLUDataModule
 from vecset.pipelines.training.hand_over import hand_over
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -38,8 +38,8 @@ from vecset.encoders.speech import (
 )
 from vecset.encoders.speech.voice_augment import VoiceAugment
 from vecset.pipelines.data.base import VecsetDataModule
-from vecset.pipelines.data.speech_checks import check_shared_speakers, shared_sentences
-from vecset.pipelines.data.speech_utterances import (
+from vecset.pipelines.speech.checks import check_shared_speakers, shared_sentences
+from vecset.pipelines.speech.utterances import (
     AugmentedUtterances,
     EpochKeys,
     SpeechUtterances,
@@ -199,7 +199,7 @@ class SpeechFramesDataModule(VecsetDataModule):
         # at another rate read whole now (resampling in blocks would not equal resampling whole)
         self.recordings: dict[int, Recording | Utterance] = {}
         # their loader, planned by the predict side from the model's receptive field
-        # (pipelines/predict/chunks.py, PredictionWriter.setup): the data never asks the model
+        # (pipelines/speech/chunks.py, PredictionWriter.setup): the data never asks the model
         self.chunk_loader: DataLoader | None = None
         self.max_utterances = max_utterances
         if predict_segments not in ("decoder", "argmax"):

@@ -3,7 +3,7 @@
 Training: n points x ~ U(0, 5), each a query whose keys/values are the other training
 points (leave-one-out, so the learned width cannot collapse onto the point itself).
 Validation/test: two interleaved grids of queries over [0, 5) against all training points,
-scored on the noise-free function. Its report (``pipelines/reports/kernel_regression.py``): the fits
+scored on the noise-free function. Its report (``pipelines/kernel_regression/reports.py``): the fits
 (nonparametric w = 1 and the learned width) and the attention weights (queries x keys heatmaps).
 """
 
