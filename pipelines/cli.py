@@ -35,6 +35,7 @@ from vecset.pipelines.config_errors import (
 from vecset.pipelines.config_links import (
     add_links,
     argv_of,
+    data_classes,
     link_conflict,
     multi_task_links,
     multi_task_names,
@@ -147,20 +148,22 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
                              ("return_predictions", bool | None)):
                 parser.add_argument(f"--{key}", type=typ, default=None,
                                     help="not used without a subcommand (a run's saved config.yaml carries it)")
-        # values given once: the model width, the speech feature count, the phone set's class count
+        # values given once: the model width here; what the data declares once its class is known
         add_links(parser, single_task_links())
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
-        """As LightningCLI's, with a multi-task config's links (its task names are its own, so
-        they are added once the config files are known) and a check that every linked value
-        the model needs is set."""
-        tasks = multi_task_names(argv_of(args))
+        """As LightningCLI's, with the links the data declares and a multi-task config's (its
+        task names are its own), added once the config files are known (they name the data
+        classes), and a check that every linked value the model needs is set."""
+        argv = argv_of(args)
+        tasks, classes = multi_task_names(argv), data_classes(argv)
+        links = single_task_links(classes.get("")) + multi_task_links(tasks, classes)
         parsers = list(getattr(self, "_subcommand_parsers", {}).values()) or [parser]
         for p in parsers:
-            add_links(p, multi_task_links(tasks))
+            add_links(p, links)
         super().parse_arguments(parser, args)
         sub = self.config.get("subcommand")  # self.subcommand is set after this
-        missing = unset_target(self.config[sub] if sub else self.config, single_task_links() + multi_task_links(tasks))
+        missing = unset_target(self.config[sub] if sub else self.config, links)
         if missing:
             (self._subcommand_parsers[sub] if sub else parser).error(missing)
 

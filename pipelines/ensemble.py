@@ -163,7 +163,7 @@ def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
     earlier = finished_members(root, fit_args)
     runs, cli = [], None
     # the molecules are featurized once: the first member writes them to the data module's
-    # feature cache (MoleculeDataModule's cache, on by default), the others read them from there
+    # feature cache (the molecule data's cache, on by default), the others read them from there
     with member_argv():
         for m in range(members):
             s = seed + m

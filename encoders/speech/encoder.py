@@ -123,7 +123,7 @@ class SpeechEncoder(Encoder):
         if self.normalization == "global":
             if not self._stats_known:
                 raise ValueError("SpeechEncoder(normalization='global') has no statistics: train it on data "
-                                 "that hands over its training frames (SpeechFramesDataModule) or call "
+                                 "that hands over its training frames (vecset's speech frames data does) or call "
                                  "set_global_stats")
             return (x - self.mean) / self.std
         if batch is not None and "utterance_mean" in batch:  # a chunk: its recording's statistics

@@ -22,6 +22,7 @@ from torch.utils.data import DataLoader
 from vecset.backbone.data_spec import DataSpec, GraphStructure
 from vecset.encoders.graph import NodeFeaturizer, graph_tensors, pad_graphs
 from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.graphs.predictions import NodeRows
 
 log = logging.getLogger(__name__)
 
@@ -134,3 +135,14 @@ class GraphNodeDataModule(VecsetDataModule):
         where = self.graph_path or "networkx.karate_club_graph()"
         return f"{where} ({len(self.nodes)} nodes)"
 
+    # -- what the generic layers ask the job --------------------------------------------------
+    def prediction_output(self, out_dir: Path, model) -> NodeRows:
+        """One row per node of the graph: its predicted class, probability and split."""
+        return NodeRows(self, out_dir)
+
+    def default_reports(self) -> list:
+        """The per-class report, one block's attention between the nodes."""
+        from vecset.pipelines.reports.defaults import scored  # matplotlib: when asked
+        from vecset.pipelines.reports.vector_attention import VectorAttentionReport
+
+        return [*scored(self), VectorAttentionReport()]

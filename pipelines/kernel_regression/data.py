@@ -83,3 +83,11 @@ class KernelRegressionDataModule(VecsetDataModule):
     def test_items(self) -> list[dict]:
         """The test queries (the grid): dicts of ``query``, ``keys``, ``values``, ``y`` and ``id``."""
         return self.splits["test"]
+
+    def default_reports(self) -> list:
+        """The kernel's fits, attention and RMSEs."""
+        from vecset.pipelines.kernel_regression.reports import (
+            KernelRegressionReport,  # matplotlib: when asked
+        )
+
+        return [KernelRegressionReport()]

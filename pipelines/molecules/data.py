@@ -66,6 +66,7 @@ from vecset.encoders.graph import (
 )
 from vecset.pipelines.console import track
 from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.molecules.predictions import MoleculeRows
 
 log = logging.getLogger(__name__)
 
@@ -459,6 +460,27 @@ class MoleculeDataModule(VecsetDataModule):
             return None
         return {k: {c: int(sum(int(it["y"]) == i for it in v)) for i, c in enumerate(self.class_names)}
                 for k, v in self.splits.items()}
+
+    # -- what the generic layers ask the job --------------------------------------------------
+    def prediction_output(self, out_dir: Path, model) -> MoleculeRows:
+        """Per molecule its CSV line and SMILES and the prediction; the invalid rows apart."""
+        return MoleculeRows(self, out_dir)
+
+    def default_reports(self) -> list:
+        """Parity and uncertainty (regression) or per-class (and ROC/PR for two classes), then the
+        atoms' pooling attention."""
+        from vecset.pipelines.molecules.reports import (
+            PoolingAttentionReport,  # matplotlib: when asked
+        )
+        from vecset.pipelines.reports.binary import BinaryReport
+        from vecset.pipelines.reports.defaults import scored
+        from vecset.pipelines.reports.uncertainty import UncertaintyReport
+
+        if self.class_names is None:
+            extra: list = [UncertaintyReport()]
+        else:
+            extra = [BinaryReport()] if len(self.class_names) == 2 else []
+        return [*scored(self), *extra, PoolingAttentionReport()]
 
 
 def rmse(pred: np.ndarray, true: np.ndarray) -> float:

@@ -140,5 +140,9 @@ class MoleculePretrainDataModule(VecsetDataModule):
             spec = replace(spec, train_targets=torch.stack([it["desc_target"] for it in self.splits["train"]]))
         return spec
 
+    def default_reports(self) -> list:
+        """None: the pretext metrics (val atom_acc, desc_rmse) are the report; the downstream sets judge it."""
+        return []
+
 
 __all__ = ["MaskedCollate", "MoleculePretrainDataModule"]

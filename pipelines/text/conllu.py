@@ -85,3 +85,10 @@ class CoNLLUDataModule(VecsetDataModule):
         """``file:line`` of the sentence's first line, then its words."""
         path, s = self.sources[sample_id]
         return f"{path}:{s['line']} " + " ".join(s["forms"])
+
+    def default_reports(self) -> list:
+        """The per-class report, one block's attention between the tokens."""
+        from vecset.pipelines.reports.defaults import scored  # matplotlib: when asked
+        from vecset.pipelines.reports.vector_attention import VectorAttentionReport
+
+        return [*scored(self), VectorAttentionReport()]

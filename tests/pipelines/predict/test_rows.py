@@ -9,9 +9,12 @@ import logging
 import torch
 
 from vecset.pipelines.data.synthetic import SyntheticSetDataModule
+from vecset.pipelines.graphs.predictions import NodeRows
 from vecset.pipelines.images.data import DigitsDataModule
 from vecset.pipelines.molecules.data import MoleculeDataModule
-from vecset.pipelines.predict import MoleculeRows, NodeRows, PronunciationRows, Rows
+from vecset.pipelines.molecules.predictions import MoleculeRows
+from vecset.pipelines.predict import Rows
+from vecset.pipelines.text.predictions import PronunciationRows
 
 
 def read(path) -> list[dict]:
