@@ -31,6 +31,8 @@ class ScoreFunction:
     name: ClassVar[str]
     # whether softmax over this score runs on scaled_dot_product_attention
     sdpa: ClassVar[bool] = True
+    # the width of the score's hidden layer (the additive score's); None: it has none
+    additive_dim: int | None = None
 
     def __init__(self, heads: int, head_dim: int) -> None:
         self.heads, self.head_dim = heads, head_dim

@@ -62,6 +62,10 @@ class VecsetDataModule(pl.LightningDataModule):
 
     class_names: list[str] | None = None
     target_names: list[str] | None = None
+    # the (C, H, W) of every image a batch holds, for data of images (None: not images); the
+    # sets one step holds (a subclass's constructor argument)
+    image_shape: tuple[int, int, int] | None = None
+    batch_size: int = 1
     # set by MultiTaskDataModule: the files this data writes into the run go to <log_dir>/<task>/,
     # beside that task's reports
     task_name: str | None = None

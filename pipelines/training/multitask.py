@@ -123,8 +123,8 @@ class MultiTaskDataModule(VecsetDataModule):
             if len(self.tasks) != 1:
                 raise ValueError(f"MultiTaskDataModule.describe({sample_id}) needs the task, one of {self.names}")
             (task,) = self.tasks
-        describe = getattr(self.tasks[task], "describe", None)
-        return describe(sample_id) if describe is not None else str(sample_id)
+        data = self.tasks[task]
+        return data.describe(sample_id) if isinstance(data, VecsetDataModule) else str(sample_id)
 
 
 class MultiTaskModule(pl.LightningModule):

@@ -42,12 +42,12 @@ def test_no_getattr_or_hasattr_probe_for_a_model_ability():
 
 
 def test_the_probes_that_remain_are_of_other_things():
-    """What is still looked up by name: the trainer's and torch's internals, the data module's
-    optional attributes, checkpoint import helpers; never a model part."""
+    """What is still looked up by name: the trainer's and torch's internals, checkpoint import
+    helpers; never a model part, nor a data module's declared members (``describe``,
+    ``image_shape``, ``batch_size``: the data module contract) or a class's ``decode_settings``."""
     remaining = {(p.relative_to(PIPELINES).as_posix(), name) for p in PIPELINES.rglob("*.py") for _, _, name in probes(p)}
-    allowed_names = {"_trainer", "datamodule", "describe", "sampler", "_data_fetcher", "_is_amx_tile_supported",
-                     "_is_avx512_bf16_supported", "hparams", "as_dict", "decode_settings", "image_shape",
-                     "batch_size", "trainer", "?",
+    allowed_names = {"_trainer", "datamodule", "sampler", "_data_fetcher", "_is_amx_tile_supported",
+                     "_is_avx512_bf16_supported", "hparams", "as_dict", "trainer", "?",
                      "_subcommand_parsers", "_links_group",  # jsonargparse's parser internals (cli, config links)
                      "dest", "get",  # jsonargparse's frames, read for a config error's setting (config_errors)
                      "dtype", "shape",  # an exported model's inputs: numpy arrays or tensors (export/serve)
