@@ -2,6 +2,7 @@
 
 from vecset.pipelines import moved
 from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.multitask import MultiTaskDataModule
 from vecset.pipelines.data.samplers import ResumableSampler
 from vecset.pipelines.data.synthetic import SyntheticSetDataModule
 from vecset.pipelines.graphs.data import GraphNodeDataModule  # noqa: E402
@@ -16,7 +17,7 @@ from vecset.pipelines.text.conllu import CoNLLUDataModule
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
 from vecset.pipelines.training.checkpoint import AtomicCheckpointIO, StepCheckpoint
 from vecset.pipelines.training.elapsed import ElapsedTime
-from vecset.pipelines.training.multitask import MultiTaskDataModule, MultiTaskModule
+from vecset.pipelines.training.multitask import MultiTaskModule
 from vecset.pipelines.training.task import TaskModule
 
 __all__ = [

@@ -405,42 +405,11 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
             os.environ.pop("VECSET_RUN_NAME", None)
 
 
-EXPORT_HELP = ("    export              Write a trained model as a torch.export program (.pt2) and\n"
-               "                        ONNX: vecset export --help.\n")
-
-
-def _help_with_export() -> None:
-    """``vecset --help``: LightningCLI's help, which lists its own subcommands only, with
-    ``export`` (picked out of argv in ``main``) listed after them."""
-    import contextlib
-    import io
-
-    text = io.StringIO()
-    with contextlib.redirect_stdout(text):
-        try:
-            run_cli()
-        except SystemExit:
-            pass
-    out = text.getvalue().replace("{fit,validate,test,predict}", "{fit,validate,test,predict,export}", 1)
-    lines = out.splitlines(keepends=True)
-    last = max((i for i, line in enumerate(lines) if line.startswith("    predict ")), default=None)
-    if last is not None:  # after predict's description (its continuation lines are indented deeper)
-        end = next((i for i in range(last + 1, len(lines)) if not lines[i].startswith("      ")), len(lines))
-        lines.insert(end, EXPORT_HELP)
-    sys.stdout.write("".join(lines))
-    raise SystemExit(0)
-
-
 def main() -> None:
-    """Console entry point ``vecset``; SIGTERM and Ctrl-C end it within seconds, also in the
-    middle of a long step (``pipelines/signals.py``)."""
+    """LightningCLI's subcommands (fit, validate, test, predict), as ``vecset`` runs them
+    (``pipelines/main.py`` dispatches vecset's own, export and ensemble); SIGTERM and Ctrl-C end
+    it within seconds, also in the middle of a long step (``pipelines/signals.py``)."""
     with stop_on_signals():
-        if sys.argv[1:2] == ["export"]:  # vecset export: pipelines/export/command.py
-            from vecset.pipelines.export.command import main as export_main
-
-            return export_main(sys.argv[2:])
-        if sys.argv[1:] in (["-h"], ["--help"]):
-            return _help_with_export()
         run_cli()
 
 

@@ -18,9 +18,10 @@ from pytorch_lightning.callbacks import BasePredictionWriter
 from vecset.backbone.abilities import Decoder
 from vecset.encoders.contract import Encoder
 from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.multitask import MultiTaskDataModule
 from vecset.pipelines.predict.output import PredictionOutput, PredictModel
 from vecset.pipelines.predict.rows import Rows
-from vecset.pipelines.training.multitask import MultiTaskDataModule, MultiTaskModule
+from vecset.pipelines.training.multitask import MultiTaskModule
 from vecset.pipelines.training.receptive_field import receptive_field
 
 

@@ -22,8 +22,8 @@ from pytorch_lightning.callbacks import Callback
 from torch import Tensor
 
 from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.multitask import MultiTaskDataModule
 from vecset.pipelines.data.samplers import ResumableSampler
-from vecset.pipelines.training.multitask import MultiTaskDataModule
 
 log = logging.getLogger(__name__)
 
