@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from vecset.backbone.abilities import regression_std, task_kind
+from vecset.contracts.abilities import regression_std, task_kind
 from vecset.pipelines.cli import RUNS_DIR, config_name, run_cli
 from vecset.pipelines.training.checkpoint import claim_version
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from vecset.backbone.data_spec import GraphStructure
+from vecset.contracts.data_spec import GraphStructure
 from vecset.encoders.files import read_csv_rows
 from vecset.encoders.graph.cache import FeatureCache
 from vecset.encoders.graph.collate import pad_graphs

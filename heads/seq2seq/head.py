@@ -23,13 +23,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
-from vecset.backbone.abilities import Width
 from vecset.backbone.attention import MultiHeadSelfAttention, Score
-from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.positional import sinusoid
 from vecset.backbone.tracing import NotExportable
-from vecset.backbone.vectorset import VectorSet
 from vecset.backbone.vocab import Level, Vocabulary, saved_vocabulary, tokenize
+from vecset.contracts.abilities import Width
+from vecset.contracts.data_spec import DataSpec
+from vecset.contracts.vectorset import VectorSet
 from vecset.heads.contract import Head
 from vecset.heads.edit_metrics import PhoneErrorRate, WordErrorRate
 from vecset.heads.seq2seq.cross_attention import MultiHeadCrossAttention

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import pytorch_lightning as pl
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ import torch
 from torch import Tensor, nn
 from torch.export import Dim, ExportedProgram
 
-from vecset.backbone.abilities import ImageSides, MaxSetSize, NotExported, Tokenizes
 from vecset.backbone.tracing import NotExportable, exporting
+from vecset.contracts.abilities import ImageSides, MaxSetSize, NotExported, Tokenizes
 from vecset.encoders.collate import PADDED
 from vecset.heads.contract import Head
 from vecset.pipelines.training.step import forward_task

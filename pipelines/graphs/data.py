@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from vecset.backbone.data_spec import DataSpec, GraphStructure
+from vecset.contracts.data_spec import DataSpec, GraphStructure
 from vecset.encoders.graph import NodeFeaturizer, graph_tensors, pad_graphs
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.graphs.predictions import NodeRows

@@ -14,7 +14,7 @@ from dataclasses import replace
 import torch
 from torch.utils.data import DataLoader
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.pipelines.data.base import VecsetDataModule
 
 

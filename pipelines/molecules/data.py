@@ -54,7 +54,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.graph import (
     DescriptorScaler,
     FeatureCache,

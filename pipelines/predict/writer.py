@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pytorch_lightning.callbacks import BasePredictionWriter
 
-from vecset.backbone.abilities import Decoder
+from vecset.contracts.abilities import Decoder
 from vecset.encoders.contract import Encoder
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.data.multitask import MultiTaskDataModule

@@ -20,7 +20,7 @@ from typing import Literal
 
 from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.collate import pad_sets
 from vecset.encoders.speech import (
     COMPANION_EXTS,

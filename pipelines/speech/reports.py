@@ -18,7 +18,7 @@ import torch
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
-from vecset.backbone.abilities import AttentionWeights, Decoder
+from vecset.contracts.abilities import AttentionWeights, Decoder
 from vecset.pipelines.reports.attention_heads import (
     Heads,
     attention_colorbar,

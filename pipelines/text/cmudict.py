@@ -17,7 +17,7 @@ from typing import Literal
 import torch
 from torch.utils.data import DataLoader
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.text.cmudict import read_dict_file, read_word_file, strip_stress
 from vecset.encoders.text.collate import collate_text
 from vecset.pipelines.data.base import VecsetDataModule

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from torch.utils.data import DataLoader
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.text.collate import collate_tokens
 from vecset.encoders.text.conllu import UPOS, read_conllu
 from vecset.pipelines.data.base import VecsetDataModule

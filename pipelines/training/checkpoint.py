@@ -32,7 +32,7 @@ from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning_fabric.utilities.cloud_io import _is_local_file_protocol, get_filesystem
 from pytorch_lightning.callbacks import Callback, ModelCheckpoint
 
-from vecset.backbone.abilities import DecodeSettings
+from vecset.contracts.abilities import DecodeSettings
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ import math
 import torch
 from torch import nn
 
-from vecset.backbone.abilities import AttentionWeights, Grid, has_cls
 from vecset.backbone.attention import available_memory
+from vecset.contracts.abilities import AttentionWeights, Grid, has_cls
 from vecset.pipelines.data.base import VecsetDataModule
 
 

@@ -1,4 +1,4 @@
-"""The optional abilities (backbone/abilities.py): which of vecset's parts declare each, that a
+"""The optional abilities (contracts/abilities.py): which of vecset's parts declare each, that a
 part of one's own declares one by its members alone, and what the pipelines do with them."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import torch
 from torch import nn
 
 from vecset.backbone import Backbone
-from vecset.backbone.abilities import (
+from vecset.backbone.baselines import BiLSTM, GridResNet, WindowMLP
+from vecset.contracts.abilities import (
     AttentionWeights,
     Decoder,
     Grid,
@@ -28,7 +29,6 @@ from vecset.backbone.abilities import (
     regression_std,
     task_kind,
 )
-from vecset.backbone.baselines import BiLSTM, GridResNet, WindowMLP
 from vecset.encoders import PatchEncoder, PixelEncoder, SpeechEncoder, TextEncoder, VectorEncoder
 from vecset.heads import LabelingHead, SequenceHead
 from vecset.pipelines.training.receptive_field import receptive_field

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 import torch
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 
 
 def test_defaults_describe_nothing_and_the_spec_is_frozen():

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import vecset.encoders as encoders
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders import SpeechEncoder, TextEncoder, VectorEncoder
 from vecset.encoders.contract import Encoder
 

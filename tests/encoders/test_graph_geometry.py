@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from vecset.backbone import Backbone
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.graph import (
     FeatureCache,
     GraphEncoder,

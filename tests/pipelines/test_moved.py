@@ -1,4 +1,5 @@
-"""The job folders' files keep their old module paths (configs, checkpoints, users' code)."""
+"""The job folders' files and the contracts keep their old module paths (configs, checkpoints,
+users' code)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import importlib
 
 import pytest
 
-from vecset.pipelines.moved import MOVED
+from vecset.contracts.moved import MOVED as CONTRACTS_MOVED
+from vecset.pipelines.moved import MOVED as PIPELINES_MOVED
+
+MOVED = {**PIPELINES_MOVED, **CONTRACTS_MOVED}
 
 
 @pytest.mark.parametrize("old", sorted(MOVED))

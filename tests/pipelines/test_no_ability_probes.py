@@ -1,5 +1,5 @@
 """What pipelines/ may not do any more (issue #28): probe a model part for an ability by name
-(``getattr``/``hasattr``; the parts declare them: backbone/abilities.py), let a report reach into
+(``getattr``/``hasattr``; the parts declare them: contracts/abilities.py), let a report reach into
 a data module's splits or anything private, or let a data module name its reports."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_no_getattr_or_hasattr_probe_for_a_model_ability():
             on_model = any(part in MODEL_PARTS for part in obj.replace("(", ".").replace("[", ".").split("."))
             if name in ABILITIES or on_model:
                 bad.append(f"{path.relative_to(ROOT)}:{line}: {obj!r}, {name!r}")
-    assert not bad, "model abilities are declared (backbone/abilities.py), not probed:\n" + "\n".join(bad)
+    assert not bad, "model abilities are declared (contracts/abilities.py), not probed:\n" + "\n".join(bad)
 
 
 def test_the_probes_that_remain_are_of_other_things():

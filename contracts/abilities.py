@@ -45,7 +45,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from torch import Tensor, nn
 
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.vectorset import VectorSet
 
 
 @runtime_checkable
