@@ -3,16 +3,12 @@
 Configs, checkpoints (their saved config and pickled hyperparameters) and users' code name
 classes by module path, e.g. ``vecset.pipelines.reports.speech.PerPhoneReport``. Each old path
 here imports as the module that now holds the code (the same module object, so a patch through
-either name reaches the one code). ``pipelines/__init__.py`` installs the finder.
+either name reaches the one code: ``contracts/moved.py``). ``pipelines/__init__.py`` installs it.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.abc
-import importlib.util
-import sys
-from types import ModuleType
+from vecset.contracts import moved
 
 # old module path -> the module that holds it now
 MOVED = {
@@ -40,27 +36,6 @@ MOVED = {
 }
 
 
-class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """A meta path finder: an old path in ``MOVED`` imports as its new module."""
-
-    def __init__(self) -> None:
-        self._specs: dict[str, importlib.machinery.ModuleSpec | None] = {}
-
-    def find_spec(self, fullname: str, path=None, target=None):
-        if fullname not in MOVED:
-            return None
-        return importlib.util.spec_from_loader(fullname, self)
-
-    def create_module(self, spec) -> ModuleType:
-        module = importlib.import_module(MOVED[spec.name])
-        self._specs[module.__name__] = module.__spec__  # the import system sets the old spec on it next
-        return module
-
-    def exec_module(self, module: ModuleType) -> None:
-        module.__spec__ = self._specs[module.__name__]  # the module keeps its own spec (reload, pickling)
-
-
 def install() -> None:
-    """Put the finder on ``sys.meta_path`` once."""
-    if not any(isinstance(f, MovedModules) for f in sys.meta_path):
-        sys.meta_path.append(MovedModules())
+    """Put the finder for these paths on ``sys.meta_path`` once."""
+    moved.install(MOVED)
