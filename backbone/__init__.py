@@ -15,11 +15,11 @@ from vecset.backbone.positional import (
 )
 from vecset.backbone.vocab import Vocabulary, tokenize
 from vecset.contracts import moved
-from vecset.contracts.data_spec import DataSpec, GraphStructure
+from vecset.contracts.data_spec import DataSpec
 from vecset.contracts.vectorset import VectorSet
 
 __all__ = [
-    "Backbone", "BiLSTM", "Block", "DataSpec", "GraphStructure", "GridResNet", "Learned1D", "Learned2D", "MultiHeadSelfAttention", "NoPositional", "Sinusoidal1D", "Sinusoidal2D", "VectorSet",
+    "Backbone", "BiLSTM", "Block", "DataSpec", "GridResNet", "Learned1D", "Learned2D", "MultiHeadSelfAttention", "NoPositional", "Sinusoidal1D", "Sinusoidal2D", "VectorSet",
     "Vocabulary", "WindowMLP", "lengths_to_mask", "local_attention", "masked_softmax", "tokenize",
 ]
 

@@ -27,7 +27,7 @@ class SpeechEncoder(Encoder):
         normalization: ``utterance`` (each utterance's real frames to zero mean, unit
             variance per bin), ``global`` (training-set statistics, kept as buffers in the
             checkpoint; fitted at the start of fit on the training frames the data hands
-            over, ``DataSpec.train_frames``) or ``none``.
+            over, ``DataSpec.train_inputs``) or ``none``.
         freq_mask_param, time_mask_param: SpecAugment mask widths (0 = off), applied
             ``freq_masks`` / ``time_masks`` times per utterance, only in training.
         positional: ``none``, ``sinusoidal`` or ``learned`` (``max_len`` frames).
@@ -98,7 +98,7 @@ class SpeechEncoder(Encoder):
         """``global`` normalization: fit the statistics on the training frames at the start
         of fit (once: a model that has them, from an earlier fit or a checkpoint, keeps them)."""
         if self.normalization == "global" and spec.fit and not bool(self.stats_fitted):
-            frames = spec.frames("SpeechEncoder(normalization='global')")
+            frames = spec.inputs("SpeechEncoder(normalization='global')")
             self.set_global_stats(frames)
             return f"global mean/variance normalization fitted on {len(frames)} training utterances"
         return None

@@ -19,8 +19,9 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from vecset.contracts.data_spec import DataSpec, GraphStructure
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.graph import NodeFeaturizer, graph_tensors, pad_graphs
+from vecset.encoders.graph.structure import GraphStructure
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.graphs.predictions import NodeRows
 
@@ -118,7 +119,7 @@ class GraphNodeDataModule(VecsetDataModule):
         """The class names and how the graph's tensors were made (checked against the encoder's tables)."""
         graph = GraphStructure(max_dist=self.max_dist, lap_pe_k=self.lap_pe_k, node_dim=self.featurizer.dim,
                                num_edge_types=self.featurizer.num_edge_types)
-        return replace(super().data_spec(stage), graph=graph)
+        return replace(super().data_spec(stage), structure=graph)
 
     def test_items(self) -> list[dict]:
         """The one graph, with the test nodes' labels (the others' -100)."""

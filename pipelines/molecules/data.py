@@ -406,7 +406,7 @@ class MoleculeDataModule(VecsetDataModule):
         stage) and how the graphs were made (checked against the encoder's tables); at fit, the
         training targets (the regression scaler; class weights)."""
         spec = replace(super().data_spec(stage), feature_width=self.descriptor_dim, origin=str(self.csv_path),
-                       graph=self.featurizer.structure)
+                       structure=self.featurizer.structure)
         if spec.fit:
             spec = replace(spec, train_targets=torch.stack([it["y"] for it in self.splits["train"]]))
         return spec

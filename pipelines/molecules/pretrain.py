@@ -135,7 +135,7 @@ class MoleculePretrainDataModule(VecsetDataModule):
         """The element classes of masked-atom prediction (``class_names``), how the graphs were
         made (for the encoder), and at fit the standardized descriptors (their count, for the head)."""
         spec = replace(super().data_spec(stage), class_names=self.atom_classes, origin=str(self.csv_path),
-                       graph=self.featurizer.structure)
+                       structure=self.featurizer.structure)
         if spec.fit:
             spec = replace(spec, train_targets=torch.stack([it["desc_target"] for it in self.splits["train"]]))
         return spec

@@ -359,7 +359,7 @@ class SpeechFramesDataModule(VecsetDataModule):
         """At fit, the training frames (for a SpeechEncoder with global normalization)."""
         spec = super().data_spec(stage)
         if spec.fit:
-            spec = replace(spec, train_frames=[u.x for u in self.sets["train"].items])
+            spec = replace(spec, train_inputs=[u.x for u in self.sets["train"].items])
         return spec
 
     # -- loaders ---------------------------------------------------------------------------

@@ -52,7 +52,7 @@ def test_speech_hands_over_the_training_frames():
     dm = SpeechFramesDataModule(root=str(ROOT / "data" / "speech"), max_utterances=2)
     dm.setup("fit")
     spec = dm.data_spec("fit")
-    assert len(spec.train_frames) == 2 and spec.train_frames[0] is dm.sets["train"].items[0].x
+    assert len(spec.train_inputs) == 2 and spec.train_inputs[0] is dm.sets["train"].items[0].x
     assert spec.num_classes == 50
 
 

@@ -151,7 +151,7 @@ def test_validation_and_test_are_never_augmented(corpus):
     assert same(list(plain.val_dataloader()), list(aug.val_dataloader()))
     assert same(list(plain.test_dataloader()), list(aug.test_dataloader()))
     # the global normalization statistics come from the plain training frames
-    for p, q in zip(plain.data_spec("fit").train_frames, aug.data_spec("fit").train_frames, strict=True):
+    for p, q in zip(plain.data_spec("fit").train_inputs, aug.data_spec("fit").train_inputs, strict=True):
         assert torch.equal(p, q)
 
 
