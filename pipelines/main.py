@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+import textwrap
 
 from vecset.pipelines import cli
 from vecset.pipelines.signals import stop_on_signals
@@ -39,7 +40,8 @@ def help_text() -> str:
     last = max((i for i, line in enumerate(lines) if line.startswith("    predict ")), default=None)
     if last is not None:  # after predict's description (its continuation lines are indented deeper)
         end = next((i for i in range(last + 1, len(lines)) if not lines[i].startswith("      ")), len(lines))
-        lines[end:end] = [f"    {name:<20}{what}\n" for name, (_, what) in SUBCOMMANDS.items()]
+        lines[end:end] = [textwrap.fill(what, width=80, initial_indent=f"    {name:<20}", subsequent_indent=" " * 24) + "\n"
+                          for name, (_, what) in SUBCOMMANDS.items()]
     return "".join(lines)
 
 
