@@ -65,7 +65,7 @@ from vecset.encoders.graph import (
     scaffold_groups,
 )
 from vecset.pipelines.console import track
-from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.base import ModelLink, VecsetDataModule
 from vecset.pipelines.molecules.predictions import MoleculeRows
 
 log = logging.getLogger(__name__)
@@ -124,6 +124,12 @@ def scaffold_split(smiles: list[str], fractions: tuple[float, float] = (0.8, 0.1
                          "divided); use more molecules, other fractions or a random split")
     return {k: np.array(sorted(v), dtype=np.int64) for k, v in out.items()}
 
+
+
+def graph_links() -> list[ModelLink]:
+    """``max_dist`` and ``lap_pe_k`` of a molecule data module -> the ``GraphEncoder``'s."""
+    return [ModelLink(f"graph {name}", (name,), "encoder", name, lambda v, name=name: (v, name, str(v)))
+            for name in ("max_dist", "lap_pe_k")]
 
 class MoleculeDataModule(VecsetDataModule):
     """Molecule property regression or classification from a CSV of SMILES.
@@ -462,6 +468,12 @@ class MoleculeDataModule(VecsetDataModule):
                 for k, v in self.splits.items()}
 
     # -- what the generic layers ask the job --------------------------------------------------
+    @classmethod
+    def model_links(cls) -> list[ModelLink]:
+        """The graphs' distance clipping and eigenvector count are the graph encoder's (its tables
+        are sized by them): given once, at the data."""
+        return graph_links()
+
     def prediction_output(self, out_dir: Path, model) -> MoleculeRows:
         """Per molecule its CSV line and SMILES and the prediction; the invalid rows apart."""
         return MoleculeRows(self, out_dir)

@@ -192,3 +192,17 @@ def test_filled_gives_a_plain_config_the_linked_values_as_the_cli_does():
     assert enc == {"window": 4, "d_model": 24, "in_dim": 20}
     assert head == {"num_classes": 7, "d_model": 24}  # a value the config sets is kept
     assert "d_model" not in cfg["model"]["init_args"]["encoder"]["init_args"]  # the input is not changed
+
+
+def test_the_graph_settings_follow_the_molecule_data(tmp_path, monkeypatch, capsys):
+    """A molecule data module links its max_dist and lap_pe_k into the GraphEncoder (its tables
+    are sized by them): given once, at the data; given differently, one line naming both."""
+    monkeypatch.chdir(tmp_path)
+    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.max_dist=5",
+                     "--data.init_args.lap_pe_k=2")
+    assert (model.encoder.max_dist, model.encoder.lap_pe_k) == (5, 2)
+    cfg = edited(tmp_path, "freesolv.yaml", lambda c: c["model"]["init_args"]["encoder"]["init_args"].update(max_dist=6))
+    (tmp_path / "again").mkdir()
+    err = rejected(tmp_path / "again", monkeypatch, capsys, "--config", str(cfg))
+    assert ("error: graph max_dist given twice: model.init_args.encoder.init_args.max_dist=6 but "
+            "data.init_args.max_dist=8; give it once, at data.init_args.max_dist") in err
