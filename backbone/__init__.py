@@ -1,11 +1,10 @@
 """The shared trunk (attention, positional encodings, blocks, Backbone, baselines) and the
-contracts below both encoders and heads: VectorSet, DataSpec, Vocabulary."""
+vocabulary; VectorSet and DataSpec (in ``vecset.contracts``) re-exported."""
 
 from vecset.backbone.attention import MultiHeadSelfAttention, local_attention
 from vecset.backbone.backbone import Backbone
 from vecset.backbone.baselines import BiLSTM, GridResNet, WindowMLP
 from vecset.backbone.block import Block
-from vecset.backbone.data_spec import DataSpec, GraphStructure
 from vecset.backbone.masked_softmax import lengths_to_mask, masked_softmax
 from vecset.backbone.positional import (
     Learned1D,
@@ -14,10 +13,14 @@ from vecset.backbone.positional import (
     Sinusoidal1D,
     Sinusoidal2D,
 )
-from vecset.backbone.vectorset import VectorSet
 from vecset.backbone.vocab import Vocabulary, tokenize
+from vecset.contracts import moved
+from vecset.contracts.data_spec import DataSpec
+from vecset.contracts.vectorset import VectorSet
 
 __all__ = [
-    "Backbone", "BiLSTM", "Block", "DataSpec", "GraphStructure", "GridResNet", "Learned1D", "Learned2D", "MultiHeadSelfAttention", "NoPositional", "Sinusoidal1D", "Sinusoidal2D", "VectorSet",
+    "Backbone", "BiLSTM", "Block", "DataSpec", "GridResNet", "Learned1D", "Learned2D", "MultiHeadSelfAttention", "NoPositional", "Sinusoidal1D", "Sinusoidal2D", "VectorSet",
     "Vocabulary", "WindowMLP", "lengths_to_mask", "local_attention", "masked_softmax", "tokenize",
 ]
+
+moved.install(moved.MOVED)  # vecset.backbone.vectorset, .data_spec, .abilities: their old paths

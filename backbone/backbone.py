@@ -15,7 +15,7 @@ from vecset.backbone.attention import MultiHeadSelfAttention, Normalize, Score
 from vecset.backbone.block import Block
 from vecset.backbone.local_mp import GINEConv
 from vecset.backbone.tracing import is_exporting
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.vectorset import VectorSet
 
 LocalMP = Literal["none", "gine"]
 

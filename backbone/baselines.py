@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from vecset.backbone.tracing import NotExportable, is_exporting
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.vectorset import VectorSet
 
 
 class WindowMLP(nn.Module):

@@ -365,9 +365,9 @@ def rejection(cfg: dict) -> str | None:
     """The reason the model or the data module of ``cfg`` is rejected at construction (a
     constructor's ValueError), or None when both build. Any other exception here is not a
     rejection: the run itself is left to say what is wrong (an ``error`` row with its log)."""
-    from vecset.pipelines.config_links import filled, single_task_links
+    from vecset.pipelines.config_links import filled
 
-    cfg = filled(cfg, single_task_links())  # the linked widths and counts, as the CLI fills them
+    cfg = filled(cfg)  # the linked widths and counts, as the CLI fills them
     try:
         instantiate(cfg["model"])
         instantiate(cfg["data"])

@@ -1,4 +1,4 @@
-"""Digits baselines on the pinned split (vecset.pipelines.data.images.digits_split).
+"""Digits baselines on the pinned split (vecset.pipelines.images.data.digits_split).
 
 scikit-learn's SVC() with default settings, KNeighborsClassifier(3) and an MLPClassifier
 on the 64 raw pixel values (the usual scikit-learn recipe: pixels / 16), against vecset's
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import fit_in_child  # noqa: E402
-from vecset.pipelines.data.images import digits_split  # noqa: E402
+from vecset.pipelines.images.data import digits_split  # noqa: E402
 
 CONFIGS = {"vecset patch (configs/digits.yaml)": "configs/digits.yaml",
            "vecset pixel (configs/digits_pixel.yaml)": "configs/digits_pixel.yaml"}

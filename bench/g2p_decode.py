@@ -22,7 +22,7 @@ import yaml  # noqa: E402
 from bench.common import machine  # noqa: E402
 from vecset.encoders.text import collate_text
 from vecset.heads.edit_metrics import PhoneErrorRate, WordErrorRate  # noqa: E402
-from vecset.pipelines.data.cmudict import CMUDictDataModule
+from vecset.pipelines.text.cmudict import CMUDictDataModule
 from vecset.pipelines.training.task import TaskModule
 
 

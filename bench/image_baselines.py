@@ -61,7 +61,7 @@ COLS = ["model", "test_acc", "train_seconds", "cpu_seconds", "parameters", "epoc
 
 def split_arrays(root: str, subsets: dict) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The data module's train and test images as (N, 784) float pixels in [0, 1] and labels."""
-    from vecset.pipelines.data.fashion_mnist import FashionMNISTDataModule
+    from vecset.pipelines.images.fashion_mnist import FashionMNISTDataModule
 
     dm = FashionMNISTDataModule(root=root, augment=False, **subsets)
     dm.setup("fit")

@@ -32,7 +32,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from vecset.pipelines.data.molecules import MoleculeDataModule, rmse  # noqa: E402
+from vecset.pipelines.molecules.data import MoleculeDataModule, rmse  # noqa: E402
 
 DATASETS = {
     "freesolv": {"config": "configs/freesolv.yaml", "csv": "data/molecules/freesolv.csv", "target": "expt",

@@ -32,9 +32,9 @@ def main() -> None:
     a = ap.parse_args()
 
     from vecset.heads import SegmentDecoder
-    from vecset.pipelines.data.speech import SpeechFramesDataModule
     from vecset.pipelines.reports.outputs import collect_test_outputs
-    from vecset.pipelines.reports.segment_scores import SegmentScores
+    from vecset.pipelines.speech.data import SpeechFramesDataModule
+    from vecset.pipelines.speech.segment_scores import SegmentScores
     from vecset.pipelines.training.task import TaskModule
 
     model = TaskModule.load_from_checkpoint(a.ckpt, map_location="cpu")

@@ -36,7 +36,7 @@ REPORT = {"frame_accuracy_silences_merged": "test_frame_accuracy_silences_merged
           "frame_accuracy_at_boundaries": "test_accuracy_at_boundaries",
           "frame_accuracy_inside_phones": "test_accuracy_inside_phones",
           "share_of_errors_at_boundaries": "share_of_errors_at_boundaries",
-          # segments (39 classes, silences dropped; boundaries within 20 ms): pipelines/reports/segment_scores.py
+          # segments (39 classes, silences dropped; boundaries within 20 ms): pipelines/speech/segment_scores.py
           "segment_decoder": "segment_decoder",
           "segments.reference_phones": "test_reference_phones",
           "segments.argmax.phones": "test_phones_argmax", "segments.decoder.phones": "test_phones_decoder",
@@ -46,7 +46,7 @@ REPORT = {"frame_accuracy_silences_merged": "test_frame_accuracy_silences_merged
           "segments.decoder.boundary_recall": "test_boundary_recall_decoder",
           "segments.decoder.boundary_f1": "test_boundary_f1_decoder",
           "segments.decoder.frame_accuracy": "test_frame_accuracy_decoder",
-          # words unseen in training: pipelines/reports/word_scores.py
+          # words unseen in training: pipelines/speech/word_scores.py
           "words.share_unseen_word_tokens": "test_share_unseen_word_tokens",
           "words.frame_accuracy_unseen_words": "test_accuracy_unseen_words",
           "words.frame_accuracy_seen_words": "test_accuracy_seen_words",
@@ -97,9 +97,9 @@ def run(config: str, root: str, epochs: int, max_utts: int, extra: list[str]) ->
 def rescore(checkpoint: str, root: str, max_utts: int, run_dir: Path) -> dict:
     """Rewrite a run's per-phone test report from its checkpoint."""
     from vecset.heads import SegmentDecoder
-    from vecset.pipelines.data.speech import SpeechFramesDataModule
     from vecset.pipelines.reports.base import ReportContext
-    from vecset.pipelines.reports.speech import PerPhoneReport
+    from vecset.pipelines.speech.data import SpeechFramesDataModule
+    from vecset.pipelines.speech.reports import PerPhoneReport
     from vecset.pipelines.training.task import TaskModule
 
     model = TaskModule.load_from_checkpoint(checkpoint, map_location="cpu")

@@ -71,7 +71,7 @@ def test_on(config: str, checkpoint: str, root: str, test_list: str) -> float:
     """Test frame accuracy of a checkpoint on another list, with the config's data settings."""
     import pytorch_lightning as pl
 
-    from vecset.pipelines.data.speech import SpeechFramesDataModule
+    from vecset.pipelines.speech.data import SpeechFramesDataModule
     from vecset.pipelines.training.task import TaskModule
 
     args = dict(yaml.safe_load(Path(config).read_text())["data"]["init_args"])

@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.common import machine, table  # noqa: E402
 
-PROJECT_DIRS = ("pipelines", "encoders", "heads", "backbone", "vecset")
+PROJECT_DIRS = ("pipelines", "encoders", "heads", "backbone", "contracts", "vecset")
 
 
 def folder_of(filename: str) -> str | None:

@@ -8,8 +8,8 @@ from abc import ABC, abstractmethod
 
 from torch import nn
 
-from vecset.backbone.data_spec import DataSpec
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.data_spec import DataSpec
+from vecset.contracts.vectorset import VectorSet
 
 
 class Encoder(nn.Module, ABC):

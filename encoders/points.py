@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
 
 

@@ -7,7 +7,7 @@ from typing import Literal
 from torch import Tensor, nn
 
 from vecset.backbone.positional import Learned1D, NoPositional, Sinusoidal1D
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
 
 Positional1D = Literal["none", "sinusoidal", "learned"]

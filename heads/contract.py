@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
-from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.tracing import NotExportable
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.data_spec import DataSpec
+from vecset.contracts.vectorset import VectorSet
 
 if TYPE_CHECKING:
     from vecset.heads.segment_decoder import SegmentDecoder

@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from torchmetrics import MeanSquaredError, MetricCollection
 
 from vecset.backbone.masked_softmax import masked_softmax
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.vectorset import VectorSet
 from vecset.heads.contract import Head
 
 

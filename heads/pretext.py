@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchmetrics import Metric, MetricCollection
 
-from vecset.backbone.data_spec import DataSpec
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.data_spec import DataSpec
+from vecset.contracts.vectorset import VectorSet
 from vecset.heads.contract import Head, check_class_count
 
 IGNORE = -100

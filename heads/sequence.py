@@ -23,8 +23,8 @@ from torch import Tensor, nn
 from torchmetrics import MeanAbsoluteError, MeanSquaredError, MetricCollection
 from torchmetrics.classification import MulticlassAccuracy
 
-from vecset.backbone.data_spec import DataSpec
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.data_spec import DataSpec
+from vecset.contracts.vectorset import VectorSet
 from vecset.heads.contract import Head, check_class_count
 
 Pooling = Literal["mean", "cls", "attention"]

@@ -35,6 +35,7 @@ from vecset.pipelines.config_errors import (
 from vecset.pipelines.config_links import (
     add_links,
     argv_of,
+    data_classes,
     link_conflict,
     multi_task_links,
     multi_task_names,
@@ -147,20 +148,22 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
                              ("return_predictions", bool | None)):
                 parser.add_argument(f"--{key}", type=typ, default=None,
                                     help="not used without a subcommand (a run's saved config.yaml carries it)")
-        # values given once: the model width, the speech feature count, the phone set's class count
+        # values given once: the model width here; what the data declares once its class is known
         add_links(parser, single_task_links())
 
     def parse_arguments(self, parser: LightningArgumentParser, args) -> None:
-        """As LightningCLI's, with a multi-task config's links (its task names are its own, so
-        they are added once the config files are known) and a check that every linked value
-        the model needs is set."""
-        tasks = multi_task_names(argv_of(args))
+        """As LightningCLI's, with the links the data declares and a multi-task config's (its
+        task names are its own), added once the config files are known (they name the data
+        classes), and a check that every linked value the model needs is set."""
+        argv = argv_of(args)
+        tasks, classes = multi_task_names(argv), data_classes(argv)
+        links = single_task_links(classes.get("")) + multi_task_links(tasks, classes)
         parsers = list(getattr(self, "_subcommand_parsers", {}).values()) or [parser]
         for p in parsers:
-            add_links(p, multi_task_links(tasks))
+            add_links(p, links)
         super().parse_arguments(parser, args)
         sub = self.config.get("subcommand")  # self.subcommand is set after this
-        missing = unset_target(self.config[sub] if sub else self.config, single_task_links() + multi_task_links(tasks))
+        missing = unset_target(self.config[sub] if sub else self.config, links)
         if missing:
             (self._subcommand_parsers[sub] if sub else parser).error(missing)
 
@@ -402,42 +405,11 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
             os.environ.pop("VECSET_RUN_NAME", None)
 
 
-EXPORT_HELP = ("    export              Write a trained model as a torch.export program (.pt2) and\n"
-               "                        ONNX: vecset export --help.\n")
-
-
-def _help_with_export() -> None:
-    """``vecset --help``: LightningCLI's help, which lists its own subcommands only, with
-    ``export`` (picked out of argv in ``main``) listed after them."""
-    import contextlib
-    import io
-
-    text = io.StringIO()
-    with contextlib.redirect_stdout(text):
-        try:
-            run_cli()
-        except SystemExit:
-            pass
-    out = text.getvalue().replace("{fit,validate,test,predict}", "{fit,validate,test,predict,export}", 1)
-    lines = out.splitlines(keepends=True)
-    last = max((i for i, line in enumerate(lines) if line.startswith("    predict ")), default=None)
-    if last is not None:  # after predict's description (its continuation lines are indented deeper)
-        end = next((i for i in range(last + 1, len(lines)) if not lines[i].startswith("      ")), len(lines))
-        lines.insert(end, EXPORT_HELP)
-    sys.stdout.write("".join(lines))
-    raise SystemExit(0)
-
-
 def main() -> None:
-    """Console entry point ``vecset``; SIGTERM and Ctrl-C end it within seconds, also in the
-    middle of a long step (``pipelines/signals.py``)."""
+    """LightningCLI's subcommands (fit, validate, test, predict), as ``vecset`` runs them
+    (``pipelines/main.py`` dispatches vecset's own, export and ensemble); SIGTERM and Ctrl-C end
+    it within seconds, also in the middle of a long step (``pipelines/signals.py``)."""
     with stop_on_signals():
-        if sys.argv[1:2] == ["export"]:  # vecset export: pipelines/export/command.py
-            from vecset.pipelines.export.command import main as export_main
-
-            return export_main(sys.argv[2:])
-        if sys.argv[1:] in (["-h"], ["--help"]):
-            return _help_with_export()
         run_cli()
 
 

@@ -1,14 +1,17 @@
 """Values a config gives once (docs/configs.md#linked-values).
 
 Some settings must agree: the model width (the backbone's ``d_model`` is the width every
-encoder returns and every head and decoder reads), the speech feature count (the data's
-``num_mel_bins``, or ``num_ceps`` for MFCC, is the speech encoder's ``in_dim``) and the class
-count (the data's ``phone_set`` decides the labeling head's ``num_classes``). The CLI links
-them with jsonargparse's ``link_arguments`` (applied at parse, before anything is built):
+encoder returns and every head and decoder reads) and what a data module declares its model
+takes from it (``VecsetDataModule.model_links``; speech: the feature count, the data's
+``num_mel_bins`` or ``num_ceps`` for MFCC, is the encoder's ``in_dim``, and the phone set's
+label count the labeling head's ``num_classes``). The CLI links them with jsonargparse's
+``link_arguments`` (applied at parse, before anything is built), e.g.:
 
     model.init_args.backbone.init_args.d_model  -> the encoder's, the head's and the head's decoder's d_model
-    data.init_args.num_mel_bins (num_ceps)      -> model.init_args.encoder.init_args.in_dim
-    data.init_args.phone_set                    -> model.init_args.head.init_args.num_classes
+    data.init_args.num_mel_bins (num_ceps)      -> model.init_args.encoder.init_args.in_dim     (speech)
+    data.init_args.phone_set                    -> model.init_args.head.init_args.num_classes   (speech)
+
+The data's links are those of the data class the config names (its files, or ``--data``).
 
 and the same per task of a ``MultiTaskModule`` (``encoders.<task>``, ``heads.<task>``,
 ``data.init_args.tasks.<task>``). A link applies only where both ends exist in the config (a
@@ -34,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from vecset.pipelines.data.base import ModelLink, VecsetDataModule
 
 DOCS = "docs/configs.md#linked-values"
 
@@ -64,50 +69,80 @@ def _first(key: str) -> Callable[[Any], tuple[Any, str, str]]:
     return lambda value: (value, key, str(value))
 
 
-def _feature_count(data: str) -> Callable[[str, int, int], tuple[int, str, str]]:
-    def count(features: str, num_mel_bins: int, num_ceps: int) -> tuple[int, str, str]:
-        # the featurizer's width (encoders/speech/features.py, Featurizer.dim)
-        if features == "mfcc":
-            return num_ceps, f"{data}.num_ceps", f"{num_ceps} (features: mfcc)"
-        return num_mel_bins, f"{data}.num_mel_bins", str(num_mel_bins)
-    return count
+def data_class(class_path: Any) -> type[VecsetDataModule] | None:
+    """The data module class a config names (a class path, or a name ``vecset.pipelines``
+    exports, as jsonargparse takes it); None when it is not a ``VecsetDataModule`` or cannot be
+    imported (the parser reports that)."""
+    name = str(class_path)
+    module, _, cls = (name if "." in name else f"vecset.pipelines.{name}").rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module), cls)
+    except (ImportError, AttributeError, ValueError):
+        return None
+    return found if isinstance(found, type) and issubclass(found, VecsetDataModule) else None
 
 
-def _class_count(data: str) -> Callable[[str], tuple[int, str, str]]:
-    def count(phone_set: str) -> tuple[int, str, str]:
-        from vecset.encoders.speech.phones import phone_names
+def _data_link(link: ModelLink, data: str, encoder: str, head: str) -> Link:
+    """A data module's declared link, with the keys of one task's data and model parts."""
+    def compute(*values: Any) -> tuple[Any, str, str]:
+        value, arg, shown = link.compute(*values)
+        return value, f"{data}.init_args.{arg}", shown
 
-        n = len(phone_names(phone_set))
-        return n, f"{data}.phone_set", f"{phone_set} ({n} labels)"
-    return count
+    part = encoder if link.part == "encoder" else head
+    return Link(link.what, tuple(f"{data}.init_args.{s}" for s in link.sources), f"{part}.init_args.{link.name}",
+                compute)
 
 
-def task_links(encoder: str, head: str, data: str, width: str) -> list[Link]:
+def task_links(encoder: str, head: str, data: str, width: str, data_cls: type[VecsetDataModule] | None = None,
+               ) -> list[Link]:
     """One task's links: ``encoder``, ``head`` and ``data`` are the keys of its encoder, its
-    head and its data module (``model.init_args.encoder``, ...), ``width`` the width's source."""
+    head and its data module (``model.init_args.encoder``, ...), ``width`` the width's source;
+    ``data_cls`` the data module class the config names, whose declared ``model_links`` join
+    (e.g. speech's feature count and phone classes)."""
     d_model = "init_args.d_model"
     links = [Link("model width", (width,), f"{part}.{d_model}", _first(width))
              for part in (encoder, head, f"{head}.init_args.decoder")]
-    links.append(Link("speech feature count",
-                      (f"{data}.init_args.features", f"{data}.init_args.num_mel_bins", f"{data}.init_args.num_ceps"),
-                      f"{encoder}.init_args.in_dim", _feature_count(f"{data}.init_args")))
-    links.append(Link("class count (the phone set's labels)", (f"{data}.init_args.phone_set",),
-                      f"{head}.init_args.num_classes", _class_count(f"{data}.init_args")))
+    if data_cls is not None:
+        links += [_data_link(link, data, encoder, head) for link in data_cls.model_links()]
     return links
 
 
-def single_task_links() -> list[Link]:
-    """TaskModule's: model.init_args.{encoder, backbone, head} and the data."""
+def single_task_links(data_cls: type[VecsetDataModule] | None = None) -> list[Link]:
+    """TaskModule's: model.init_args.{encoder, backbone, head} and the data (of class ``data_cls``)."""
     m = "model.init_args"
-    return task_links(f"{m}.encoder", f"{m}.head", "data", f"{m}.backbone.init_args.d_model")
+    return task_links(f"{m}.encoder", f"{m}.head", "data", f"{m}.backbone.init_args.d_model", data_cls)
 
 
-def multi_task_links(tasks: Iterable[str]) -> list[Link]:
+def multi_task_links(tasks: Iterable[str], data_classes: dict[str, type[VecsetDataModule] | None] | None = None,
+                     ) -> list[Link]:
     """MultiTaskModule's, per task: model.init_args.{encoders, heads}.<task> and
-    data.init_args.tasks.<task>, with the one shared backbone's width."""
-    m = "model.init_args"
-    return [link for t in tasks for link in task_links(f"{m}.encoders.{t}", f"{m}.heads.{t}",
-                                                       f"data.init_args.tasks.{t}", f"{m}.backbone.init_args.d_model")]
+    data.init_args.tasks.<task> (of class ``data_classes[task]``), with the one shared backbone's width."""
+    m, classes = "model.init_args", data_classes or {}
+    return [link for t in tasks for link in task_links(f"{m}.encoders.{t}", f"{m}.heads.{t}", f"data.init_args.tasks.{t}",
+                                                       f"{m}.backbone.init_args.d_model", classes.get(t))]
+
+
+def data_class_paths(cfg: Any) -> dict[str, Any]:
+    """The data class paths a plain config names: ``""`` -> the data's, ``<task>`` -> a
+    multi-task data's task's."""
+    data = cfg.get("data") if isinstance(cfg, dict) else None
+    if not isinstance(data, dict):
+        return {}
+    found = {"": data["class_path"]} if isinstance(data.get("class_path"), str) else {}
+    tasks = (data.get("init_args") or {}).get("tasks") if isinstance(data.get("init_args"), dict) else None
+    for task, sub in (tasks or {}).items() if isinstance(tasks, dict) else ():
+        if isinstance(sub, dict) and isinstance(sub.get("class_path"), str):
+            found[str(task)] = sub["class_path"]
+    return found
+
+
+def config_links(cfg: dict) -> list[Link]:
+    """The links of a plain config (``filled``'s): one task's, or each task's of a multi-task
+    model, with the data classes it names."""
+    classes = {k: data_class(v) for k, v in data_class_paths(cfg).items()}
+    init = ((cfg.get("model") or {}).get("init_args") or {}) if isinstance(cfg.get("model"), dict) else {}
+    tasks = [str(t) for t in (init.get("encoders") or {})] if isinstance(init.get("encoders"), dict) else []
+    return single_task_links(classes.get("")) + multi_task_links(tasks, classes)
 
 
 def signature_param(class_path: Any, name: str) -> inspect.Parameter | None:
@@ -198,6 +233,24 @@ def multi_task_names(argv: Sequence[str]) -> list[str]:
     return names
 
 
+def data_classes(argv: Sequence[str]) -> dict[str, type[VecsetDataModule] | None]:
+    """The data module classes a command line names (its config files, then ``--data`` /
+    ``--data.class_path``): ``""`` -> the data's, ``<task>`` -> a multi-task data's task's."""
+    paths: dict[str, Any] = {}
+    for path in config_paths(argv):
+        try:
+            paths.update(data_class_paths(yaml.safe_load(path.read_text())))
+        except (OSError, yaml.YAMLError):
+            continue  # the parser reports it
+    for i, a in enumerate(argv):
+        for flag in ("--data", "--data.class_path"):
+            if a == flag and i + 1 < len(argv):
+                paths[""] = argv[i + 1]
+            elif a.startswith(flag + "="):
+                paths[""] = a.split("=", 1)[1]
+    return {k: data_class(v) for k, v in paths.items()}
+
+
 def argv_of(args: Any) -> list[str]:
     """The command line LightningCLI parses (``args``, or the process's own)."""
     if args is None:
@@ -225,13 +278,15 @@ def unset_target(cfg: Any, links: Sequence[Link]) -> str | None:
     return None
 
 
-def filled(cfg: dict, links: Sequence[Link]) -> dict:
+def filled(cfg: dict, links: Sequence[Link] | None = None) -> dict:
     """A copy of the plain config ``cfg`` (``{"model": {"class_path": ..., "init_args": ...},
-    "data": ...}``) with each link's target filled in from its sources, as the CLI does at parse,
+    "data": ...}``) with each link's target filled in from its sources (``links``; None: the
+    config's own, ``config_links``), as the CLI does at parse,
     for code that builds a config's classes without the CLI (``bench/ablations.py``). A source
     the config leaves out takes its class's default; a target already set is kept; a link whose
     target's class is not in the config is skipped."""
     out = copy.deepcopy(cfg)
+    links = config_links(cfg) if links is None else links
     missing = object()
 
     def node(key: str) -> tuple[Any, str]:

@@ -2,7 +2,7 @@
 members trained one after another on the same split, differing only in ``seed_everything``
 (initialization and shuffling), then combined on the test split.
 
-    python -m vecset.pipelines.ensemble --members 5 --config configs/freesolv.yaml [vecset fit options]
+    vecset ensemble --members 5 --config configs/freesolv.yaml [vecset fit options]
 
 Each member is an ordinary ``vecset fit`` run (``runs/<config>/version_<n>/``: its own best
 checkpoint by its own validation curve, its own results.json and reports), so nothing in the
@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from vecset.backbone.abilities import regression_std, task_kind
+from vecset.contracts.abilities import regression_std, task_kind
 from vecset.pipelines.cli import RUNS_DIR, config_name, run_cli
 from vecset.pipelines.training.checkpoint import claim_version
 
@@ -163,7 +163,7 @@ def run_ensemble(members: int, fit_args: list[str], seed: int = 0) -> Path:
     earlier = finished_members(root, fit_args)
     runs, cli = [], None
     # the molecules are featurized once: the first member writes them to the data module's
-    # feature cache (MoleculeDataModule's cache, on by default), the others read them from there
+    # feature cache (the molecule data's cache, on by default), the others read them from there
     with member_argv():
         for m in range(members):
             s = seed + m
@@ -305,12 +305,14 @@ def combine_classifiers(runs: list[dict], dm, out_dir: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> Path:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="vecset ensemble", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--members", type=int, required=True, help="ensemble size k")
     ap.add_argument("--seed", type=int, default=0, help="member m trains with seed_everything seed + m")
     args, fit_args = ap.parse_known_args(argv)
     return run_ensemble(args.members, fit_args, args.seed)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the old spelling, kept for one release
+    print("python -m vecset.pipelines.ensemble is now `vecset ensemble` (the same options)", file=sys.stderr)
     main()

@@ -8,7 +8,7 @@ from pathlib import Path
 from pytorch_lightning.callbacks import Callback
 from torch import nn
 
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
 from vecset.pipelines.data.synthetic import SyntheticSetDataModule
 

@@ -69,7 +69,7 @@ def test_import_vecset_imports_no_torch_and_from_imports_still_work():
     assert r.stdout.split() == ["False"]
     from vecset import VectorSet  # through the module's __getattr__ too
 
-    assert VectorSet.__module__ == "vecset.backbone.vectorset"
+    assert VectorSet.__module__ == "vecset.contracts.vectorset"
 
 
 def test_every_public_name_loads_from_its_sub_package():

@@ -1,4 +1,4 @@
-"""Dependencies point one way: pipelines -> heads, encoders -> backbone -> torch. Heads never
+"""Dependencies point one way: pipelines -> heads, encoders -> backbone -> contracts -> torch. Heads never
 import encoders nor the reverse, only pipelines/ imports Lightning, and data modules never
 reach into the model (what it needs flows through ``data_spec``)."""
 
@@ -10,6 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 # package -> the vecset packages it must not import
 FORBIDDEN = {
+    "contracts": ("backbone", "encoders", "heads", "pipelines"),
     "backbone": ("encoders", "heads", "pipelines"),
     "encoders": ("heads", "pipelines"),
     "heads": ("encoders", "pipelines"),
@@ -48,10 +49,10 @@ def test_no_chemistry_in_pipelines_data():
 
 
 def test_no_private_name_is_imported_from_another_package():
-    """``pipelines/data/images.py`` imported ``encoders/image``'s ``_image_channels``: what one
+    """``pipelines/images/data.py`` imported ``encoders/image``'s ``_image_channels``: what one
     package needs from another is public (a module of its own folder may share a private name)."""
     bad = []
-    for top in ("backbone", "encoders", "heads", "pipelines"):
+    for top in ("contracts", "backbone", "encoders", "heads", "pipelines"):
         for path in (ROOT / top).rglob("*.py"):
             here = ".".join(("vecset", *path.parent.relative_to(ROOT).parts))
             for node in ast.walk(ast.parse(path.read_text())):

@@ -12,7 +12,7 @@ import tomllib
 import vecset
 
 ROOT = Path(__file__).resolve().parents[1]
-TOP = ("backbone", "encoders", "heads", "pipelines")
+TOP = ("contracts", "backbone", "encoders", "heads", "pipelines")
 
 
 def test_the_top_level_folders_are_linked_into_the_namespace():

@@ -5,17 +5,18 @@ The public API, one import away::
     import vecset
     model = vecset.TaskModule(vecset.VectorEncoder(2, 32), vecset.Backbone(32, depth=2), vecset.LabelingHead(32, 2))
 
-The four layers sit in their own sub-packages, imported in one direction
-(``pipelines -> heads, encoders -> backbone -> torch``):
+The layers sit in their own sub-packages, imported in one direction
+(``pipelines -> heads, encoders -> backbone -> contracts -> torch``):
 
-- ``vecset.backbone``: VectorSet and DataSpec (the contracts), attention, positional encodings,
-  blocks, Backbone, baselines;
+- ``vecset.contracts``: VectorSet, DataSpec and the abilities a model part declares, which every
+  package reads;
+- ``vecset.backbone``: attention, positional encodings, blocks, Backbone, baselines;
 - ``vecset.encoders``: the Encoder contract, one package per modality, raw input -> VectorSet;
 - ``vecset.heads``: the Head contract; labeling (N->N), sequence (N->1), seq2seq (N->N'),
   kernel regression;
 - ``vecset.pipelines``: Lightning: data modules, training, reports, the ``vecset`` CLI.
 
-In a source checkout those four folders sit at the top level (the project's layout) and are
+In a source checkout those folders sit at the top level (the project's layout) and are
 linked into this folder (``vecset/backbone -> ../backbone``, ...), so every ``vecset.`` name is
 a path of the tree.
 """
@@ -26,7 +27,8 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` below
-    from vecset.backbone import Backbone, DataSpec, VectorSet
+    from vecset.backbone import Backbone
+    from vecset.contracts import DataSpec, VectorSet
     from vecset.encoders import (
         Encoder,
         GraphEncoder,
@@ -43,14 +45,14 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` 
 # vecset`` imports no torch: the ``vecset`` command (vecset/command.py) sets OpenMP's settings
 # before torch loads
 _SOURCES = {
-    "Backbone": "backbone", "DataSpec": "backbone", "VectorSet": "backbone",
+    "Backbone": "backbone", "DataSpec": "contracts", "VectorSet": "contracts",
     "Encoder": "encoders", "GraphEncoder": "encoders", "PatchEncoder": "encoders", "PixelEncoder": "encoders",
     "SpeechEncoder": "encoders", "TextEncoder": "encoders", "VectorEncoder": "encoders",
     "Head": "heads", "LabelingHead": "heads", "NadarayaWatsonHead": "heads", "Seq2SeqHead": "heads",
     "SequenceHead": "heads",
     "MultiTaskModule": "pipelines", "TaskModule": "pipelines",
 }
-_SUBPACKAGES = ("backbone", "encoders", "heads", "pipelines")
+_SUBPACKAGES = ("contracts", "backbone", "encoders", "heads", "pipelines")
 
 __all__ = [
     "Backbone", "DataSpec", "Encoder", "GraphEncoder", "Head", "LabelingHead", "MultiTaskModule", "NadarayaWatsonHead", "PatchEncoder",

@@ -1,5 +1,6 @@
 """The ``vecset`` console command (``[project.scripts]`` in pyproject.toml): the process's
-OpenMP setting first, then the CLI (``vecset.pipelines.cli``).
+OpenMP setting first, then the command (``vecset.pipelines.main``: LightningCLI's subcommands
+and vecset's own, export and ensemble).
 
 ``OMP_WAIT_POLICY=PASSIVE`` unless the user set the variable: torch's OpenMP threads then
 sleep at the end of a parallel region instead of spinning for a while. On a laptop or a
@@ -17,6 +18,6 @@ import os
 
 def main() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # a user's own value wins
-    from vecset.pipelines.cli import main as cli_main  # imports torch
+    from vecset.pipelines.main import main as dispatch  # imports torch
 
-    cli_main()
+    dispatch()

@@ -94,7 +94,7 @@ class MultiHeadSelfAttention(nn.Module):
         self.score, self.normalize, self.window, self.dropout = score, normalize, window, dropout
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.out_proj = nn.Linear(d_model, d_model)
-        self.additive_dim = getattr(self.score_fn, "additive_dim", additive_dim or self.head_dim)
+        self.additive_dim = self.score_fn.additive_dim or additive_dim or self.head_dim
         self.score_fn.add_parameters(self)  # add_wq, add_wk, add_wv for the additive score
         self.relative_positions = relative_positions
         if relative_positions:

@@ -34,6 +34,8 @@ class ScoreFunction:
     sdpa: ClassVar[bool] = True
     # whether each vector's score against itself is masked (the paths know where the diagonal is)
     masks_self: ClassVar[bool] = False
+    # the width of the score's hidden layer (the additive score's); None: it has none
+    additive_dim: int | None = None
 
     def __init__(self, heads: int, head_dim: int) -> None:
         self.heads, self.head_dim = heads, head_dim

@@ -55,8 +55,10 @@ from vecset.encoders.graph.reading import (
     read_molecule_csv,
 )
 from vecset.encoders.graph.scaffolds import murcko_scaffold, scaffold_groups
+from vecset.encoders.graph.structure import GraphStructure
 
-__all__ = ["ATOM_CATEGORICAL", "ATOM_NUMERIC", "BOND_TYPES", "DescriptorScaler", "FeatureCache", "GraphAttention",
+__all__ = [
+    "GraphStructure","ATOM_CATEGORICAL", "ATOM_NUMERIC", "BOND_TYPES", "DescriptorScaler", "FeatureCache", "GraphAttention",
            "GraphEncoder", "InvalidMolecule", "Molecule", "MoleculeFeaturizer", "MoleculeTable", "NodeFeaturizer",
            "canonical_smiles", "default_cache_dir", "descriptor_names", "featurize_smiles", "graph_tensors",
            "laplacian_pe", "mol_to_graph", "molecule_descriptors", "murcko_scaffold", "pad_graphs", "parse_smiles",

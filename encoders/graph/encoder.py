@@ -9,9 +9,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from vecset.backbone.data_spec import DataSpec
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.data_spec import DataSpec
+from vecset.contracts.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
+from vecset.encoders.graph.structure import GraphStructure
 
 GraphAttention = Literal["neighbours", "all_pairs", "none"]
 Geometry = Literal["none", "distance_gaussian"]
@@ -72,7 +73,7 @@ class GraphEncoder(Encoder):
 
     ``max_dist``, ``lap_pe_k``, ``node_dim`` and ``num_edge_types`` size the encoder's tables;
     the data decides the tensors. At the hand-over (``receive``) a data module that describes its
-    graphs (``DataSpec.graph``) has them checked (``max_dist`` and ``num_edge_types`` only with
+    graphs (``DataSpec.structure``) has them checked (``max_dist`` and ``num_edge_types`` only with
     ``all_pairs``, which has those tables), and that the data has 3-D distances when
     ``geometry`` wants them: a mismatch is one error naming both values, before any step (a
     distance table of another ``max_dist`` reads the data's "unreachable" as a distance, silently).
@@ -122,8 +123,8 @@ class GraphEncoder(Encoder):
 
     def receive(self, spec: DataSpec) -> str | None:
         """Check that the data's graph tensors fit this encoder's tables (at every stage)."""
-        data = spec.graph
-        if data is None:  # data that does not describe its graphs: the forward checks what it can
+        data = spec.structure
+        if not isinstance(data, GraphStructure):  # data that does not describe its graphs: the forward checks what it can
             return None
         mine = {"node_dim": self.node_dim, "lap_pe_k": self.lap_pe_k}
         if self.attention == "all_pairs":  # the distance and bond-type tables exist only there

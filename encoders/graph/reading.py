@@ -18,7 +18,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from vecset.backbone.data_spec import GraphStructure
 from vecset.encoders.files import read_csv_rows
 from vecset.encoders.graph.cache import FeatureCache
 from vecset.encoders.graph.collate import pad_graphs
@@ -26,6 +25,7 @@ from vecset.encoders.graph.descriptors import molecule_descriptors
 from vecset.encoders.graph.featurize import NodeFeaturizer, graph_tensors
 from vecset.encoders.graph.geometry import FAILED, SEED, conformer_tensors, geometry_counts
 from vecset.encoders.graph.molecules import InvalidMolecule, Molecule, mol_to_graph, parse_smiles
+from vecset.encoders.graph.structure import GraphStructure
 
 log = logging.getLogger(__name__)
 

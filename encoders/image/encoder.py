@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from vecset.backbone.positional import Learned2D, NoPositional, Sinusoidal2D
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
 
 Positional2D = Literal["none", "sinusoidal", "learned"]

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from vecset.backbone.data_spec import DataSpec
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.data_spec import DataSpec
+from vecset.contracts.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
 from vecset.encoders.vector import Positional1D, make_positional_1d, max_positions
 
@@ -27,7 +27,7 @@ class SpeechEncoder(Encoder):
         normalization: ``utterance`` (each utterance's real frames to zero mean, unit
             variance per bin), ``global`` (training-set statistics, kept as buffers in the
             checkpoint; fitted at the start of fit on the training frames the data hands
-            over, ``DataSpec.train_frames``) or ``none``.
+            over, ``DataSpec.train_inputs``) or ``none``.
         freq_mask_param, time_mask_param: SpecAugment mask widths (0 = off), applied
             ``freq_masks`` / ``time_masks`` times per utterance, only in training.
         positional: ``none``, ``sinusoidal`` or ``learned`` (``max_len`` frames).
@@ -98,7 +98,7 @@ class SpeechEncoder(Encoder):
         """``global`` normalization: fit the statistics on the training frames at the start
         of fit (once: a model that has them, from an earlier fit or a checkpoint, keeps them)."""
         if self.normalization == "global" and spec.fit and not bool(self.stats_fitted):
-            frames = spec.frames("SpeechEncoder(normalization='global')")
+            frames = spec.inputs("SpeechEncoder(normalization='global')")
             self.set_global_stats(frames)
             return f"global mean/variance normalization fitted on {len(frames)} training utterances"
         return None
@@ -123,7 +123,7 @@ class SpeechEncoder(Encoder):
         if self.normalization == "global":
             if not self._stats_known:
                 raise ValueError("SpeechEncoder(normalization='global') has no statistics: train it on data "
-                                 "that hands over its training frames (SpeechFramesDataModule) or call "
+                                 "that hands over its training frames (vecset's speech frames data does) or call "
                                  "set_global_stats")
             return (x - self.mean) / self.std
         if batch is not None and "utterance_mean" in batch:  # a chunk: its recording's statistics

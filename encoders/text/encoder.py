@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from vecset.backbone.data_spec import DataSpec
-from vecset.backbone.vectorset import VectorSet
 from vecset.backbone.vocab import Level, Vocabulary, saved_vocabulary, tokenize
+from vecset.contracts.data_spec import DataSpec
+from vecset.contracts.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
 from vecset.encoders.vector import Positional1D, make_positional_1d, max_positions
 

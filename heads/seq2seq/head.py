@@ -24,11 +24,12 @@ from torch import Tensor, nn
 from torchmetrics import MetricCollection
 
 from vecset.backbone.attention import MultiHeadSelfAttention, Score
-from vecset.backbone.data_spec import DataSpec
 from vecset.backbone.positional import sinusoid
 from vecset.backbone.tracing import NotExportable
-from vecset.backbone.vectorset import VectorSet
 from vecset.backbone.vocab import Level, Vocabulary, saved_vocabulary, tokenize
+from vecset.contracts.abilities import Width
+from vecset.contracts.data_spec import DataSpec
+from vecset.contracts.vectorset import VectorSet
 from vecset.heads.contract import Head
 from vecset.heads.edit_metrics import PhoneErrorRate, TokenIds, WordErrorRate
 from vecset.heads.seq2seq.cross_attention import MultiHeadCrossAttention
@@ -199,7 +200,7 @@ class Seq2SeqHead(Head):
                  length_penalty: float = 0.0, label_smoothing: float = 0.0, field: str = "target",
                  level: Level = "word", references_field: str = "references") -> None:
         super().__init__()
-        if getattr(decoder, "d_model", d_model) != d_model:
+        if isinstance(decoder, Width) and decoder.d_model != d_model:
             raise ValueError(f"decoder width {decoder.d_model} != head d_model={d_model}")
         if max_len < 1 or beam_size < 1:
             raise ValueError(f"need max_len >= 1 and beam_size >= 1, got {max_len}, {beam_size}")

@@ -1,15 +1,38 @@
-"""Base DataModule: what every vecset dataset tells the model (once, at setup), and what its
-inputs were (for the prediction writers of ``pipelines/predict``)."""
+"""Base DataModule, the data module contract: what every vecset dataset tells the model (once, at
+setup), what its inputs were, and what the generic layers need from its job (its prediction
+output, its default reports, the values it links into the model's config)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytorch_lightning as pl
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
+
+
+@dataclass(frozen=True)
+class ModelLink:
+    """A value of the data's config that a model part's argument must equal, given once (the CLI
+    links it: ``pipelines/config_links.py``).
+
+    Args:
+        what: what the value is, for the message ("class count").
+        sources: the data's ``init_args`` it is computed from.
+        part: the model part that takes it: ``"encoder"`` or ``"head"``.
+        name: the part's ``init_args`` key it is written to.
+        compute: the sources' values -> (the value, the source argument it comes from, that
+            argument's value as the message shows it).
+    """
+
+    what: str
+    sources: tuple[str, ...]
+    part: Literal["encoder", "head"]
+    name: str
+    compute: Callable[..., tuple[Any, str, str]]
 
 
 class VecsetDataModule(pl.LightningDataModule):
@@ -27,13 +50,22 @@ class VecsetDataModule(pl.LightningDataModule):
     - ``item_keys(split)`` and ``label_key()``: what identifies each item and what its label is,
       for the leakage check of multi-task runs (``overlap.py``), or None where not declared.
 
-    A data module never calls the model: what the model needs flows through ``data_spec``. It
-    names no reports either: those are configured on ``ReportWriter``, with defaults per job
-    in ``pipelines/reports/defaults.py``.
+    What the generic layers (``pipelines/predict``, ``pipelines/reports``, the CLI's config links)
+    need from a job, the job's data module declares; they import no job:
+
+    - ``prediction_output(out_dir, model)``: the writer of ``vecset predict``'s files;
+    - ``default_reports()``: the reports ``ReportWriter`` writes when its config lists none;
+    - ``model_links()``: the values of its arguments the model's parts must agree with.
+
+    A data module never calls the model: what the model needs flows through ``data_spec``.
     """
 
     class_names: list[str] | None = None
     target_names: list[str] | None = None
+    # the (C, H, W) of every image a batch holds, for data of images (None: not images); the
+    # sets one step holds (a subclass's constructor argument)
+    image_shape: tuple[int, int, int] | None = None
+    batch_size: int = 1
     # set by MultiTaskDataModule: the files this data writes into the run go to <log_dir>/<task>/,
     # beside that task's reports
     task_name: str | None = None
@@ -102,6 +134,26 @@ class VecsetDataModule(pl.LightningDataModule):
         """The keys (as ``item_keys``) of the items of another file of this data's kind, e.g. the
         molecules a model was pretrained on; None: not declared."""
         return None
+
+    # -- what the generic layers ask the job (a job's data module overrides them) --
+    def prediction_output(self, out_dir: Path, model: Any) -> Any:
+        """The writer of this data's ``vecset predict`` files (a ``PredictionOutput``, asked after
+        ``setup("predict")``), given the run directory and what the predicted model declares for
+        the predict side (a ``PredictModel``: values, not the model). None: the generic rows,
+        one CSV row per sample (``pipelines/predict/rows.py``)."""
+        return None
+
+    def default_reports(self) -> list | None:
+        """The reports (``Report`` objects) of this data's job, which ``ReportWriter`` writes when
+        its config lists none. None: the generic ones (the per-class report with ``class_names``,
+        the parity report with ``target_names``; ``pipelines/reports/defaults.py``)."""
+        return None
+
+    @classmethod
+    def model_links(cls) -> list[ModelLink]:
+        """The values of this data's arguments that the model's parts take (the CLI links them at
+        parse, before anything is built, so a config gives each once). Here none."""
+        return []
 
     def label_key(self) -> str:
         """What this data's targets are: two data modules with one key label their items alike

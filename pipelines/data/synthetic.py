@@ -9,7 +9,7 @@ from typing import Literal
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.collate import pad_sets
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.data.samplers import ResumableSampler, eval_sampler

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import torch
 
-from vecset.backbone.abilities import Tokenizes
 from vecset.backbone.tracing import NotExportable
+from vecset.contracts.abilities import Tokenizes
 from vecset.pipelines.export.program import (
     IMAGE,
     ServedModel,

@@ -23,8 +23,8 @@ import torch
 from torch import Tensor, nn
 from torch.export import Dim, ExportedProgram
 
-from vecset.backbone.abilities import ImageSides, MaxSetSize, NotExported, Tokenizes
 from vecset.backbone.tracing import NotExportable, exporting
+from vecset.contracts.abilities import ImageSides, MaxSetSize, NotExported, Tokenizes
 from vecset.encoders.collate import PADDED
 from vecset.heads.contract import Head
 from vecset.pipelines.training.step import forward_task
@@ -119,15 +119,15 @@ class ServedModel(nn.Module):
 def served_parts(module: nn.Module) -> tuple[nn.Module, nn.Module, Head]:
     """A TaskModule's encoder, backbone and head; ``NotExportable`` for anything else."""
     from vecset.pipelines.training.multitask import MultiTaskModule
+    from vecset.pipelines.training.task import TaskModule
 
     if isinstance(module, MultiTaskModule):
         raise NotExportable("a MultiTaskModule serves several tasks through one backbone; export one "
                             "task's model (a TaskModule config with its encoder and head)")
-    parts = [getattr(module, name, None) for name in ("encoder", "backbone", "head")]
-    if any(p is None for p in parts) or not isinstance(parts[2], Head):
+    if not isinstance(module, TaskModule) or not isinstance(module.head, Head):
         raise NotExportable(f"{type(module).__name__} is not a TaskModule (encoder, backbone, head): "
                             "nothing to export")
-    return parts[0], parts[1], parts[2]
+    return module.encoder, module.backbone, module.head
 
 
 def check_exportable(module: nn.Module) -> tuple[nn.Module, nn.Module, Head]:

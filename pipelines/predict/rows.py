@@ -2,18 +2,16 @@
 
 ``Rows`` writes any task's: the input (the data module's ``describe``), then the predicted
 class and its probability (a label per vector: space-separated), or a value per target (the
-data's ``target_names``). Molecules, graph nodes and pronunciations have rows of their own.
+data's ``target_names``). A job's own rows (molecules, graph nodes, pronunciations) subclass it
+in the job's folder.
 """
 
 from __future__ import annotations
 
 import csv
-import logging
 from pathlib import Path
 
 from vecset.pipelines.predict.output import PredictionOutput
-
-log = logging.getLogger(__name__)
 
 
 def write_csv(rows: list[dict], path: Path, fieldnames: list[str] | None = None) -> Path:
@@ -63,59 +61,3 @@ class Rows(PredictionOutput):
 
     def close(self) -> Path:
         return write_csv(self.rows, self.out_dir / "predictions.csv")
-
-
-class MoleculeRows(Rows):
-    """Per molecule its CSV line and SMILES, then the predicted class and probability, or each
-    target's value (and its std in the target's units when the head or ensemble gives one);
-    sorted by line. The predict CSV's rows that were not predicted (invalid SMILES) go to
-    ``invalid_rows.csv`` with their reason."""
-
-    def rows_of(self, ids: list[int], preds: dict) -> list[dict]:
-        data, rows = self.data, []
-        for i, sid in enumerate(ids):
-            line, smiles = data.source_row(sid)
-            row = {"line": line, "smiles": smiles}
-            if data.class_names is not None:
-                row.update(prediction=data.class_names[preds["label"][i]], probability=round(preds["prob"][i], 6))
-            else:
-                row.update({name: float(v) for name, v in zip(data.target_names, preds["value"][i], strict=True)})
-                if "std" in preds:
-                    row.update({f"{name}_std": float(v)
-                                for name, v in zip(data.target_names, preds["std"][i], strict=True)})
-            rows.append(row)
-        return rows
-
-    def close(self) -> Path:
-        path = write_csv(sorted(self.rows, key=lambda r: r["line"]), self.out_dir / "predictions.csv")
-        if self.data.invalid_predict:
-            bad = write_csv(self.data.invalid_predict, self.out_dir / "invalid_rows.csv", ["line", "smiles", "reason"])
-            print(f"{len(self.data.invalid_predict)} rows not predicted (invalid SMILES): {bad}")
-        return path
-
-
-class NodeRows(Rows):
-    """One row per node of the one graph: its predicted class, probability and split."""
-
-    def rows_of(self, ids: list[int], preds: dict) -> list[dict]:
-        split_of = {n: k for k, v in self.data.split_nodes.items() for n in v}
-        return [{"node": n, "split": split_of[n], "prediction": self.data.class_names[lab], "probability": round(p, 6)}
-                for labels, probs in zip(preds["label"], preds["prob"], strict=True)
-                for n, lab, p in zip(self.data.nodes, labels, probs, strict=True)]
-
-
-class PronunciationRows(Rows):
-    """Per word its predicted pronunciation and whether decoding reached ``<eos>`` (words that
-    ran to the decoder's ``max_len`` are counted in a warning)."""
-
-    def rows_of(self, ids: list[int], preds: dict) -> list[dict]:
-        return [{"word": self.data.describe(sid), "pronunciation": " ".join(preds["tokens"][i]),
-                 "finished": bool(preds["finished"][i])} for i, sid in enumerate(ids)]
-
-    def close(self) -> Path:
-        path = write_csv(self.rows, self.out_dir / "predictions.csv", ["word", "pronunciation", "finished"])
-        unfinished = sum(not r["finished"] for r in self.rows)
-        if unfinished:
-            log.warning("%d of %d words reached max_len without <eos> (finished=False in %s)",
-                        unfinished, len(self.rows), path)
-        return path

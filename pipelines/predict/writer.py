@@ -3,9 +3,10 @@
 Before predict it finds the task being predicted (a multi-task model's: the data's
 ``predict_task``), asks that task's model what the predict side needs (its receptive field,
 whether its encoder normalizes per set, its head's segment decoder: declared in the encoder
-and head contracts), plans the chunked reading of long speech recordings (``chunks.py``) and
-picks the output for the data (``prediction_output``). Then every batch's predictions go to
-that output, and at the end it writes what is left and prints the path.
+and head contracts, ``PredictModel``) and asks the data for its output
+(``VecsetDataModule.prediction_output``: a job's own files, e.g. speech's .frames/.phn read in
+chunks, or the generic CSV rows). Then every batch's predictions go to that output, and at the
+end it writes what is left and prints the path.
 """
 
 from __future__ import annotations
@@ -14,15 +15,13 @@ from pathlib import Path
 
 from pytorch_lightning.callbacks import BasePredictionWriter
 
-from vecset.pipelines.data.cmudict import CMUDictDataModule
-from vecset.pipelines.data.graphs import GraphNodeDataModule
-from vecset.pipelines.data.molecules import MoleculeDataModule
-from vecset.pipelines.data.speech import SpeechFramesDataModule
-from vecset.pipelines.predict.chunks import chunk_loader
-from vecset.pipelines.predict.output import PredictionOutput
-from vecset.pipelines.predict.rows import MoleculeRows, NodeRows, PronunciationRows, Rows
-from vecset.pipelines.predict.speech_files import SpeechOutput
-from vecset.pipelines.training.multitask import MultiTaskDataModule, MultiTaskModule
+from vecset.contracts.abilities import Decoder
+from vecset.encoders.contract import Encoder
+from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.multitask import MultiTaskDataModule
+from vecset.pipelines.predict.output import PredictionOutput, PredictModel
+from vecset.pipelines.predict.rows import Rows
+from vecset.pipelines.training.multitask import MultiTaskModule
 from vecset.pipelines.training.receptive_field import receptive_field
 
 
@@ -38,27 +37,18 @@ def predicted_task(datamodule, model):
     return datamodule, model
 
 
+def predict_model(model) -> PredictModel:
+    """What ``model`` (a task's ``encoder``, ``backbone``, ``head``) declares for the predict side."""
+    return PredictModel(receptive_field=receptive_field(model.encoder, model.backbone, model.head),
+                        normalizes_per_set=isinstance(model.encoder, Encoder) and model.encoder.normalizes_per_set,
+                        segment_decoder=model.head.segment_decoder() if isinstance(model.head, Decoder) else None)
+
+
 def prediction_output(data, model, out_dir: Path) -> PredictionOutput:
-    """The writer of one task's predictions: speech .frames/.phn, or CSV rows (molecules with
-    their invalid rows, graph nodes, pronunciations, or any task's generic rows)."""
-    if isinstance(data, SpeechFramesDataModule):
-        return SpeechOutput(data, out_dir, model.head.segment_decoder())
-    if isinstance(data, MoleculeDataModule):
-        return MoleculeRows(data, out_dir)
-    if isinstance(data, GraphNodeDataModule):
-        return NodeRows(data, out_dir)
-    if isinstance(data, CMUDictDataModule):
-        return PronunciationRows(data, out_dir)
-    return Rows(data, out_dir)
-
-
-def plan_chunked_reading(data: SpeechFramesDataModule, model) -> None:
-    """The loader of the speech recordings read in chunks, with the model's receptive field as
-    context and the whole recording's statistics where the encoder normalizes per recording."""
-    if data.recordings:
-        data.chunk_loader = chunk_loader(data.recordings, data.featurizer, data.predict_chunk_frames,
-                                         receptive_field(model.encoder, model.backbone, model.head),
-                                         model.encoder.normalizes_per_set, data.batch_size, data.num_workers)
+    """The writer of one task's predictions: the one its data module declares (a job's own
+    files), or the generic CSV rows."""
+    made = data.prediction_output(out_dir, predict_model(model)) if isinstance(data, VecsetDataModule) else None
+    return Rows(data, out_dir) if made is None else made
 
 
 class PredictionWriter(BasePredictionWriter):
@@ -78,8 +68,6 @@ class PredictionWriter(BasePredictionWriter):
         if stage != "predict" or trainer.datamodule is None:
             return
         data, model = predicted_task(trainer.datamodule, pl_module)
-        if isinstance(data, SpeechFramesDataModule):
-            plan_chunked_reading(data, model)
         self.output = prediction_output(data, model, Path(trainer.log_dir))
 
     def on_predict_start(self, trainer, pl_module) -> None:

@@ -11,7 +11,7 @@ What a report may read: the test pass (``ctx.test_outputs()``, run once per task
 by all its reports), the test items (``ctx.test_items(n)``, the data module's
 ``test_items()``), the data module's public names (``class_names``, ``target_names``,
 ``collate``, ``describe``, ...) and the model's parts through the abilities they declare
-(``backbone/abilities.py``), never a private attribute or a split's internals.
+(``contracts/abilities.py``), never a private attribute or a split's internals.
 """
 
 from __future__ import annotations

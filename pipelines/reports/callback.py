@@ -19,7 +19,7 @@ run; a task it leaves out gets its defaults), else the job's defaults
           init_args:
             reports:
               - class_path: vecset.pipelines.reports.classification.ClassificationReport
-              - class_path: vecset.pipelines.reports.images.AttentionMapsReport
+              - class_path: vecset.pipelines.images.reports.AttentionMapsReport
                 init_args: {images: 4}
 
 Figures are also added to TensorBoard when the trainer has a TensorBoardLogger. The CLI adds

@@ -1,41 +1,20 @@
-"""The reports each job gets when its config lists none: by the data module's class.
+"""The reports each job gets when its config lists none: the ones its data module declares.
 
 A config overrides them by listing the reports on the ``ReportWriter`` callback (see
-``callback.py``); these are what ``ReportWriter()`` with no ``reports`` writes. The table is keyed
-by the data module's class path and looked up along its class hierarchy, so a subclass of an
-image data module gets the image reports, and a data module of one's own the base entry.
+``callback.py``); these are what ``ReportWriter()`` with no ``reports`` writes. A job's data
+module declares its own (``VecsetDataModule.default_reports``, e.g. speech's per-phone report,
+segments and frame attention, in ``pipelines/speech/data.py``); one that declares none gets the
+generic ones here, and a data module that is not a ``VecsetDataModule`` none:
 
-- any ``VecsetDataModule``: the per-class report (with ``class_names``) or the parity report
-  (with ``target_names``), else none;
-- ``ImageDataModule`` (digits, image folders, CIFAR-10, Fashion-MNIST): the per-class report,
-  attention maps of 8 test images, the 16 most confident mistakes;
-- ``SpeechFramesDataModule``: the per-phone report, the segments of 3 test utterances, one
-  block's attention over the frames;
-- ``CMUDictDataModule``: alignment heatmaps of 4 test words;
-- ``CoNLLUDataModule``, ``GraphNodeDataModule``: the per-class report, one block's attention
-  between the vectors;
-- ``MoleculeDataModule``: parity and uncertainty (regression) or per-class (and ROC/PR for two
-  classes), then the atoms' pooling attention;
-- ``KernelRegressionDataModule``: the kernel's fits, attention and RMSEs;
-- ``MoleculePretrainDataModule``: none (its validation metrics are the pretext's report).
+- the per-class report (with ``class_names``) or the parity report (with ``target_names``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.reports.base import Report
-from vecset.pipelines.reports.binary import BinaryReport
 from vecset.pipelines.reports.classification import ClassificationReport
-from vecset.pipelines.reports.images import AttentionMapsReport
-from vecset.pipelines.reports.kernel_regression import KernelRegressionReport
-from vecset.pipelines.reports.mistakes import MistakesReport
-from vecset.pipelines.reports.molecules import PoolingAttentionReport
 from vecset.pipelines.reports.regression import ParityReport
-from vecset.pipelines.reports.seq2seq import AlignmentReport
-from vecset.pipelines.reports.speech import FrameAttentionReport, PerPhoneReport, SegmentsReport
-from vecset.pipelines.reports.uncertainty import UncertaintyReport
-from vecset.pipelines.reports.vector_attention import VectorAttentionReport
 
 
 def scored(data) -> list[Report]:
@@ -48,38 +27,10 @@ def scored(data) -> list[Report]:
     return []
 
 
-def molecules(data) -> list[Report]:
-    if data.class_names is None:
-        extra: list[Report] = [UncertaintyReport()]
-    else:
-        extra = [BinaryReport()] if len(data.class_names) == 2 else []
-    return [*scored(data), *extra, PoolingAttentionReport()]
-
-
-DATA = "vecset.pipelines.data"
-DEFAULTS: dict[str, Callable[[object], list[Report]]] = {
-    f"{DATA}.base.VecsetDataModule": scored,
-    f"{DATA}.images.ImageDataModule": lambda d: [*scored(d), AttentionMapsReport(), MistakesReport()],
-    f"{DATA}.speech.SpeechFramesDataModule": lambda d: [PerPhoneReport(), SegmentsReport(), FrameAttentionReport()],
-    f"{DATA}.cmudict.CMUDictDataModule": lambda d: [AlignmentReport()],
-    f"{DATA}.conllu.CoNLLUDataModule": lambda d: [*scored(d), VectorAttentionReport()],
-    f"{DATA}.graphs.GraphNodeDataModule": lambda d: [*scored(d), VectorAttentionReport()],
-    f"{DATA}.molecules.MoleculeDataModule": molecules,
-    f"{DATA}.kernel_regression.KernelRegressionDataModule": lambda d: [KernelRegressionReport()],
-    # the pretext metrics (val atom_acc, desc_rmse) are the report; the downstream sets judge it
-    f"{DATA}.molecule_pretrain.MoleculePretrainDataModule": lambda d: [],
-}
-
-
-def class_path(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
 def default_reports(data) -> list[Report]:
-    """The reports of ``data``'s job: the entry of its class or the nearest base class in
-    ``DEFAULTS``; none for a data module outside vecset's."""
-    for cls in type(data).__mro__:
-        make = DEFAULTS.get(class_path(cls))
-        if make is not None:
-            return make(data)
-    return []
+    """The reports of ``data``'s job: the ones it declares, else the generic ones (``scored``);
+    none for a data module outside vecset's."""
+    if not isinstance(data, VecsetDataModule):
+        return []
+    made = data.default_reports()
+    return scored(data) if made is None else list(made)

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from scipy.stats import norm, spearmanr
 
-from vecset.backbone.abilities import regression_std
+from vecset.contracts.abilities import regression_std
 from vecset.pipelines.reports.base import Report, ReportContext, plt
 from vecset.pipelines.reports.outputs import ScoredBatch, collect_test_outputs
 from vecset.pipelines.reports.regression import parity_panel

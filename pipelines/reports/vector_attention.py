@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vecset.backbone.abilities import AttentionWeights
+from vecset.contracts.abilities import AttentionWeights
 from vecset.pipelines.reports.attention_heads import (
     Heads,
     attention_colorbar,

@@ -21,8 +21,9 @@ import torch
 from pytorch_lightning.callbacks import Callback
 from torch import Tensor
 
+from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.multitask import MultiTaskDataModule
 from vecset.pipelines.data.samplers import ResumableSampler
-from vecset.pipelines.training.multitask import MultiTaskDataModule
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ def describe_inputs(trainer: pl.Trainer, ids: list[int], task: str | None = None
     a file, a CSV line and SMILES, ...), at most ``limit`` of them; empty where it has no
     ``describe`` or only repeats the ids."""
     dm = getattr(trainer, "datamodule", None)
-    if not hasattr(dm, "describe") or not ids:
+    if not isinstance(dm, VecsetDataModule) or not ids:
         return ""
     names = []
     for i in ids[:limit]:

@@ -32,6 +32,8 @@ from lightning_fabric.plugins.io.torch_io import TorchCheckpointIO
 from lightning_fabric.utilities.cloud_io import _is_local_file_protocol, get_filesystem
 from pytorch_lightning.callbacks import Callback, ModelCheckpoint
 
+from vecset.contracts.abilities import DecodeSettings
+
 log = logging.getLogger(__name__)
 
 
@@ -389,7 +391,8 @@ def decode_settings(class_path: str) -> tuple[str, ...]:
     e.g. ``Seq2SeqHead``'s beam size): they change how a trained model's outputs are decoded,
     not its weights, so a checkpoint may be used with other values."""
     module, _, name = class_path.rpartition(".")
-    return tuple(getattr(getattr(importlib.import_module(module), name), "decode_settings", ()))
+    cls = getattr(importlib.import_module(module), name)
+    return tuple(cls.decode_settings) if isinstance(cls, DecodeSettings) else ()
 
 
 def hparams_mismatch(saved: dict, current: dict) -> list[str]:

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytorch_lightning as pl
 from pytorch_lightning.utilities import rank_zero_info
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
 from vecset.pipelines.data.base import VecsetDataModule

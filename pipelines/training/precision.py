@@ -62,7 +62,7 @@ def ran_as(choice: PrecisionChoice, ran: str) -> PrecisionChoice:
 def backbone_width(model) -> int | None:
     """The d_model of a TaskModule's or MultiTaskModule's backbone (``Width``: Backbone and the
     baselines); None for another module or a backbone that declares no width."""
-    from vecset.backbone.abilities import Width
+    from vecset.contracts.abilities import Width
     from vecset.pipelines.training.multitask import MultiTaskModule
     from vecset.pipelines.training.task import TaskModule
 

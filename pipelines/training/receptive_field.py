@@ -4,7 +4,7 @@ Chunked inference over a long sequence (``vecset predict`` on hours of audio) is
 each chunk carries at least this many vectors of context on each side: encoder, backbone and
 head each say theirs (a ``receptive_field`` attribute; the backbone's is a method of the
 window the encoder sets), and the sum is the model's. They declare it (``ReceptiveField``,
-``WindowedReceptiveField`` in ``backbone/abilities.py``); a part that does not (full attention,
+``WindowedReceptiveField`` in ``contracts/abilities.py``); a part that does not (full attention,
 an LSTM, a pooling head) depends on every vector: None.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from vecset.backbone.abilities import ReceptiveField, SetsWindow, WindowedReceptiveField
+from vecset.contracts.abilities import ReceptiveField, SetsWindow, WindowedReceptiveField
 
 
 def receptive_field(encoder: nn.Module, backbone: nn.Module, head: nn.Module) -> int | None:

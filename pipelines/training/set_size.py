@@ -7,8 +7,9 @@ import math
 import torch
 from torch import nn
 
-from vecset.backbone.abilities import AttentionWeights, Grid, has_cls
 from vecset.backbone.attention import available_memory
+from vecset.contracts.abilities import AttentionWeights, Grid, has_cls
+from vecset.pipelines.data.base import VecsetDataModule
 
 
 def check_set_size(encoder: nn.Module, backbone: nn.Module, dm, device: torch.device, task: str | None = None) -> None:
@@ -26,12 +27,12 @@ def check_set_size(encoder: nn.Module, backbone: nn.Module, dm, device: torch.de
     the device (``available_memory``, as the attention's own check before it allocates them);
     the size suggested in the error fits at the same batch size.
     """
-    # the data's image_shape / batch_size: data module attributes (None: not images), not model abilities
-    shape = getattr(dm, "image_shape", None)
+    # the data's image_shape / batch_size: declared by the data module contract (None: not images)
+    shape = dm.image_shape if isinstance(dm, VecsetDataModule) else None
     if shape is None or not isinstance(encoder, Grid) or not isinstance(backbone, AttentionWeights):
         return  # not images, or a backbone without attention (the baselines)
     _, H, W = shape
-    B = max(1, int(getattr(dm, "batch_size", 1) or 1))  # the sets one step holds
+    B = max(1, int(dm.batch_size or 1))  # the sets one step holds
     gh, gw = encoder.grid(H, W)
     cls = int(has_cls(backbone))
     n = gh * gw + cls

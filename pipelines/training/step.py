@@ -10,7 +10,7 @@ import pytorch_lightning as pl
 from torch import Tensor, nn
 from torchmetrics import MeanMetric, MetricCollection
 
-from vecset.backbone.abilities import Width
+from vecset.contracts.abilities import Width
 from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
 

@@ -1,4 +1,4 @@
-"""The optional abilities (backbone/abilities.py): which of vecset's parts declare each, that a
+"""The optional abilities (contracts/abilities.py): which of vecset's parts declare each, that a
 part of one's own declares one by its members alone, and what the pipelines do with them."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import torch
 from torch import nn
 
 from vecset.backbone import Backbone
-from vecset.backbone.abilities import (
+from vecset.backbone.baselines import BiLSTM, GridResNet, WindowMLP
+from vecset.contracts.abilities import (
     AttentionWeights,
     Decoder,
     Grid,
@@ -28,7 +29,6 @@ from vecset.backbone.abilities import (
     regression_std,
     task_kind,
 )
-from vecset.backbone.baselines import BiLSTM, GridResNet, WindowMLP
 from vecset.encoders import PatchEncoder, PixelEncoder, SpeechEncoder, TextEncoder, VectorEncoder
 from vecset.heads import LabelingHead, SequenceHead
 from vecset.pipelines.training.receptive_field import receptive_field
@@ -132,20 +132,24 @@ def test_a_part_declares_an_ability_by_its_members(window, expected):
 def test_set_size_reads_the_declared_grid(monkeypatch):
     """A backbone without attention is not checked; the suggestion steps in the encoder's pixels
     per vector (patch x stem strides), read from its grid."""
-    import types
-
+    from vecset.pipelines.data.base import VecsetDataModule
     from vecset.pipelines.training.set_size import check_set_size
 
     monkeypatch.setattr("vecset.pipelines.training.set_size.available_memory", lambda device: 2**20)
-    dm = types.SimpleNamespace(image_shape=(1, 256, 256), batch_size=1)
+
+    def images(side: int) -> VecsetDataModule:  # the data module contract declares image_shape, batch_size
+        dm = VecsetDataModule()
+        dm.image_shape, dm.batch_size = (1, side, side), 1
+        return dm
+
+    dm = images(256)
     check_set_size(PatchEncoder(1, 8, 2), WindowMLP(8), dm, torch.device("cpu"))  # no attention: nothing to hold
     enc = PatchEncoder(1, 8, 2, stem_channels=[4], stem_strides=[2])
     with pytest.raises(MemoryError, match=r"a 64x64 grid.*e\.g\. \[(\d+), \1\]") as e:
         check_set_size(enc, Backbone(8, depth=1, heads=2), dm, torch.device("cpu"))
     side = int(str(e.value).split("(e.g. [")[1].split(",")[0])
     assert side % 4 == 0  # a whole number of 4-pixel steps (patch 2 x stride 2)
-    check_set_size(enc, Backbone(8, depth=1, heads=2), types.SimpleNamespace(image_shape=(1, side, side), batch_size=1),
-                   torch.device("cpu"))
+    check_set_size(enc, Backbone(8, depth=1, heads=2), images(side), torch.device("cpu"))
 
 
 ABILITIES = (AttentionWeights, Decoder, Grid, ImageSides, MaxSetSize, MeanStd, NotExported, PoolingWeights,

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 import torch
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 
 
 def test_defaults_describe_nothing_and_the_spec_is_frozen():
@@ -30,6 +30,6 @@ def test_missing_parts_name_the_task_the_source_and_the_taker():
         spec.targets("Head")
     with pytest.raises(ValueError, match=r"^task 'img': Enc fits its normalization on the training frames but "
                                          "Digits gives none"):
-        spec.frames("Enc")
+        spec.inputs("Enc")
     y = torch.ones(3, 1)
     assert DataSpec(train_targets=y).targets("Head") is y

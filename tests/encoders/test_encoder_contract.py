@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import vecset.encoders as encoders
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders import SpeechEncoder, TextEncoder, VectorEncoder
 from vecset.encoders.contract import Encoder
 
@@ -27,7 +27,7 @@ def test_only_utterance_normalization_declares_per_set_statistics():
 def test_default_hand_over_takes_nothing():
     enc = VectorEncoder(2, 4)
     before = {k: v.clone() for k, v in enc.state_dict().items()}
-    enc.receive(DataSpec(fit=True, class_names=["a", "b"], train_frames=[torch.ones(3, 2)]))
+    enc.receive(DataSpec(fit=True, class_names=["a", "b"], train_inputs=[torch.ones(3, 2)]))
     assert all(torch.equal(before[k], v) for k, v in enc.state_dict().items())
 
 
@@ -48,16 +48,16 @@ def test_speech_encoder_fits_global_statistics_on_the_handed_over_frames():
     torch.manual_seed(0)
     frames = [torch.randn(5, 3) * 2 + 1, torch.randn(7, 3)]
     enc = SpeechEncoder(in_dim=3, d_model=8, normalization="global")
-    enc.receive(DataSpec(fit=False, train_frames=frames))
+    enc.receive(DataSpec(fit=False, train_inputs=frames))
     assert not bool(enc.stats_fitted)
-    assert enc.receive(DataSpec(fit=True, train_frames=frames)) == \
+    assert enc.receive(DataSpec(fit=True, train_inputs=frames)) == \
         "global mean/variance normalization fitted on 2 training utterances"
     ref = SpeechEncoder(in_dim=3, d_model=8, normalization="global")
     ref.set_global_stats(frames)
     assert bool(enc.stats_fitted)
     torch.testing.assert_close(enc.mean, ref.mean)
     torch.testing.assert_close(enc.std, ref.std)
-    enc.receive(DataSpec(fit=True, train_frames=[torch.zeros(4, 3)]))  # fitted once: kept
+    enc.receive(DataSpec(fit=True, train_inputs=[torch.zeros(4, 3)]))  # fitted once: kept
     torch.testing.assert_close(enc.mean, ref.mean)
     with pytest.raises(ValueError, match=r"task 'sp': SpeechEncoder\(normalization='global'\) fits its "
                                          "normalization on the training frames but Sets gives none"):

@@ -24,7 +24,7 @@ from vecset.encoders.graph import (
     smiles_to_graph,
 )
 from vecset.heads import SequenceHead
-from vecset.pipelines.data.molecules import MoleculeDataModule, random_split, scaffold_split
+from vecset.pipelines.molecules.data import MoleculeDataModule, random_split, scaffold_split
 
 ROOT = Path(__file__).resolve().parents[2]
 FREESOLV = ROOT / "data" / "molecules" / "freesolv.csv"
@@ -350,7 +350,7 @@ def test_karate_node_labeling(tmp_path):
     import pytorch_lightning as pl
 
     from vecset.heads import LabelingHead
-    from vecset.pipelines.data.graphs import GraphNodeDataModule
+    from vecset.pipelines.graphs.data import GraphNodeDataModule
     from vecset.pipelines.training.task import TaskModule
 
     dm = GraphNodeDataModule(train_per_class=2, seed=0, lap_pe_k=2)
@@ -442,7 +442,7 @@ def test_byte_order_mark_is_not_part_of_the_first_column_name(tmp_path):
 
 
 def test_node_graph_describe_names_the_graph_file(tmp_path):
-    from vecset.pipelines.data.graphs import GraphNodeDataModule
+    from vecset.pipelines.graphs.data import GraphNodeDataModule
 
     path = tmp_path / "karate.json"
     path.write_text(json.dumps(nx.node_link_data(nx.karate_club_graph(), edges="links")))

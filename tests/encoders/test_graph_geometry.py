@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from vecset.backbone import Backbone
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.graph import (
     FeatureCache,
     GraphEncoder,
@@ -169,11 +169,11 @@ def test_salt_unembeddable_and_single_atom_are_kept_and_counted(tmp_path, caplog
 
 def test_encoder_geometry_needs_the_datas_distances():
     enc = GraphEncoder(16, heads=H, geometry="distance_gaussian")
-    spec = DataSpec(source="MoleculeDataModule", graph=MoleculeFeaturizer().structure)
+    spec = DataSpec(source="MoleculeDataModule", structure=MoleculeFeaturizer().structure)
     with pytest.raises(ValueError, match=r"^GraphEncoder has geometry='distance_gaussian' but MoleculeDataModule "
                                          r"made the graphs without 3-D distances \(set its geometry: true\)"):
         enc.receive(spec)
-    enc.receive(DataSpec(source="MoleculeDataModule", graph=MoleculeFeaturizer(geometry=True).structure))
+    enc.receive(DataSpec(source="MoleculeDataModule", structure=MoleculeFeaturizer(geometry=True).structure))
     with pytest.raises(ValueError, match="needs 3-D distances"):
         enc(MoleculeFeaturizer().collate([MoleculeFeaturizer()("CCO").item(id=0)]))
     with pytest.raises(ValueError, match="^geometry must be 'none' or 'distance_gaussian', got 'xyz'"):

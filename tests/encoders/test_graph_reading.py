@@ -28,7 +28,7 @@ from vecset.encoders.graph import (
     read_molecule_csv,
     scaffold_groups,
 )
-from vecset.pipelines.data.molecules import MoleculeDataModule, random_split
+from vecset.pipelines.molecules.data import MoleculeDataModule, random_split
 
 ROOT = Path(__file__).resolve().parents[2]
 FREESOLV = ROOT / "data" / "molecules" / "freesolv.csv"
@@ -283,7 +283,7 @@ def test_the_encoder_checks_its_tables_against_the_data(tmp_path):
     path = freesolv_slice(tmp_path, 10)
     dm = MoleculeDataModule(str(path), target_columns=["expt"], max_dist=6, lap_pe_k=2, split="column")
     spec = dm.data_spec("predict")  # no setup needed: the settings are the featurizer's
-    assert (spec.graph.max_dist, spec.graph.lap_pe_k, spec.graph.node_dim, spec.graph.num_edge_types) == (6, 2, 42, 6)
+    assert (spec.structure.max_dist, spec.structure.lap_pe_k, spec.structure.node_dim, spec.structure.num_edge_types) == (6, 2, 42, 6)
     assert GraphEncoder(16, max_dist=6, lap_pe_k=2).receive(spec) is None
     with pytest.raises(ValueError, match=r"^GraphEncoder has max_dist=8 but MoleculeDataModule made the graphs with "
                                          r"max_dist=6; give the encoder the data's values"):
@@ -317,10 +317,10 @@ data:
 
 
 def test_the_node_graph_data_hands_over_its_structure_too():
-    from vecset.pipelines.data.graphs import GraphNodeDataModule
+    from vecset.pipelines.graphs.data import GraphNodeDataModule
 
     dm = GraphNodeDataModule(lap_pe_k=4)
     spec = dm.data_spec("fit")
-    assert (spec.graph.lap_pe_k, spec.graph.node_dim, spec.graph.num_edge_types) == (4, 1, 2)
+    assert (spec.structure.lap_pe_k, spec.structure.node_dim, spec.structure.num_edge_types) == (4, 1, 2)
     with pytest.raises(ValueError, match="lap_pe_k=2 but GraphNodeDataModule made the graphs with lap_pe_k=4"):
         GraphEncoder(32, node_dim=1, attention="neighbours", num_edge_types=2, lap_pe_k=2).receive(spec)

@@ -17,7 +17,7 @@ from vecset.backbone import Backbone
 from vecset.encoders import PatchEncoder, PixelEncoder
 from vecset.heads import SequenceHead
 from vecset.pipelines import Cifar10DataModule, DigitsDataModule, ImageFolderDataModule, TaskModule
-from vecset.pipelines.data.images import digits_split
+from vecset.pipelines.images.data import digits_split
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -370,7 +370,7 @@ def test_check_image_reads_the_header_only_and_names_the_file(tmp_path):
 
 
 def test_a_32bit_integer_predict_file_is_refused_at_setup(tmp_path):
-    from vecset.pipelines.data.images import list_predict_files
+    from vecset.pipelines.images.data import list_predict_files
 
     Image.fromarray(np.full((8, 8), 70000, np.int32)).save(tmp_path / "int32.tif")
     with pytest.raises(ValueError, match=r"int32.tif: PIL mode 'I' \(32-bit integer pixels\) has no fixed range"):

@@ -31,7 +31,7 @@ from vecset.encoders.speech import (
     read_audio,
     read_phn,
 )
-from vecset.pipelines.data.speech import SpeechFramesDataModule, list_audio
+from vecset.pipelines.speech.data import SpeechFramesDataModule, list_audio
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "speech"
 PH = list(FESTIVAL_PHONES)
@@ -419,7 +419,7 @@ def test_predict_folder_reads_every_format_and_reports_skips(tmp_path, caplog):
     (d / "notes.txt").write_text("hello")
     (d / "clip.m4a").write_bytes(b"\x00\x00\x00\x20ftypM4A ")  # a format libsndfile does not read
     dm = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(d)])
-    with caplog.at_level(logging.INFO, logger="vecset.pipelines.data.speech"):
+    with caplog.at_level(logging.INFO, logger="vecset.pipelines.speech.data"):
         dm.setup("predict")
     got = sorted(Path(dm.describe(sid)).name for sid in dm.recordings)
     assert got == ["u_aiff.aiff", "u_flac.flac", "u_mp3.mp3", "u_ogg.ogg", "u_sph.sph", "u_wav.wav"]
@@ -430,7 +430,7 @@ def test_predict_folder_reads_every_format_and_reports_skips(tmp_path, caplog):
     (tmp_path / "train.lst").write_text("in/u_mp3\nin/sub/u_sph\n")
     assert [f.name for f in list_audio(tmp_path, "train.lst")] == ["u_mp3.mp3", "u_sph.sph"]
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="vecset.pipelines.data.speech"):
+    with caplog.at_level(logging.INFO, logger="vecset.pipelines.speech.data"):
         assert len(list_audio(tmp_path, "in/sub")) == 1
         (d / "sub" / "u_sph.phn").write_text("0 16000 h#\n")  # TIMIT's files beside an utterance: said at info
         assert len(list_audio(tmp_path, "in/sub")) == 1

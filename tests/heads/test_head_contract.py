@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 
 import vecset.heads as heads
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.heads import (
     LabelingHead,
     NadarayaWatsonHead,

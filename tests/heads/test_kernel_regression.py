@@ -4,7 +4,7 @@
 import torch
 
 from vecset.heads.kernel_regression import nadaraya_watson
-from vecset.pipelines.data.kernel_regression import KernelRegressionDataModule, target_fn
+from vecset.pipelines.kernel_regression.data import KernelRegressionDataModule, target_fn
 
 
 def test_nadaraya_watson_matches_the_kernel_formula():

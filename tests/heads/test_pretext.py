@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vecset.backbone.data_spec import DataSpec
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.data_spec import DataSpec
+from vecset.contracts.vectorset import VectorSet
 from vecset.heads import PretextHead
 
 

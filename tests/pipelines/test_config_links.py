@@ -102,11 +102,12 @@ def test_a_phone_set_mismatch_names_the_phone_set(tmp_path, monkeypatch, capsys)
 
 
 def test_an_unlinked_required_value_left_out_is_named(tmp_path, monkeypatch, capsys):
-    # debug.yaml's data has no num_mel_bins, so the VectorEncoder's in_dim is the config's to give
+    # debug.yaml's data links no feature width, so the VectorEncoder's in_dim is the config's to give
     cfg = edited(tmp_path, "debug.yaml", lambda c: c["model"]["init_args"]["encoder"]["init_args"].pop("in_dim"))
     err = rejected(tmp_path, monkeypatch, capsys, "--config", str(cfg))
-    assert err.splitlines()[-1].startswith("error: model.init_args.encoder.init_args.in_dim is not set: "
-                                           "VectorEncoder needs it")
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [
+        "error: model.init_args.encoder.init_args: the following arguments are required: in_dim "
+        "(vecset.encoders.VectorEncoder)"]
 
 
 def test_d_model_on_the_command_line_reaches_encoder_head_and_decoder(tmp_path, monkeypatch):
@@ -178,16 +179,30 @@ def test_a_printed_config_reloads(tmp_path, monkeypatch, capsys):
 
 
 def test_filled_gives_a_plain_config_the_linked_values_as_the_cli_does():
-    from vecset.pipelines.config_links import filled, single_task_links
+    from vecset.pipelines.config_links import filled
 
     cfg = {"model": {"class_path": "vecset.pipelines.TaskModule", "init_args": {
         "encoder": {"class_path": "vecset.encoders.SpeechEncoder", "init_args": {"window": 4}},
         "backbone": {"class_path": "vecset.backbone.Backbone", "init_args": {"d_model": 24, "depth": 1, "heads": 2}},
         "head": {"class_path": "vecset.heads.LabelingHead", "init_args": {"num_classes": 7}}}},
-        "data": {"class_path": "vecset.pipelines.data.speech.SpeechFramesDataModule",
+        "data": {"class_path": "vecset.pipelines.speech.data.SpeechFramesDataModule",
                  "init_args": {"num_mel_bins": 20, "phone_set": "timit39"}}}
-    out = filled(cfg, single_task_links())
+    out = filled(cfg)
     enc, head = out["model"]["init_args"]["encoder"]["init_args"], out["model"]["init_args"]["head"]["init_args"]
     assert enc == {"window": 4, "d_model": 24, "in_dim": 20}
     assert head == {"num_classes": 7, "d_model": 24}  # a value the config sets is kept
     assert "d_model" not in cfg["model"]["init_args"]["encoder"]["init_args"]  # the input is not changed
+
+
+def test_the_graph_settings_follow_the_molecule_data(tmp_path, monkeypatch, capsys):
+    """A molecule data module links its max_dist and lap_pe_k into the GraphEncoder (its tables
+    are sized by them): given once, at the data; given differently, one line naming both."""
+    monkeypatch.chdir(tmp_path)
+    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.max_dist=5",
+                     "--data.init_args.lap_pe_k=2")
+    assert (model.encoder.max_dist, model.encoder.lap_pe_k) == (5, 2)
+    cfg = edited(tmp_path, "freesolv.yaml", lambda c: c["model"]["init_args"]["encoder"]["init_args"].update(max_dist=6))
+    (tmp_path / "again").mkdir()
+    err = rejected(tmp_path / "again", monkeypatch, capsys, "--config", str(cfg))
+    assert ("error: graph max_dist given twice: model.init_args.encoder.init_args.max_dist=6 but "
+            "data.init_args.max_dist=8; give it once, at data.init_args.max_dist") in err

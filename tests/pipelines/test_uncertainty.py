@@ -15,7 +15,7 @@ from scipy.stats import norm
 from sklearn.metrics import average_precision_score, roc_auc_score
 from sklearn.utils.class_weight import compute_class_weight
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.heads import SequenceHead
 from vecset.pipelines.ensemble import combine
 from vecset.pipelines.reports.binary import binary_scores

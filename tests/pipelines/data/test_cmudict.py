@@ -12,7 +12,7 @@ import torch
 
 from vecset.encoders.text import read_dict_file, read_word_file
 from vecset.pipelines.cli import run_cli
-from vecset.pipelines.data.cmudict import CMUDictDataModule
+from vecset.pipelines.text.cmudict import CMUDictDataModule
 from vecset.pipelines.training.task import TaskModule
 
 ROOT = Path(__file__).resolve().parents[3]

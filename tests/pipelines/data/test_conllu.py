@@ -98,7 +98,7 @@ def test_invalid_utf8_names_file_and_line(tmp_path):
 
 
 def test_describe_names_the_file_and_line_of_every_split(tmp_path):
-    from vecset.pipelines.data.conllu import CoNLLUDataModule
+    from vecset.pipelines.text.conllu import CoNLLUDataModule
 
     files = {}
     for split, words in {"train": ["a", "b"], "val": ["c"], "test": ["d", "e", "f"]}.items():

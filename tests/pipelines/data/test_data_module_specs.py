@@ -6,10 +6,10 @@ from pathlib import Path
 import torch
 from pytorch_lightning import LightningDataModule
 
-from vecset.pipelines.data.cmudict import CMUDictDataModule
-from vecset.pipelines.data.conllu import CoNLLUDataModule
-from vecset.pipelines.data.speech import SpeechFramesDataModule
 from vecset.pipelines.data.synthetic import SyntheticSetDataModule
+from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.text.cmudict import CMUDictDataModule
+from vecset.pipelines.text.conllu import CoNLLUDataModule
 from vecset.pipelines.training.hand_over import hand_over
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -52,7 +52,7 @@ def test_speech_hands_over_the_training_frames():
     dm = SpeechFramesDataModule(root=str(ROOT / "data" / "speech"), max_utterances=2)
     dm.setup("fit")
     spec = dm.data_spec("fit")
-    assert len(spec.train_frames) == 2 and spec.train_frames[0] is dm.sets["train"].items[0].x
+    assert len(spec.train_inputs) == 2 and spec.train_inputs[0] is dm.sets["train"].items[0].x
     assert spec.num_classes == 50
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 from rdkit.Chem.Scaffolds import MurckoScaffold
 
-from vecset.pipelines.data.molecules import MoleculeDataModule, scaffold_split
+from vecset.pipelines.molecules.data import MoleculeDataModule, scaffold_split
 
 RINGS = ["c1ccccc1", "C1CCCCC1", "c1ccncc1", "C1CCOC1", "C1CC1", "c1ccsc1", "C1CCNCC1", "c1ccoc1",
          "C1CCCC1", "c1cnccn1"]

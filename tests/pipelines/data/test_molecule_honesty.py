@@ -136,7 +136,7 @@ def test_a_pretraining_runs_checkpoints_name_its_data(tmp_path):
     ``last.ckpt`` names its molecules, which ``pretrained_on`` reads back."""
     import torch
 
-    from vecset.pipelines.data.molecule_pretrain import MoleculePretrainDataModule
+    from vecset.pipelines.molecules.pretrain import MoleculePretrainDataModule
     from vecset.pipelines.training.warm_start import pretrained_on
 
     dm = MoleculePretrainDataModule("data/molecules/moses_10k.csv")

@@ -13,7 +13,7 @@ import yaml
 
 from vecset.encoders.graph.masking import IGNORE
 from vecset.pipelines.cli import run_cli
-from vecset.pipelines.data.molecule_pretrain import MoleculePretrainDataModule
+from vecset.pipelines.molecules.pretrain import MoleculePretrainDataModule
 
 ROOT = Path(__file__).resolve().parents[3]
 MOSES = ROOT / "data" / "molecules" / "moses_10k.csv"

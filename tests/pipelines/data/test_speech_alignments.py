@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from vecset.pipelines.data.speech import SpeechFramesDataModule
+from vecset.pipelines.speech.data import SpeechFramesDataModule
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "data" / "speech"

@@ -14,8 +14,8 @@ import torch
 from lightning_fabric.utilities.data import _set_sampler_epoch
 
 from vecset.encoders.speech import num_frames
-from vecset.pipelines.data.speech import SpeechFramesDataModule
-from vecset.pipelines.data.speech_utterances import AugmentedUtterances, SpeechUtterances
+from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.speech.utterances import AugmentedUtterances, SpeechUtterances
 
 TONE = 440.0
 
@@ -151,7 +151,7 @@ def test_validation_and_test_are_never_augmented(corpus):
     assert same(list(plain.val_dataloader()), list(aug.val_dataloader()))
     assert same(list(plain.test_dataloader()), list(aug.test_dataloader()))
     # the global normalization statistics come from the plain training frames
-    for p, q in zip(plain.data_spec("fit").train_frames, aug.data_spec("fit").train_frames, strict=True):
+    for p, q in zip(plain.data_spec("fit").train_inputs, aug.data_spec("fit").train_inputs, strict=True):
         assert torch.equal(p, q)
 
 
@@ -214,7 +214,7 @@ VOICE = {"vtlp": {"p": 1.0, "alpha": [1.1, 1.1]}, "pitch": {"p": 1.0, "semitones
 
 def test_voice_augment_changes_the_features_not_the_labels_and_repeats(corpus16k, caplog):
     plain = module(corpus16k)
-    with caplog.at_level("INFO", logger="vecset.pipelines.data.speech"):
+    with caplog.at_level("INFO", logger="vecset.pipelines.speech.data"):
         voiced = module(corpus16k, voice_augment=VOICE, augment_seed=7)
     lines = [r.getMessage() for r in caplog.records if "augmented at every draw" in r.getMessage()]
     assert len(lines) == 1 and "vtlp p=1 alpha [1.1, 1.1]" in lines[0] and "telephone p=1" in lines[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from vecset.pipelines.data.speech import SpeechFramesDataModule, list_audio
+from vecset.pipelines.speech.data import SpeechFramesDataModule, list_audio
 
 
 def test_an_empty_list_file_is_an_error_naming_it(tmp_path):

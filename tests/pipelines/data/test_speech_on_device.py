@@ -1,4 +1,4 @@
-"""Speech frames on the device (``speech_device.py``) on the CPU as the device: the classic
+"""Speech frames on the device (``speech/device.py``) on the CPU as the device: the classic
 collate's batches, every utterance once an epoch in a seeded order, exact mid-epoch resume
 (order and SpecAugment masks), SpecAugment's per-utterance masks, the options' errors, and a
 ``vecset fit`` of the speech debug config with its frames on the device."""
@@ -13,7 +13,7 @@ import torch
 from vecset.pipelines import SpeechFramesDataModule
 from vecset.pipelines.cli import run_cli
 from vecset.pipelines.data.batch_augment import SpecAugment
-from vecset.pipelines.data.speech_device import SpeechDeviceLoader
+from vecset.pipelines.speech.device import SpeechDeviceLoader
 
 ROOT = Path(__file__).resolve().parents[3]
 N_UTT, BS = 10, 4

@@ -9,7 +9,7 @@ import logging
 from speech_corpus_helpers import write_lists, write_utterance
 
 from vecset.encoders.speech import normalise_sentence, read_txt
-from vecset.pipelines.data.speech import SpeechFramesDataModule
+from vecset.pipelines.speech.data import SpeechFramesDataModule
 
 
 def test_normalised_sentences(tmp_path):
@@ -31,7 +31,7 @@ def test_shared_sentences_are_a_warning_with_their_count(tmp_path, caplog):
     write_utterance(tmp_path, "s3/g", w, "Nothing shared")
     write_lists(tmp_path, train=["s1/a", "s1/b"], dev=["s2/c", "s2/d"], test=["s3/e", "s3/f", "s3/g"])
     dm = SpeechFramesDataModule(root=str(tmp_path))
-    with caplog.at_level(logging.WARNING, logger="vecset.pipelines.data.speech_checks"):
+    with caplog.at_level(logging.WARNING, logger="vecset.pipelines.speech.checks"):
         dm.setup("fit")
     msgs = [r.getMessage() for r in caplog.records if "say a sentence" in r.getMessage()]
     assert len(msgs) == 2
@@ -44,7 +44,7 @@ def test_shared_sentences_are_a_warning_with_their_count(tmp_path, caplog):
     # disjoint sentences: no warning, counts of 0
     write_lists(tmp_path, test=["s2/d", "s3/g"], dev=["s2/d"])
     dm = SpeechFramesDataModule(root=str(tmp_path))
-    with caplog.at_level(logging.WARNING, logger="vecset.pipelines.data.speech_checks"):
+    with caplog.at_level(logging.WARNING, logger="vecset.pipelines.speech.checks"):
         dm.setup("test")
     assert not [r for r in caplog.records if "say a sentence" in r.getMessage()]
     assert dm.shared_sentences == {"val": 0, "test": 0}
@@ -55,7 +55,7 @@ def test_speakers_shared_by_train_and_test_are_a_warning(tmp_path, caplog):
     for name in ("s1/a", "s1/b", "s2/c", "s3/d"):
         write_utterance(tmp_path, name, w, name)
     write_lists(tmp_path, train=["s1/a", "s2/c"], dev=["s3/d"], test=["s1/b", "s3/d"])
-    with caplog.at_level(logging.WARNING, logger="vecset.pipelines.data.speech_checks"):
+    with caplog.at_level(logging.WARNING, logger="vecset.pipelines.speech.checks"):
         SpeechFramesDataModule(root=str(tmp_path)).setup(None)  # every split
     assert [r.getMessage() for r in caplog.records] == [
         "speech: train and test share speakers ['s1'] (the split is not speaker-disjoint)"]

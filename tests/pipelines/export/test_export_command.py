@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from vecset.pipelines import cli
+from vecset.pipelines.main import main as vecset_main
 
 ROOT = Path(__file__).resolve().parents[3]
 DEBUG = str(ROOT / "configs" / "debug.yaml")
@@ -24,7 +25,7 @@ def test_export_subcommand_writes_pt2_onnx_and_its_report(tmp_path, monkeypatch)
                  "--plots=false", *SMALL])
     ckpt = next(Path("runs/debug").glob("version_0/checkpoints/best-*.ckpt"))
     monkeypatch.setattr(sys, "argv", ["vecset", "export", "--config", DEBUG, "--ckpt_path", str(ckpt), *SMALL])
-    cli.main()
+    vecset_main()
     out = Path("runs/debug/version_0/exported")
     report = json.loads((out / "export.json").read_text())
     assert (out / "model.pt2").is_file() and (out / "model.onnx").is_file()
@@ -82,7 +83,7 @@ def export_error(monkeypatch, *args: str) -> str:
     """What ``vecset export ARGS`` exits with (a SystemExit's message)."""
     monkeypatch.setattr(sys, "argv", ["vecset", "export", *args])
     with pytest.raises(SystemExit) as e:
-        cli.main()
+        vecset_main()
     return str(e.value.code)
 
 
@@ -184,10 +185,11 @@ def test_every_shipped_config_exports_or_is_refused_by_name(config):
     assert REFUSED[config] in str(e.value) and "\n" not in str(e.value)
 
 
-def test_help_lists_export(monkeypatch, capsys):
+def test_help_lists_export_and_ensemble(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["vecset", "--help"])
     with pytest.raises(SystemExit) as e:
-        cli.main()
+        vecset_main()
     out = capsys.readouterr().out
-    assert e.value.code == 0 and "{fit,validate,test,predict,export}" in out
+    assert e.value.code == 0 and "{fit,validate,test,predict,export,ensemble}" in out
     assert "\n    export              Write a trained model" in out
+    assert "\n    ensemble            Train k members" in out

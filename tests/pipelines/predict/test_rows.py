@@ -8,10 +8,13 @@ import logging
 
 import torch
 
-from vecset.pipelines.data.images import DigitsDataModule
-from vecset.pipelines.data.molecules import MoleculeDataModule
 from vecset.pipelines.data.synthetic import SyntheticSetDataModule
-from vecset.pipelines.predict import MoleculeRows, NodeRows, PronunciationRows, Rows
+from vecset.pipelines.graphs.predictions import NodeRows
+from vecset.pipelines.images.data import DigitsDataModule
+from vecset.pipelines.molecules.data import MoleculeDataModule
+from vecset.pipelines.molecules.predictions import MoleculeRows
+from vecset.pipelines.predict import Rows
+from vecset.pipelines.text.predictions import PronunciationRows
 
 
 def read(path) -> list[dict]:
@@ -69,7 +72,7 @@ def test_pronunciations_warn_about_unfinished_words(tmp_path, caplog):
 
 
 def test_node_rows_name_each_node_and_its_split(tmp_path):
-    from vecset.pipelines.data.graphs import GraphNodeDataModule
+    from vecset.pipelines.graphs.data import GraphNodeDataModule
 
     dm = GraphNodeDataModule(seed=0, lap_pe_k=2)
     dm.setup("predict")

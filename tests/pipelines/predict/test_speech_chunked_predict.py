@@ -21,8 +21,9 @@ from vecset.encoders.speech import (
     recording_stats,
 )
 from vecset.heads import LabelingHead, SegmentDecoder
-from vecset.pipelines.data.speech import SpeechFramesDataModule
-from vecset.pipelines.predict import ChunkBatches, PredictionWriter, chunk_loader, plan_chunks
+from vecset.pipelines.predict import PredictionWriter
+from vecset.pipelines.speech.chunks import ChunkBatches, chunk_loader, plan_chunks
+from vecset.pipelines.speech.data import SpeechFramesDataModule
 from vecset.pipelines.training.receptive_field import receptive_field
 from vecset.pipelines.training.task import TaskModule
 

@@ -13,8 +13,8 @@ from speech_corpus_helpers import TONES_MS, N, write_lists, write_tones, write_u
 
 from vecset.encoders.speech import FESTIVAL_PHONES, frame_labels, read_phn
 from vecset.heads import LabelingHead, SegmentDecoder
-from vecset.pipelines.data.speech import SpeechFramesDataModule
-from vecset.pipelines.predict import SpeechOutput
+from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.speech.prediction_files import SpeechOutput
 
 
 def test_the_phn_comes_from_the_decoder_or_the_argmax(tmp_path):

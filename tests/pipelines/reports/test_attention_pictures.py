@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-import vecset.pipelines.reports.molecules as molecules
-import vecset.pipelines.reports.speech as speech
+import vecset.pipelines.molecules.reports as molecules
+import vecset.pipelines.speech.reports as speech
 from vecset.backbone import Backbone
 from vecset.encoders import GraphEncoder, PatchEncoder
 from vecset.encoders.collate import pad_sets
@@ -18,12 +18,12 @@ from vecset.encoders.image import collate_images
 from vecset.encoders.speech import SpeechEncoder
 from vecset.heads import LabelingHead, SequenceHead
 from vecset.pipelines import DigitsDataModule, GraphNodeDataModule, TaskModule
+from vecset.pipelines.images.reports import AttentionMapsReport, attention_panels
+from vecset.pipelines.molecules.reports import molecule_tile, pooling_attention_figure
 from vecset.pipelines.reports.attention_heads import check_heads, pick_heads
 from vecset.pipelines.reports.base import ReportContext, plt
-from vecset.pipelines.reports.images import AttentionMapsReport, attention_panels
-from vecset.pipelines.reports.molecules import molecule_tile, pooling_attention_figure
-from vecset.pipelines.reports.speech import FrameAttentionReport
 from vecset.pipelines.reports.vector_attention import VectorAttentionReport, attention_matrices
+from vecset.pipelines.speech.reports import FrameAttentionReport
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ from vecset.encoders import PatchEncoder
 from vecset.encoders.image import collate_images
 from vecset.heads import SequenceHead
 from vecset.pipelines import DigitsDataModule, TaskModule
+from vecset.pipelines.images.mistakes import MistakesReport
+from vecset.pipelines.images.reports import AttentionMapsReport, attention_grid
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.defaults import default_reports
-from vecset.pipelines.reports.images import AttentionMapsReport, attention_grid
-from vecset.pipelines.reports.mistakes import MistakesReport
 
 
 def _tiny_model(pooling: str, cls_token: bool = False, window: int | None = None) -> TaskModule:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from vecset.pipelines.reports.mistakes import worst_mistakes, worst_mistakes_figure
+from vecset.pipelines.images.mistakes import worst_mistakes, worst_mistakes_figure
 from vecset.pipelines.reports.outputs import ScoredBatch
 
 

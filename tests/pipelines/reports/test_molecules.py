@@ -11,10 +11,10 @@ import torch
 from vecset.backbone import Backbone
 from vecset.encoders.graph import GraphEncoder
 from vecset.heads import SequenceHead
-from vecset.pipelines.data.molecules import MoleculeDataModule
+from vecset.pipelines.molecules.data import MoleculeDataModule
+from vecset.pipelines.molecules.reports import PoolingAttentionReport, pooling_weights
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.defaults import default_reports
-from vecset.pipelines.reports.molecules import PoolingAttentionReport, pooling_weights
 from vecset.pipelines.reports.regression import ParityReport
 from vecset.pipelines.reports.uncertainty import UncertaintyReport
 from vecset.pipelines.training.task import TaskModule

@@ -12,12 +12,12 @@ import pytest
 
 from vecset.pipelines import SyntheticSetDataModule
 from vecset.pipelines.cli import run_cli
+from vecset.pipelines.images.mistakes import MistakesReport
+from vecset.pipelines.images.reports import AttentionMapsReport
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.callback import ReportWriter, task_reports
 from vecset.pipelines.reports.classification import ClassificationReport
 from vecset.pipelines.reports.defaults import default_reports
-from vecset.pipelines.reports.images import AttentionMapsReport
-from vecset.pipelines.reports.mistakes import MistakesReport
 from vecset.pipelines.reports.regression import ParityReport
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -31,9 +31,9 @@ trainer:
       init_args:
         reports:
           - class_path: vecset.pipelines.reports.regression.ParityReport
-          - class_path: vecset.pipelines.reports.images.AttentionMapsReport
+          - class_path: vecset.pipelines.images.reports.AttentionMapsReport
             init_args: {images: 3, layer: 0}
-          - class_path: vecset.pipelines.reports.mistakes.MistakesReport
+          - class_path: vecset.pipelines.images.mistakes.MistakesReport
             init_args: {images: 2}
 """
 

@@ -17,11 +17,11 @@ from vecset.encoders import PatchEncoder, VectorEncoder
 from vecset.encoders.image import collate_images
 from vecset.heads import LabelingHead, SequenceHead
 from vecset.pipelines import SyntheticSetDataModule, TaskModule
+from vecset.pipelines.images.mistakes import MistakesReport
+from vecset.pipelines.images.reports import AttentionMapsReport
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.binary import BinaryReport
 from vecset.pipelines.reports.classification import ClassificationReport
-from vecset.pipelines.reports.images import AttentionMapsReport
-from vecset.pipelines.reports.mistakes import MistakesReport
 from vecset.pipelines.reports.outputs import collect_test_outputs, inference, to_model
 from vecset.pipelines.reports.regression import ParityReport
 from vecset.pipelines.reports.uncertainty import UncertaintyReport

@@ -10,7 +10,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from vecset.encoders.speech import FESTIVAL_PHONES, Segment, scoring_phones
-from vecset.pipelines.reports.segment_scores import SegmentScores, match_boundaries
+from vecset.pipelines.speech.segment_scores import SegmentScores, match_boundaries
 
 NAMES = list(FESTIVAL_PHONES)
 ID = {p: i for i, p in enumerate(NAMES)}

@@ -8,10 +8,10 @@ import torch
 from vecset.backbone import Backbone
 from vecset.encoders import TextEncoder
 from vecset.heads import Seq2SeqHead, TransformerDecoder
-from vecset.pipelines.data.cmudict import CMUDictDataModule
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.defaults import default_reports
-from vecset.pipelines.reports.seq2seq import AlignmentReport
+from vecset.pipelines.text.alignment import AlignmentReport
+from vecset.pipelines.text.cmudict import CMUDictDataModule
 from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.task import TaskModule
 

@@ -16,10 +16,10 @@ from vecset.encoders import PixelEncoder
 from vecset.encoders.image import collate_images
 from vecset.heads import SequenceHead
 from vecset.pipelines import TaskModule
+from vecset.pipelines.images.mistakes import MistakesReport
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.binary import BinaryReport
 from vecset.pipelines.reports.classification import ClassificationReport
-from vecset.pipelines.reports.mistakes import MistakesReport
 from vecset.pipelines.reports.regression import ParityReport
 from vecset.pipelines.reports.uncertainty import UncertaintyReport
 

@@ -15,10 +15,10 @@ from vecset.backbone import Backbone, WindowMLP
 from vecset.encoders.collate import pad_sets
 from vecset.encoders.speech import SpeechEncoder
 from vecset.heads import LabelingHead
-from vecset.pipelines.data.speech import SpeechFramesDataModule
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.defaults import default_reports
-from vecset.pipelines.reports.speech import (
+from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.speech.reports import (
     FrameAttentionReport,
     PerPhoneReport,
     SegmentsReport,

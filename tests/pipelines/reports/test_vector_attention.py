@@ -12,8 +12,7 @@ import torch
 from vecset.backbone import Backbone
 from vecset.encoders import GraphEncoder, TextEncoder
 from vecset.heads import LabelingHead
-from vecset.pipelines.data.conllu import CoNLLUDataModule
-from vecset.pipelines.data.graphs import GraphNodeDataModule
+from vecset.pipelines.graphs.data import GraphNodeDataModule
 from vecset.pipelines.reports.base import ReportContext, plt
 from vecset.pipelines.reports.defaults import default_reports
 from vecset.pipelines.reports.vector_attention import (
@@ -21,6 +20,7 @@ from vecset.pipelines.reports.vector_attention import (
     attention_heatmap,
     attention_matrix,
 )
+from vecset.pipelines.text.conllu import CoNLLUDataModule
 from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.task import TaskModule
 

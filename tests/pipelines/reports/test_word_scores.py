@@ -13,10 +13,10 @@ from speech_corpus_helpers import write_lists, write_utterance
 
 from vecset.encoders.speech import Word, word_frames
 from vecset.heads import LabelingHead, SegmentDecoder
-from vecset.pipelines.data.speech import SpeechFramesDataModule
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.outputs import ScoredBatch
-from vecset.pipelines.reports.speech import PerPhoneReport
+from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.speech.reports import PerPhoneReport
 
 
 def test_word_frames_follow_the_frame_centre_rule():

@@ -180,8 +180,8 @@ def test_kernel_regression_trains_beside_the_set_task(tmp_path):
 
     from vecset.encoders import PointEncoder
     from vecset.heads import NadarayaWatsonHead
-    from vecset.pipelines.data.kernel_regression import KernelRegressionDataModule
     from vecset.pipelines.data.synthetic import SyntheticSetDataModule
+    from vecset.pipelines.kernel_regression.data import KernelRegressionDataModule
     from vecset.pipelines.training.multitask import MultiTaskDataModule
 
     pl.seed_everything(0)

@@ -310,6 +310,15 @@ class ImageDataModule(VecsetDataModule):
 
 # -- digits ----------------------------------------------------------------------------
 
+    def default_reports(self) -> list:
+        """The per-class report, attention maps of 8 test images, the 16 most confident mistakes."""
+        from vecset.pipelines.images.mistakes import MistakesReport  # matplotlib: when asked
+        from vecset.pipelines.images.reports import AttentionMapsReport
+        from vecset.pipelines.reports.defaults import scored
+
+        return [*scored(self), AttentionMapsReport(), MistakesReport()]
+
+
 def digits_split(y: np.ndarray, seed: int = 0) -> dict[str, np.ndarray]:
     """The pinned split: 20% test (stratified, random_state=0), then 10% of the rest as
     validation (stratified, random_state=0). Returns indices into ``load_digits``."""

@@ -19,9 +19,11 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from vecset.backbone.data_spec import DataSpec, GraphStructure
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.graph import NodeFeaturizer, graph_tensors, pad_graphs
+from vecset.encoders.graph.structure import GraphStructure
 from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.graphs.predictions import NodeRows
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +119,7 @@ class GraphNodeDataModule(VecsetDataModule):
         """The class names and how the graph's tensors were made (checked against the encoder's tables)."""
         graph = GraphStructure(max_dist=self.max_dist, lap_pe_k=self.lap_pe_k, node_dim=self.featurizer.dim,
                                num_edge_types=self.featurizer.num_edge_types)
-        return replace(super().data_spec(stage), graph=graph)
+        return replace(super().data_spec(stage), structure=graph)
 
     def test_items(self) -> list[dict]:
         """The one graph, with the test nodes' labels (the others' -100)."""
@@ -134,3 +136,14 @@ class GraphNodeDataModule(VecsetDataModule):
         where = self.graph_path or "networkx.karate_club_graph()"
         return f"{where} ({len(self.nodes)} nodes)"
 
+    # -- what the generic layers ask the job --------------------------------------------------
+    def prediction_output(self, out_dir: Path, model) -> NodeRows:
+        """One row per node of the graph: its predicted class, probability and split."""
+        return NodeRows(self, out_dir)
+
+    def default_reports(self) -> list:
+        """The per-class report, one block's attention between the nodes."""
+        from vecset.pipelines.reports.defaults import scored  # matplotlib: when asked
+        from vecset.pipelines.reports.vector_attention import VectorAttentionReport
+
+        return [*scored(self), VectorAttentionReport()]

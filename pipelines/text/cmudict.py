@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from pathlib import Path
 from typing import Literal
 
 import torch
 from torch.utils.data import DataLoader
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.text.cmudict import read_dict_file, read_word_file, strip_stress
 from vecset.encoders.text.collate import collate_text
 from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.text.predictions import PronunciationRows
 
 log = logging.getLogger("vecset")
 Pronunciations = Literal["first", "all"]
@@ -145,3 +147,14 @@ class CMUDictDataModule(VecsetDataModule):
     def test_items(self) -> list[dict]:
         """The test words: dicts of ``text`` (the word), ``target`` (its phone string) and ``id``."""
         return self.splits["test"]
+
+    # -- what the generic layers ask the job --------------------------------------------------
+    def prediction_output(self, out_dir: Path, model) -> PronunciationRows:
+        """Per word its predicted pronunciation and whether decoding reached ``<eos>``."""
+        return PronunciationRows(self, out_dir)
+
+    def default_reports(self) -> list:
+        """Alignment heatmaps of 4 test words."""
+        from vecset.pipelines.text.alignment import AlignmentReport  # matplotlib: when asked
+
+        return [AlignmentReport()]

@@ -23,6 +23,8 @@ it, instead of asking for attributes by name:
   weights over the vectors (``pooling``, ``last_pool_weights`` (B, N)).
 - ``Decoder``: a head whose per-vector outputs a segment decoder turns into runs of labels
   (``segment_decoder()``, None when it has none).
+- ``DecodeSettings``: a head class's decode-only constructor arguments (a checkpoint may be
+  used with other values of them).
 - ``MeanStd`` and ``TaskKind``: a head that says whether it classifies or regresses
   (``task``) and gives a mean and a std in target units (``mean_std``).
 
@@ -43,7 +45,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from torch import Tensor, nn
 
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.vectorset import VectorSet
 
 
 @runtime_checkable
@@ -170,6 +172,15 @@ class MeanStd(Protocol):
     task: str
 
     def mean_std(self, out: Tensor) -> tuple[Tensor, Tensor | None]: ...
+
+
+@runtime_checkable
+class DecodeSettings(Protocol):
+    """A head class whose constructor arguments ``decode_settings`` (a class attribute: their
+    names) change how a trained model's outputs are decoded, not its weights (a checkpoint may
+    be used with other values)."""
+
+    decode_settings: tuple[str, ...]
 
 
 def pools_by_attention(head: nn.Module) -> bool:

@@ -18,7 +18,7 @@ import torch
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
-from vecset.backbone.abilities import AttentionWeights, Decoder
+from vecset.contracts.abilities import AttentionWeights, Decoder
 from vecset.pipelines.reports.attention_heads import (
     Heads,
     attention_colorbar,
@@ -30,8 +30,8 @@ from vecset.pipelines.reports.attention_heads import (
 )
 from vecset.pipelines.reports.base import Report, ReportContext, plt
 from vecset.pipelines.reports.outputs import inference, to_model
-from vecset.pipelines.reports.segment_scores import SegmentScores
-from vecset.pipelines.reports.word_scores import WordScores
+from vecset.pipelines.speech.segment_scores import SegmentScores
+from vecset.pipelines.speech.word_scores import WordScores
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from vecset.heads.kernel_regression import nadaraya_watson
-from vecset.pipelines.data.kernel_regression import target_fn
+from vecset.pipelines.kernel_regression.data import target_fn
 from vecset.pipelines.reports.base import Report, ReportContext, plt
 
 

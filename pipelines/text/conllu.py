@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from torch.utils.data import DataLoader
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.text.collate import collate_tokens
 from vecset.encoders.text.conllu import UPOS, read_conllu
 from vecset.pipelines.data.base import VecsetDataModule
@@ -85,3 +85,10 @@ class CoNLLUDataModule(VecsetDataModule):
         """``file:line`` of the sentence's first line, then its words."""
         path, s = self.sources[sample_id]
         return f"{path}:{s['line']} " + " ".join(s["forms"])
+
+    def default_reports(self) -> list:
+        """The per-class report, one block's attention between the tokens."""
+        from vecset.pipelines.reports.defaults import scored  # matplotlib: when asked
+        from vecset.pipelines.reports.vector_attention import VectorAttentionReport
+
+        return [*scored(self), VectorAttentionReport()]

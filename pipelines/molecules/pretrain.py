@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.graph import (
     DescriptorScaler,
     FeatureCache,
@@ -31,7 +31,8 @@ from vecset.encoders.graph import (
 )
 from vecset.encoders.graph.masking import element_slots, mask_atoms
 from vecset.pipelines.console import track
-from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.base import ModelLink, VecsetDataModule
+from vecset.pipelines.molecules.data import graph_links
 
 log = logging.getLogger(__name__)
 
@@ -135,10 +136,20 @@ class MoleculePretrainDataModule(VecsetDataModule):
         """The element classes of masked-atom prediction (``class_names``), how the graphs were
         made (for the encoder), and at fit the standardized descriptors (their count, for the head)."""
         spec = replace(super().data_spec(stage), class_names=self.atom_classes, origin=str(self.csv_path),
-                       graph=self.featurizer.structure)
+                       structure=self.featurizer.structure)
         if spec.fit:
             spec = replace(spec, train_targets=torch.stack([it["desc_target"] for it in self.splits["train"]]))
         return spec
+
+    @classmethod
+    def model_links(cls) -> list[ModelLink]:
+        """The graphs' distance clipping and eigenvector count are the graph encoder's (its tables
+        are sized by them): given once, at the data."""
+        return graph_links()
+
+    def default_reports(self) -> list:
+        """None: the pretext metrics (val atom_acc, desc_rmse) are the report; the downstream sets judge it."""
+        return []
 
 
 __all__ = ["MaskedCollate", "MoleculePretrainDataModule"]

@@ -5,9 +5,9 @@ and data/README.md); real TIMIT or any folder of ``<speaker>/<utt>.wav`` + ``<ut
 the same way. This module finds a split's audio files (a list file or a folder), calls the
 reader (``encoders/speech/reader.py``: audio, features, frame labels, segments, words, one
 ``Utterance`` each) and batches; features and labels are computed once in ``setup`` and kept in
-memory. What the splits share is checked in ``speech_checks.py``; training-time augmentation is
-``speech_utterances.py``; ``vecset predict``'s files and the chunked reading of long recordings
-are ``pipelines/predict``.
+memory. What the splits share is checked in ``checks.py``; training-time augmentation is
+``utterances.py``; ``vecset predict``'s files are ``prediction_files.py``, the chunked reading of
+long recordings ``chunks.py``; the default reports ``reports.py`` (all in this folder).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Literal
 import torch
 from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.collate import pad_sets
 from vecset.encoders.speech import (
     COMPANION_EXTS,
@@ -37,12 +37,16 @@ from vecset.encoders.speech import (
     find_audio,
     read_vocabulary,
 )
+from vecset.encoders.speech.phones import phone_names
 from vecset.encoders.speech.voice_augment import VoiceAugment
-from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.base import ModelLink, VecsetDataModule
 from vecset.pipelines.data.batch_augment import BatchAugment
-from vecset.pipelines.data.speech_checks import check_shared_speakers, shared_sentences
-from vecset.pipelines.data.speech_device import SpeechDeviceLoader, SpeechPlacement
-from vecset.pipelines.data.speech_utterances import (
+from vecset.pipelines.predict.output import PredictModel
+from vecset.pipelines.speech.checks import check_shared_speakers, shared_sentences
+from vecset.pipelines.speech.chunks import chunk_loader
+from vecset.pipelines.speech.device import SpeechDeviceLoader, SpeechPlacement
+from vecset.pipelines.speech.prediction_files import SpeechOutput
+from vecset.pipelines.speech.utterances import (
     AugmentedUtterances,
     EpochKeys,
     SpeechUtterances,
@@ -116,6 +120,19 @@ def crop_utterances(items: list[Utterance], max_frames: int) -> tuple[list[Utter
     return out, cut, dropped
 
 
+def feature_count(features: str, num_mel_bins: int, num_ceps: int) -> tuple[int, str, str]:
+    """The featurizer's width (``encoders/speech/features.py``, ``Featurizer.dim``)."""
+    if features == "mfcc":
+        return num_ceps, "num_ceps", f"{num_ceps} (features: mfcc)"
+    return num_mel_bins, "num_mel_bins", str(num_mel_bins)
+
+
+def phone_count(phone_set: str) -> tuple[int, str, str]:
+    """The phone set's label count."""
+    n = len(phone_names(phone_set))
+    return n, "phone_set", f"{phone_set} ({n} labels)"
+
+
 class SpeechFramesDataModule(VecsetDataModule):
     """Frame labeling on a TIMIT-layout corpus.
 
@@ -169,7 +186,7 @@ class SpeechFramesDataModule(VecsetDataModule):
             are never augmented. SpecAugment (masking) is the encoder's (``SpeechEncoder``), or
             ``batch_augment``'s.
         on_device: keep the featurized splits on the training device and gather padded batches
-            there (``speech_device.py``: the same batches as the classic loader's collate;
+            there (``speech/device.py``: the same batches as the classic loader's collate;
             seeded order, every utterance once an epoch, exact mid-epoch resume): ``true``,
             ``false`` (the classic DataLoader), or ``auto`` (there when all splits take at most
             ``device_memory_share`` of the device's memory and no waveform augmentation runs
@@ -214,8 +231,8 @@ class SpeechFramesDataModule(VecsetDataModule):
         # predict files read in chunks: a 16 kHz file's header (read in blocks later), or a file
         # at another rate read whole now (resampling in blocks would not equal resampling whole)
         self.recordings: dict[int, Recording | Utterance] = {}
-        # their loader, planned by the predict side from the model's receptive field
-        # (pipelines/predict/chunks.py, PredictionWriter.setup): the data never asks the model
+        # their loader, planned in prediction_output from the model's receptive field, which the
+        # predict side hands over (PredictModel): the data never asks the model
         self.chunk_loader: DataLoader | None = None
         self.max_utterances = max_utterances
         if predict_segments not in ("decoder", "argmax"):
@@ -361,7 +378,7 @@ class SpeechFramesDataModule(VecsetDataModule):
         """At fit, the training frames (for a SpeechEncoder with global normalization)."""
         spec = super().data_spec(stage)
         if spec.fit:
-            spec = replace(spec, train_frames=[u.x for u in self.sets["train"].items])
+            spec = replace(spec, train_inputs=[u.x for u in self.sets["train"].items])
         return spec
 
     # -- loaders ---------------------------------------------------------------------------
@@ -392,14 +409,44 @@ class SpeechFramesDataModule(VecsetDataModule):
             return super().predict_dataloader()
         if self.chunk_loader is None:
             raise RuntimeError("speech predict in chunks (predict_chunk_frames > 0) reads its recordings with the "
-                               "model's receptive field as context, planned by vecset.pipelines.predict."
-                               "PredictionWriter (which `vecset predict` adds); add it to the trainer's callbacks, "
+                               "model's receptive field as context, planned when vecset.pipelines.predict."
+                               "PredictionWriter (which `vecset predict` adds) asks for the output; add it to the trainer's callbacks, "
                                "or set predict_chunk_frames 0 to read each file whole")
         return self.chunk_loader
 
     # -- what the inputs were ----------------------------------------------------------------
     def describe(self, sample_id: int) -> str:
         return str(self.files[sample_id].path)
+
+    # -- what the generic layers ask the job --------------------------------------------------
+    def prediction_output(self, out_dir: Path, model: PredictModel) -> SpeechOutput:
+        """A .frames/.phn pair per input file, written as each batch comes; the recordings read
+        in chunks get their loader here, with the model's receptive field as context and the
+        whole recording's statistics where the encoder normalizes per recording."""
+        if self.recordings:
+            self.chunk_loader = chunk_loader(self.recordings, self.featurizer, self.predict_chunk_frames,
+                                             model.receptive_field, model.normalizes_per_set, self.batch_size,
+                                             self.num_workers)
+        return SpeechOutput(self, out_dir, model.segment_decoder)
+
+    def default_reports(self) -> list:
+        """The per-phone report, the segments of 3 test utterances, one block's attention over the frames."""
+        from vecset.pipelines.speech.reports import (  # matplotlib
+            FrameAttentionReport,
+            PerPhoneReport,
+            SegmentsReport,
+        )
+
+        return [PerPhoneReport(), SegmentsReport(), FrameAttentionReport()]
+
+    @classmethod
+    def model_links(cls) -> list[ModelLink]:
+        """The feature count (``num_mel_bins``, or ``num_ceps`` for MFCC) is the encoder's
+        ``in_dim``; the phone set's label count is the head's ``num_classes``."""
+        return [ModelLink("speech feature count", ("features", "num_mel_bins", "num_ceps"), "encoder", "in_dim",
+                          feature_count),
+                ModelLink("class count (the phone set's labels)", ("phone_set",), "head", "num_classes",
+                          phone_count)]
 
     # -- what reports read ------------------------------------------------------------------
     def test_items(self) -> list[Utterance]:

@@ -14,28 +14,9 @@ data (lists, tensors), no Lightning, so encoders and heads stay testable without
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from torch import Tensor
-
-
-@dataclass(frozen=True)
-class GraphStructure:
-    """How a graph data module made its structure tensors, which a graph encoder's tables must
-    fit: the settings are the data's (they decide the tensors), the encoder checks its own.
-
-    Args:
-        max_dist: shortest-path distances clipped at ``max_dist``; ``max_dist + 1`` is unreachable.
-        lap_pe_k: Laplacian eigenvectors per node (0: none).
-        node_dim: node feature width F.
-        num_edge_types: edge types, "no edge" and "other" included.
-        geometry: the graphs carry 3-D distances (``dist3d``, from one conformer per molecule).
-    """
-
-    max_dist: int
-    lap_pe_k: int
-    node_dim: int
-    num_edge_types: int
-    geometry: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,13 +37,14 @@ class DataSpec:
             scaler, or class indices for class weights.
         train_texts: batch field -> the training split's texts of that field (fit only), to
             build vocabularies. A text is a string or an already tokenized list of str.
-        train_frames: the training split's per-vector inputs (fit only), for encoders that
-            fit a global normalization (speech frames).
-        graph: how the graph tensors were made (distance clipping, eigenvectors, widths), for
-            a graph encoder to check its tables against; None for data that are not graphs.
+        train_inputs: the training split's per-vector inputs (fit only), for encoders that fit
+            a global normalization (e.g. speech frames).
+        structure: how the data made its structure tensors, in its encoder's own terms (a graph
+            encoder's ``GraphStructure``: distance clipping, eigenvectors, widths), for the
+            encoder to check its tables against; None for data without structure tensors.
 
     Shapes:
-        train_targets: (n, T) or (n,) float, or (n,) long class indices; train_frames: one (N_i, F) float per sample.
+        train_targets: (n, T) or (n,) float, or (n,) long class indices; train_inputs: one (N_i, F) float per sample.
     """
 
     source: str = "the data"
@@ -73,8 +55,8 @@ class DataSpec:
     feature_width: int = 0
     train_targets: Tensor | None = None
     train_texts: dict[str, list] = field(default_factory=dict)
-    train_frames: list[Tensor] | None = None
-    graph: GraphStructure | None = None
+    train_inputs: list[Tensor] | None = None
+    structure: Any = None
 
     @property
     def num_classes(self) -> int | None:
@@ -100,9 +82,9 @@ class DataSpec:
                              f"scaler of {who}")
         return self.train_targets
 
-    def frames(self, who: str) -> list[Tensor]:
+    def inputs(self, who: str) -> list[Tensor]:
         """The training split's per-vector inputs, which ``who`` fits statistics on."""
-        if not self.train_frames:
+        if not self.train_inputs:
             raise ValueError(f"{self.where}{who} fits its normalization on the training frames but "
                              f"{self.source} gives none")
-        return self.train_frames
+        return self.train_inputs

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vecset.backbone.abilities import pools_by_attention
+from vecset.contracts.abilities import pools_by_attention
 from vecset.pipelines.reports.attention_heads import UNIT
 from vecset.pipelines.reports.base import Report, ReportContext, plt
 from vecset.pipelines.reports.outputs import inference, to_model

@@ -35,7 +35,7 @@ from vecset.pipelines.data.device_loader import (
     memory_budget,
 )
 from vecset.pipelines.data.samplers import ResumableSampler
-from vecset.pipelines.data.speech_utterances import AugmentedUtterances
+from vecset.pipelines.speech.utterances import AugmentedUtterances
 
 PAD_LABEL = -100  # pad_sets' label padding: cross_entropy's ignore_index
 

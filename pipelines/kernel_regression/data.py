@@ -3,7 +3,7 @@
 Training: n points x ~ U(0, 5), each a query whose keys/values are the other training
 points (leave-one-out, so the learned width cannot collapse onto the point itself).
 Validation/test: two interleaved grids of queries over [0, 5) against all training points,
-scored on the noise-free function. Its report (``pipelines/reports/kernel_regression.py``): the fits
+scored on the noise-free function. Its report (``pipelines/kernel_regression/reports.py``): the fits
 (nonparametric w = 1 and the learned width) and the attention weights (queries x keys heatmaps).
 """
 
@@ -14,7 +14,7 @@ from dataclasses import replace
 import torch
 from torch.utils.data import DataLoader
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.pipelines.data.base import VecsetDataModule
 
 
@@ -83,3 +83,11 @@ class KernelRegressionDataModule(VecsetDataModule):
     def test_items(self) -> list[dict]:
         """The test queries (the grid): dicts of ``query``, ``keys``, ``values``, ``y`` and ``id``."""
         return self.splits["test"]
+
+    def default_reports(self) -> list:
+        """The kernel's fits, attention and RMSEs."""
+        from vecset.pipelines.kernel_regression.reports import (
+            KernelRegressionReport,  # matplotlib: when asked
+        )
+
+        return [KernelRegressionReport()]

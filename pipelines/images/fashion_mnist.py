@@ -26,7 +26,7 @@ from torchvision.transforms import v2
 from vecset.encoders.image.idx import read_idx_split
 from vecset.pipelines.data.batch_augment import BatchAugment
 from vecset.pipelines.data.device_loader import ScaleNormalize
-from vecset.pipelines.data.images import (
+from vecset.pipelines.images.data import (
     ImageDataModule,
     TensorImages,
     check_train_transforms,

@@ -54,7 +54,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from vecset.backbone.data_spec import DataSpec
+from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.graph import (
     DescriptorScaler,
     FeatureCache,
@@ -65,7 +65,8 @@ from vecset.encoders.graph import (
     scaffold_groups,
 )
 from vecset.pipelines.console import track
-from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.base import ModelLink, VecsetDataModule
+from vecset.pipelines.molecules.predictions import MoleculeRows
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +124,12 @@ def scaffold_split(smiles: list[str], fractions: tuple[float, float] = (0.8, 0.1
                          "divided); use more molecules, other fractions or a random split")
     return {k: np.array(sorted(v), dtype=np.int64) for k, v in out.items()}
 
+
+
+def graph_links() -> list[ModelLink]:
+    """``max_dist`` and ``lap_pe_k`` of a molecule data module -> the ``GraphEncoder``'s."""
+    return [ModelLink(f"graph {name}", (name,), "encoder", name, lambda v, name=name: (v, name, str(v)))
+            for name in ("max_dist", "lap_pe_k")]
 
 class MoleculeDataModule(VecsetDataModule):
     """Molecule property regression or classification from a CSV of SMILES.
@@ -405,7 +412,7 @@ class MoleculeDataModule(VecsetDataModule):
         stage) and how the graphs were made (checked against the encoder's tables); at fit, the
         training targets (the regression scaler; class weights)."""
         spec = replace(super().data_spec(stage), feature_width=self.descriptor_dim, origin=str(self.csv_path),
-                       graph=self.featurizer.structure)
+                       structure=self.featurizer.structure)
         if spec.fit:
             spec = replace(spec, train_targets=torch.stack([it["y"] for it in self.splits["train"]]))
         return spec
@@ -459,6 +466,33 @@ class MoleculeDataModule(VecsetDataModule):
             return None
         return {k: {c: int(sum(int(it["y"]) == i for it in v)) for i, c in enumerate(self.class_names)}
                 for k, v in self.splits.items()}
+
+    # -- what the generic layers ask the job --------------------------------------------------
+    @classmethod
+    def model_links(cls) -> list[ModelLink]:
+        """The graphs' distance clipping and eigenvector count are the graph encoder's (its tables
+        are sized by them): given once, at the data."""
+        return graph_links()
+
+    def prediction_output(self, out_dir: Path, model) -> MoleculeRows:
+        """Per molecule its CSV line and SMILES and the prediction; the invalid rows apart."""
+        return MoleculeRows(self, out_dir)
+
+    def default_reports(self) -> list:
+        """Parity and uncertainty (regression) or per-class (and ROC/PR for two classes), then the
+        atoms' pooling attention."""
+        from vecset.pipelines.molecules.reports import (
+            PoolingAttentionReport,  # matplotlib: when asked
+        )
+        from vecset.pipelines.reports.binary import BinaryReport
+        from vecset.pipelines.reports.defaults import scored
+        from vecset.pipelines.reports.uncertainty import UncertaintyReport
+
+        if self.class_names is None:
+            extra: list = [UncertaintyReport()]
+        else:
+            extra = [BinaryReport()] if len(self.class_names) == 2 else []
+        return [*scored(self), *extra, PoolingAttentionReport()]
 
 
 def rmse(pred: np.ndarray, true: np.ndarray) -> float:

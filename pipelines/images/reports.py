@@ -7,7 +7,7 @@ poolings, the attention of one backbone block (``Backbone.capture_attention``) o
 (the CLS row with a CLS token), averaged over heads or one panel per head (``heads``). It is
 reshaped to the encoder's grid, upsampled to the image and drawn translucent over the image
 in grey, on one colour scale with a colour bar; the title says what the query is. The parts declare what is read
-(``backbone/abilities.py``): ``PoolingWeights`` or ``AttentionWeights``, and ``Grid``.
+(``contracts/abilities.py``): ``PoolingWeights`` or ``AttentionWeights``, and ``Grid``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 from torch import Tensor
 
-from vecset.backbone.abilities import AttentionWeights, Grid, has_cls, pools_by_attention
+from vecset.contracts.abilities import AttentionWeights, Grid, has_cls, pools_by_attention
 from vecset.pipelines.reports.attention_heads import (
     Heads,
     attention_colorbar,

@@ -1,0 +1,1 @@
+"""Graph node classification: the data module (networkx graphs)."""

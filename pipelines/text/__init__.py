@@ -1,0 +1,1 @@
+"""Text: grapheme to phoneme (CMUdict), token labeling (CoNLL-U), the alignment report."""
