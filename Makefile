@@ -20,6 +20,9 @@ install: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/vecset fit --config configs/multitask.yaml
 
+# two pytest-xdist workers, one torch thread each (tests/conftest.py), for the two cores the suite
+# is sized for; a file's tests stay in one worker (they share module-scoped trained models)
+TEST_WORKERS ?= 2
 # the Festival, espeak-ng and Flite synthesis tests (which draw their sentences from WordNet) skip,
 # saying why, where the synthesizer, its voices or WordNet's data is missing: as root with apt-get,
 # `make test` installs the missing ones first so they run (Festival: the program and the kal, ked
@@ -37,7 +40,7 @@ test: $(STAMP)
 		if [ -n "$$pkgs" ]; then echo "installing $$pkgs for their tests"; \
 		DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q $$pkgs >/dev/null \
 		|| echo "$$pkgs could not be installed: their tests will skip"; fi; fi
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -5,7 +5,18 @@ session-scoped fixtures, set up before any test's own folder, share one folder o
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `make test` runs the suite in two pytest-xdist workers on a 2-core machine: one torch thread
+    # each, or they oversubscribe the cores. The variable first: the CLI's subprocesses inherit
+    # it, and Lightning's CPU DDP keeps a value that is set instead of choosing its own.
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import torch
+
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session", autouse=True)
