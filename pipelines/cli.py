@@ -438,6 +438,10 @@ def main() -> None:
             return export_main(sys.argv[2:])
         if sys.argv[1:] in (["-h"], ["--help"]):
             return _help_with_export()
+        from vecset.pipelines.pretrained import command_main, wants_shipped_model
+
+        if wants_shipped_model(sys.argv[1:]):  # vecset predict --model NAME: a shipped predictor
+            raise SystemExit(command_main(sys.argv[2:]))
         run_cli()
 
 

@@ -17,6 +17,12 @@ import os
 
 def main() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # a user's own value wins
-    from vecset.pipelines.cli import main as cli_main  # imports torch
+    import sys
+
+    from vecset.pipelines.pretrained import command_main, wants_shipped_model  # imports torch
+
+    if wants_shipped_model(sys.argv[1:]):  # vecset predict --model NAME: without LightningCLI's imports
+        raise SystemExit(command_main(sys.argv[2:]))
+    from vecset.pipelines.cli import main as cli_main
 
     cli_main()
