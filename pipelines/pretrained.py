@@ -95,9 +95,15 @@ def pretrained(name: str, directory: str | Path | None = None) -> Predictor:
 def build_model(path: Path) -> torch.nn.Module:
     """The TaskModule of a ``model.pt``: rebuilt from its hyperparameters (LightningCLI's
     instantiator), its weights loaded, in eval mode on the CPU."""
+    import warnings
+
     from vecset.pipelines.training.task import TaskModule
 
-    return TaskModule.load_from_checkpoint(path, map_location="cpu", weights_only=True).eval()
+    with warnings.catch_warnings():
+        # Lightning 2.6's instantiator calls jsonargparse's deprecated instantiate_classes: not
+        # the user's to fix, said on every load
+        warnings.filterwarnings("ignore", message=r"``instantiate_classes`` was deprecated")
+        return TaskModule.load_from_checkpoint(path, map_location="cpu", weights_only=True).eval()
 
 
 def _batches(n: int, size: int) -> list[range]:
@@ -148,6 +154,20 @@ class Predictor:
         """A batch of prepared items -> the predicted columns of each row."""
         raise NotImplementedError
 
+    def score(self, rows: list[dict], targets: list) -> dict:
+        """The job's test metric of predicted ``rows`` against ``targets`` (the card's slice and
+        test numbers); an error row is an error here: every test input must be predicted."""
+        bad = [r for r in rows if r["error"]]
+        if bad:
+            raise ValueError(f"{len(bad)} of {len(rows)} inputs were not predicted, e.g. {bad[0]['input']!r}: "
+                             f"{bad[0]['error']}")
+        if len(rows) != len(targets):
+            raise ValueError(f"{len(rows)} rows but {len(targets)} targets")
+        return self._score(rows, targets) | {"count": len(rows)}
+
+    def _score(self, rows: list[dict], targets: list) -> dict:
+        return {"accuracy": float(np.mean([r["prediction"] == t for r, t in zip(rows, targets, strict=True)]))}
+
 
 class MoleculePredictor(Predictor):
     """SMILES -> the property (regression: the value in the target's units, ``<target>_std``
@@ -191,6 +211,20 @@ class MoleculePredictor(Predictor):
             self.scaler.standardize([item])
         item["similarity"] = self.neighbours.similarity(value)
         return item
+
+    def _score(self, rows: list[dict], targets: list) -> dict:
+        """Regression: RMSE and MAE over all targets (``targets``: one list per row);
+        classification: accuracy and, for two classes, ROC-AUC of ``P(<class 1>)``."""
+        if self.classes is None:
+            err = np.array([[r[t] for t in self.extra["targets"]] for r in rows]) - np.array(targets)
+            return {"rmse": float(np.sqrt(np.mean(err ** 2))), "mae": float(np.mean(np.abs(err)))}
+        out = super()._score(rows, targets)
+        truth = [int(t == self.classes[-1]) for t in targets]
+        if len(self.classes) == 2 and 0 < sum(truth) < len(truth):
+            from sklearn.metrics import roc_auc_score
+
+            out["roc_auc"] = float(roc_auc_score(truth, [r[f"P({self.classes[1]})"] for r in rows]))
+        return out
 
     def run(self, items: list[dict]) -> list[dict]:
         batch = self.featurizer.collate(items)
@@ -239,6 +273,18 @@ class G2PPredictor(Predictor):
             raise ValueError(f"{value!r}: characters outside the alphabet the model was trained on: "
                              f"{''.join(outside)!r} (its alphabet: {self.alphabet!r})")
         return value
+
+    def _score(self, rows: list[dict], targets: list) -> dict:
+        """Word error rate (not exactly one of the word's pronunciations) and phone error rate
+        against the closest pronunciation (``targets``: each word's list of phone strings)."""
+        from vecset.heads.edit_metrics import PhoneErrorRate, WordErrorRate
+
+        preds = [r["pronunciation"].split() for r in rows]
+        refs = [[ref.split() for ref in rs] for rs in targets]
+        per, wer = PhoneErrorRate(), WordErrorRate()
+        per.update(preds, refs)
+        wer.update(preds, refs)
+        return {"wer": float(wer.compute()), "per": float(per.compute())}
 
     def run(self, items: list[str]) -> list[dict]:
         from vecset.encoders.text.collate import collate_text

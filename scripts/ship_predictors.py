@@ -127,35 +127,6 @@ def digit_images(indices: list[int]) -> list[np.ndarray]:
     return [X[i].reshape(8, 8) for i in indices]
 
 
-def score(kind: str, classes: list[str] | None, rows: list[dict], targets: list, target_names: list[str]) -> dict:
-    """The job's test metric over ``rows`` (every row predicted: an error row is a failure here)."""
-    bad = [r for r in rows if r["error"]]
-    if bad:
-        raise SystemExit(f"test inputs failed in the predictor: {bad[:3]}")
-    if kind == "molecule" and classes is None:
-        pred = np.array([[r[t] for t in target_names] for r in rows])
-        err = pred - np.array(targets)
-        return {"rmse": float(np.sqrt(np.mean(err ** 2))), "mae": float(np.mean(np.abs(err))), "count": len(rows)}
-    if kind == "g2p":
-        from vecset.heads.edit_metrics import PhoneErrorRate, WordErrorRate
-
-        preds = [r["pronunciation"].split() for r in rows]
-        refs = [[ref.split() for ref in rs] for rs in targets]
-        per, wer = PhoneErrorRate(), WordErrorRate()
-        per.update(preds, refs)
-        wer.update(preds, refs)
-        return {"wer": float(wer.compute()), "per": float(per.compute()), "count": len(rows)}
-    out = {"accuracy": float(np.mean([r["prediction"] == t for r, t in zip(rows, targets, strict=True)])),
-           "count": len(rows)}
-    if classes is not None and len(classes) == 2:
-        from sklearn.metrics import roc_auc_score
-
-        truth = [int(t == classes[1]) for t in targets]
-        if 0 < sum(truth) < len(truth):
-            out["roc_auc"] = float(roc_auc_score(truth, [r[f"P({classes[1]})"] for r in rows]))
-    return out
-
-
 def ship(name: str, run_dir: Path, out_root: Path, build_seconds: float | None) -> dict:
     entry = REGISTRY[name]
     results = json.loads((run_dir / "results.json").read_text())
@@ -184,8 +155,8 @@ def ship(name: str, run_dir: Path, out_root: Path, build_seconds: float | None) 
     t0 = time.perf_counter()
     full_rows = predictor.predict(inputs)
     seconds = time.perf_counter() - t0
-    full = score(entry.kind, classes, full_rows, test["targets"], targets)
-    sliced = score(entry.kind, classes, full_rows[:SLICE], test["targets"][:SLICE], targets)
+    full = predictor.score(full_rows, test["targets"])
+    sliced = predictor.score(full_rows[:SLICE], test["targets"][:SLICE])
     card = {
         "name": name, "config": entry.config, "fit_args": FIT_ARGS.get(name, []),
         "command": " ".join(["vecset fit --config", entry.config, *FIT_ARGS.get(name, [])]),
