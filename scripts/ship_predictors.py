@@ -131,7 +131,9 @@ def ship(name: str, run_dir: Path, out_root: Path, build_seconds: float | None) 
     entry = REGISTRY[name]
     results = json.loads((run_dir / "results.json").read_text())
     cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
-    ckpt = torch.load(results["checkpoint"], map_location="cpu", weights_only=True)
+    best = Path(results["checkpoint"])
+    best = best if best.is_absolute() else run_dir / "checkpoints" / best.name
+    ckpt = torch.load(best, map_location="cpu", weights_only=True)
     if entry.kind == "molecule":
         extra, test = molecule_extra(cfg, name)
     elif entry.kind == "g2p":
