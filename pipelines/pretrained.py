@@ -25,6 +25,7 @@ nothing is dropped.
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import json
@@ -102,7 +103,7 @@ def build_model(path: Path) -> torch.nn.Module:
     with warnings.catch_warnings():
         # Lightning 2.6's instantiator calls jsonargparse's deprecated instantiate_classes: not
         # the user's to fix, said on every load
-        warnings.filterwarnings("ignore", message=r"``instantiate_classes`` was deprecated")
+        warnings.filterwarnings("ignore", message=r"(?s).*``instantiate_classes`` was deprecated")
         return TaskModule.load_from_checkpoint(path, map_location="cpu", weights_only=True).eval()
 
 
@@ -121,6 +122,12 @@ class Predictor:
     def __init__(self, name: str, path: Path, bundle: dict, card: dict) -> None:
         self.name, self.card, self.extra = name, card, bundle["predictor"]
         self.model = build_model(path)
+        # a deep ensemble's other members (``members``: their weights; same config, other seeds)
+        self.models = [self.model]
+        for state in bundle.get("members", []):
+            member = copy.deepcopy(self.model)
+            member.load_state_dict(state)
+            self.models.append(member.eval())
 
     def _row(self, text: str, error: str = "") -> dict:
         return {c: "" for c in self.columns} | {"input": text, "error": error}
@@ -171,7 +178,7 @@ class Predictor:
 
 class MoleculePredictor(Predictor):
     """SMILES -> the property (regression: the value in the target's units, ``<target>_std``
-    where the head predicts a variance; classification: the class, its probability and
+    where the head predicts a variance or the predictor is an ensemble; classification: the class, its probability and
     ``P(<class>)``), with the applicability domain: ``train_similarity``, the Tanimoto
     similarity of the molecule's Morgan fingerprint to the nearest training molecule, and
     ``out_of_domain`` when it is below the card's threshold."""
@@ -195,7 +202,8 @@ class MoleculePredictor(Predictor):
             self.values = ["prediction", "probability", *(f"P({c})" for c in self.classes)]
         else:
             targets = e["targets"]
-            self.values = [*targets, *((f"{t}_std" for t in targets) if e.get("has_std") else ())]
+            spread = e.get("has_std") or bundle.get("members")
+            self.values = [*targets, *((f"{t}_std" for t in targets) if spread else ())]
         self.columns = ["input", *self.values, "train_similarity", "out_of_domain", "error"]
 
     def prepare(self, value: Any) -> dict:
@@ -227,19 +235,27 @@ class MoleculePredictor(Predictor):
         return out
 
     def run(self, items: list[dict]) -> list[dict]:
+        """Each member's prediction, combined as ``pipelines/ensemble.py`` does: the mean of the
+        members' means (or softmax probabilities), the std from their spread plus their own
+        variances (a mean-variance head's)."""
         batch = self.featurizer.collate(items)
-        out = self.model(batch)
-        head = self.model.head
+        outs = [m(batch).float() for m in self.models]
         rows = [{"train_similarity": round(it["similarity"], 4), "out_of_domain": it["similarity"] < self.threshold}
                 for it in items]
         if self.classes is not None:
-            prob = out.float().softmax(-1)
+            prob = torch.stack([o.softmax(-1) for o in outs]).mean(0)
             for r, p in zip(rows, prob.tolist(), strict=True):
                 k = int(np.argmax(p))
                 r |= {"prediction": self.classes[k], "probability": p[k]} | {
                     f"P({c})": v for c, v in zip(self.classes, p, strict=True)}
             return rows
-        mean, std = head.mean_std(out.float())
+        parts = [m.head.mean_std(o) for m, o in zip(self.models, outs, strict=True)]
+        means = torch.stack([mean for mean, _ in parts])  # (K, B, T)
+        var = means.var(0, correction=0)  # the members' spread (pipelines/ensemble.py's combine)
+        if parts[0][1] is not None:
+            var = var + torch.stack([s ** 2 for _, s in parts]).mean(0)
+        mean = means.mean(0)
+        std = var.sqrt() if len(self.models) > 1 or parts[0][1] is not None else None
         for i, r in enumerate(rows):
             r |= dict(zip(self.extra["targets"], mean[i].tolist(), strict=True))
             if std is not None:

@@ -36,6 +36,9 @@ FIT_ARGS: dict[str, list[str]] = {
     "digits": ["--trainer.max_time", "00:00:06:00"],
     "g2p": ["--trainer.max_time", "00:00:15:00"],
 }
+# deep ensembles where the guide recommends them (docs/molecules.md#results: FreeSolv's
+# 3-member ensemble is its most accurate model), members trained with seeds 0..k-1
+MEMBERS: dict[str, int] = {"freesolv": 3}
 SLICE = 40  # the first SLICE test items: the card's slice, which the tests score again
 DOMAIN_THRESHOLD = 0.3  # Tanimoto to the nearest training molecule below which a molecule is flagged
 KNOWN = {
@@ -56,11 +59,13 @@ DATA = {
 }
 
 
-def train(name: str) -> Path:
-    """``vecset fit`` of the job's config from the repository root; its run directory."""
+def train(name: str, seed: int) -> Path:
+    """``vecset fit`` of the job's config from the repository root (an ensemble's member ``seed``:
+    ``seed_everything``, as pipelines/ensemble.py trains them); its run directory."""
     cfg = REGISTRY[name].config
     cmd = [sys.executable, "-c", "import sys; from vecset.command import main; sys.argv[0] = 'vecset'; main()",
-           "fit", "--config", cfg, "--trainer.enable_progress_bar=false", "--plots=false", *FIT_ARGS.get(name, [])]
+           "fit", "--config", cfg, "--trainer.enable_progress_bar=false", "--plots=false", *FIT_ARGS.get(name, []),
+           *([f"--seed_everything={seed}"] if seed else [])]
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     if out.returncode:
@@ -127,13 +132,21 @@ def digit_images(indices: list[int]) -> list[np.ndarray]:
     return [X[i].reshape(8, 8) for i in indices]
 
 
-def ship(name: str, run_dir: Path, out_root: Path, build_seconds: float | None) -> dict:
-    entry = REGISTRY[name]
+def best_checkpoint(run_dir: Path) -> tuple[dict, dict]:
+    """A run's results.json and its best checkpoint's contents."""
     results = json.loads((run_dir / "results.json").read_text())
-    cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
     best = Path(results["checkpoint"])
     best = best if best.is_absolute() else run_dir / "checkpoints" / best.name
-    ckpt = torch.load(best, map_location="cpu", weights_only=True)
+    return results, torch.load(best, map_location="cpu", weights_only=True)
+
+
+def ship(name: str, run_dirs: list[Path], out_root: Path, build_seconds: float | None) -> dict:
+    """``run_dirs``: one run, or a deep ensemble's members (the first one's config is used)."""
+    entry = REGISTRY[name]
+    run_dir = run_dirs[0]
+    results, ckpt = best_checkpoint(run_dir)
+    others = [best_checkpoint(d) for d in run_dirs[1:]]
+    cfg = yaml.safe_load((run_dir / "config.yaml").read_text())
     if entry.kind == "molecule":
         extra, test = molecule_extra(cfg, name)
     elif entry.kind == "g2p":
@@ -144,6 +157,8 @@ def ship(name: str, run_dir: Path, out_root: Path, build_seconds: float | None) 
     folder.mkdir(parents=True, exist_ok=True)
     bundle = {"state_dict": fp32(ckpt["state_dict"]), "hyper_parameters": ckpt["hyper_parameters"],
               "pytorch-lightning_version": ckpt["pytorch-lightning_version"], "predictor": extra}
+    if others:
+        bundle["members"] = [fp32(c["state_dict"]) for _, c in others]
     torch.save(bundle, folder / MODEL_FILE)
     (folder / "card.json").write_text("{}")
     predictor = pretrained(name, folder)
@@ -166,6 +181,9 @@ def ship(name: str, run_dir: Path, out_root: Path, build_seconds: float | None) 
         "run": {k: results.get(k) for k in ("test", "best_val", "monitor", "epochs", "global_steps", "wall_seconds",
                                             "precision")},
         "checkpoint": Path(results["checkpoint"]).name,
+        "members": [{"seed": (yaml.safe_load((d / "config.yaml").read_text()) or {}).get("seed_everything"),
+                     "test": r["test"], "best_val": r.get("best_val"), "wall_seconds": r.get("wall_seconds")}
+                    for d, (r, _) in zip(run_dirs, [(results, None), *others], strict=True)],
         "test_through_predictor": full | {"seconds": round(seconds, 2)},
         "slice": {"first": SLICE, "inputs": inputs[:SLICE] if entry.kind != "digits" else None,
                   "indices": test.get("indices", [])[:SLICE] or None, "targets": test["targets"][:SLICE],
@@ -197,17 +215,21 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("names", nargs="+", choices=list(REGISTRY))
     p.add_argument("--train", action="store_true", help="train each from its config first")
-    p.add_argument("--run", type=Path, help="a finished run directory to ship (one name)")
+    p.add_argument("--run", type=Path, nargs="+", help="a finished run directory to ship (one name); several: "
+                                                        "a deep ensemble's members")
     p.add_argument("--out", type=Path, default=ROOT / "vecset" / "models")
     args = p.parse_args(argv)
     if args.run is not None and (len(args.names) != 1 or args.train):
         p.error("--run ships one name, without --train")
     for name in args.names:
         t0 = time.perf_counter()
-        run_dir = train(name) if args.train else args.run
-        if run_dir is None:
+        if args.train:
+            run_dirs = [train(name, seed) for seed in range(MEMBERS.get(name, 1))]
+        elif args.run:
+            run_dirs = args.run
+        else:
             p.error("give --train or --run")
-        card = ship(name, run_dir, args.out, round(time.perf_counter() - t0, 1) if args.train else None)
+        card = ship(name, run_dirs, args.out, round(time.perf_counter() - t0, 1) if args.train else None)
         print(f"{name}: {card['size_bytes'] / 1e6:.2f} MB, run test {card['run']['test']}, predictor "
               f"{card['test_through_predictor']}, slice {card['slice']['metrics']}")
 
