@@ -40,6 +40,7 @@ FIT_ARGS: dict[str, list[str]] = {
 # 3-member ensemble is its most accurate model), members trained with seeds 0..k-1
 MEMBERS: dict[str, int] = {"freesolv": 3}
 SLICE = 40  # the first SLICE test items: the card's slice, which the tests score again
+CARDS = ROOT / "bench" / "results" / "predictors"  # a copy of each card.json, for the docs site
 DOMAIN_THRESHOLD = 0.3  # Tanimoto to the nearest training molecule below which a molecule is flagged
 KNOWN = {
     "molecule": ["CCO", "c1ccccc1O", "CC(=O)Oc1ccccc1C(=O)O"],  # ethanol, phenol, aspirin
@@ -207,7 +208,11 @@ def ship(name: str, run_dirs: list[Path], out_root: Path, build_seconds: float |
         idx = test["indices"][:3]
         card["known"] = [{"index": i} | {k: v for k, v in r.items() if k not in ("error", "input")}
                          for i, r in zip(idx, predictor.predict(digit_images(idx)), strict=True)]
-    (folder / "card.json").write_text(json.dumps(card, indent=1) + "\n")
+    text = json.dumps(card, indent=1) + "\n"
+    (folder / "card.json").write_text(text)
+    if out_root.resolve() == (ROOT / "vecset" / "models").resolve():  # the guides link this copy
+        (CARDS / f"{name}.json").parent.mkdir(parents=True, exist_ok=True)
+        (CARDS / f"{name}.json").write_text(text)
     return card
 
 
