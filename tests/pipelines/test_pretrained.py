@@ -8,6 +8,7 @@ import csv
 import io
 import math
 from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from vecset.pipelines.pretrained import (
     wants_shipped_model,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 _cache: dict = {}
 
 
@@ -37,6 +39,9 @@ def test_every_registered_predictor_is_shipped():
     assert available() == {name: True for name in REGISTRY}
     for name in REGISTRY:  # small: a few MB at most each
         assert (models_dir() / name / "model.pt").stat().st_size < 5e6
+        # the guides link the copy under bench/results/predictors/: the same card
+        copy = ROOT / "bench" / "results" / "predictors" / f"{name}.json"
+        assert copy.read_text() == (models_dir() / name / "card.json").read_text(), name
 
 
 @pytest.mark.parametrize("name", list(REGISTRY))
