@@ -101,9 +101,9 @@ def build_model(path: Path) -> torch.nn.Module:
     from vecset.pipelines.training.task import TaskModule
 
     with warnings.catch_warnings():
-        # Lightning 2.6's instantiator calls jsonargparse's deprecated instantiate_classes: not
-        # the user's to fix, said on every load
-        warnings.filterwarnings("ignore", message=r"(?s).*``instantiate_classes`` was deprecated")
+        # Lightning 2.6's instantiator (pytorch_lightning/cli.py) calls jsonargparse's deprecated
+        # instantiate_classes: not the user's to fix, said on every load
+        warnings.filterwarnings("ignore", module=r"pytorch_lightning\.cli")
         return TaskModule.load_from_checkpoint(path, map_location="cpu", weights_only=True).eval()
 
 
