@@ -12,6 +12,7 @@ from vecset.pipelines.data.samplers import ResumableSampler
 from vecset.pipelines.data.speech import SpeechFramesDataModule
 from vecset.pipelines.data.synthetic import SyntheticSetDataModule
 from vecset.pipelines.predict.writer import PredictionWriter
+from vecset.pipelines.pretrained import pretrained
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
 from vecset.pipelines.training.checkpoint import AtomicCheckpointIO, StepCheckpoint
 from vecset.pipelines.training.elapsed import ElapsedTime
@@ -23,5 +24,5 @@ __all__ = [
     "DigitsDataModule", "ElapsedTime", "FashionMNISTDataModule", "GraphNodeDataModule", "ImageFolderDataModule",
     "KernelRegressionDataModule", "MoleculeDataModule", "MultiTaskDataModule", "MultiTaskModule",
     "NonFiniteGuard", "PredictionWriter", "ResumableSampler", "ResumeState", "SpeechFramesDataModule", "StepCheckpoint",
-    "SyntheticSetDataModule", "TaskModule", "VecsetDataModule",
+    "SyntheticSetDataModule", "TaskModule", "VecsetDataModule", "pretrained",
 ]

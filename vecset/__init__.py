@@ -37,8 +37,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` 
         VectorEncoder,
     )
     from vecset.heads import Head, LabelingHead, NadarayaWatsonHead, Seq2SeqHead, SequenceHead
-    from vecset.pipelines import MultiTaskModule, TaskModule
-    from vecset.pipelines.pretrained import pretrained
+    from vecset.pipelines import MultiTaskModule, TaskModule, pretrained
 
 # name -> the sub-package that defines it; imported on first use (PEP 562), so that ``import
 # vecset`` imports no torch: the ``vecset`` command (vecset/command.py) sets OpenMP's settings
@@ -50,7 +49,7 @@ _SOURCES = {
     "Head": "heads", "LabelingHead": "heads", "NadarayaWatsonHead": "heads", "Seq2SeqHead": "heads",
     "SequenceHead": "heads",
     "MultiTaskModule": "pipelines", "TaskModule": "pipelines",
-    "pretrained": "pipelines.pretrained",  # vecset.pretrained("solubility"): a shipped predictor
+    "pretrained": "pipelines",  # vecset.pretrained("solubility"): a shipped predictor (pipelines/pretrained.py)
 }
 _SUBPACKAGES = ("backbone", "encoders", "heads", "pipelines")
 
