@@ -187,3 +187,15 @@ def test_only_a_model_name_takes_the_shipped_path():
     assert not wants_shipped_model(["predict", "--model", "TaskModule"])
     assert not wants_shipped_model(["predict", "--config", "runs/x/config.yaml", "--ckpt_path", "best"])
     assert not wants_shipped_model(["fit", "--model", "solubility"])
+
+
+def test_a_wheel_carries_every_shipped_file():
+    """pyproject.toml's package data names each predictor's files (a wheel built from it held
+    them: ``pip wheel .``, checked by hand; building one here would take minutes)."""
+    import fnmatch
+    import tomllib
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["vecset"]
+    for name in REGISTRY:
+        for f in ("model.pt", "card.json"):
+            assert any(fnmatch.fnmatch(f"models/{name}/{f}", p) for p in patterns), (name, f)
