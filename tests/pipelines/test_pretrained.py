@@ -193,9 +193,30 @@ def test_a_wheel_carries_every_shipped_file():
     """pyproject.toml's package data names each predictor's files (a wheel built from it held
     them: ``pip wheel .``, checked by hand; building one here would take minutes)."""
     import fnmatch
-    import tomllib
 
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["vecset"]
     for name in REGISTRY:
         for f in ("model.pt", "card.json"):
             assert any(fnmatch.fnmatch(f"models/{name}/{f}", p) for p in patterns), (name, f)
+
+
+def test_an_ensemble_bundle_reports_the_members_spread(tmp_path):
+    import shutil
+
+    import torch
+
+    src = models_dir() / "freesolv"
+    bundle = torch.load(src / "model.pt", weights_only=True)
+    shifted = {k: v.clone() for k, v in bundle["state_dict"].items()}
+    shifted["head.target_mean"] += 0.5  # a member predicting 0.5 kcal/mol more for every molecule
+    bundle["members"] = [bundle["state_dict"], shifted]
+    torch.save(bundle, tmp_path / "model.pt")
+    shutil.copy(src / "card.json", tmp_path / "card.json")
+    p = pretrained("freesolv", tmp_path)
+    assert p.columns == ["input", "expt", "expt_std", "train_similarity", "out_of_domain", "error"]
+    one = load("freesolv").predict(["CCO"])[0]["expt"]
+    row = p.predict(["CCO"])[0]
+    # members: one, one, one + 0.5: the mean moves by a third of it, the std is their spread
+    assert row["expt"] == pytest.approx(one + 0.5 / 3, abs=1e-4)
+    assert row["expt_std"] == pytest.approx(float(np.std([0, 0, 0.5])), abs=1e-4)
