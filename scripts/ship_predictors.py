@@ -137,7 +137,9 @@ def digit_images(indices: list[int]) -> list[np.ndarray]:
 def best_checkpoint(run_dir: Path) -> tuple[dict, dict]:
     """A run's results.json and its best checkpoint's contents."""
     results = json.loads((run_dir / "results.json").read_text())
-    best = Path(results["checkpoint"])
+    # no best checkpoint when the budget ended the first epoch before its validation: the last
+    # weights, which the run's test scored (results.json's checkpoint is then null)
+    best = Path(results["checkpoint"] or results["last_checkpoint"])
     best = best if best.is_absolute() else run_dir / "checkpoints" / best.name
     return results, torch.load(best, map_location="cpu", weights_only=True)
 
@@ -182,7 +184,7 @@ def ship(name: str, run_dirs: list[Path], out_root: Path, build_seconds: float |
         "data": DATA[name][0], "licence": DATA[name][1],
         "run": {k: results.get(k) for k in ("test", "best_val", "monitor", "epochs", "global_steps", "wall_seconds",
                                             "precision")},
-        "checkpoint": Path(results["checkpoint"]).name,
+        "checkpoint": Path(results["checkpoint"] or results["last_checkpoint"]).name,
         "members": [{"seed": (yaml.safe_load((d / "config.yaml").read_text()) or {}).get("seed_everything"),
                      "test": r["test"], "best_val": r.get("best_val"), "wall_seconds": r.get("wall_seconds")}
                     for d, (r, _) in zip(run_dirs, [(results, None), *others], strict=True)],
