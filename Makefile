@@ -129,3 +129,11 @@ ablations: $(STAMP) fashion-mnist
 # a smoke run in minutes on tiny data (bench/results/tmp/ablations/, not committed)
 ablations-quick: $(STAMP)
 	$(PY) bench/ablations.py --quick
+
+# the shipped predictors (vecset.pretrained, vecset predict --model NAME): each trained from its
+# config, then written with its model card to vecset/models/<name>/ (scripts/ship_predictors.py;
+# docs/molecules.md#shipped-predictors); MODELS picks some, e.g. make models MODELS=freesolv
+MODELS ?= freesolv solubility digits b3db g2p
+.PHONY: models
+models: $(STAMP)
+	$(PY) scripts/ship_predictors.py --train $(MODELS)

@@ -11,6 +11,7 @@ from vecset.pipelines.images.fashion_mnist import FashionMNISTDataModule
 from vecset.pipelines.kernel_regression.data import KernelRegressionDataModule
 from vecset.pipelines.molecules.data import MoleculeDataModule  # noqa: E402
 from vecset.pipelines.predict.writer import PredictionWriter
+from vecset.pipelines.pretrained import pretrained
 from vecset.pipelines.speech.data import SpeechFramesDataModule
 from vecset.pipelines.text.cmudict import CMUDictDataModule
 from vecset.pipelines.text.conllu import CoNLLUDataModule
@@ -26,7 +27,7 @@ __all__ = [
     "DigitsDataModule", "ElapsedTime", "FashionMNISTDataModule", "GraphNodeDataModule", "ImageFolderDataModule",
     "KernelRegressionDataModule", "MoleculeDataModule", "MultiTaskDataModule", "MultiTaskModule",
     "NonFiniteGuard", "PredictionWriter", "ResumableSampler", "ResumeState", "SpeechFramesDataModule", "StepCheckpoint",
-    "SyntheticSetDataModule", "TaskModule", "VecsetDataModule",
+    "SyntheticSetDataModule", "TaskModule", "VecsetDataModule", "pretrained",
 ]
 
 moved.install()  # the old module paths of the files now in the job folders keep importing

@@ -2,7 +2,8 @@
 ``cli.py``) and vecset's own, dispatched by name before LightningCLI parses anything:
 
 - ``vecset export``: a trained model as a torch.export program and ONNX (``export/command.py``);
-- ``vecset ensemble``: k members trained with k seeds on one split, combined (``ensemble.py``).
+- ``vecset ensemble``: k members trained with k seeds on one split, combined (``ensemble.py``);
+- ``vecset predict --model NAME``: a shipped predictor, without a config (``pretrained.py``).
 
 It sits above everything in ``pipelines/`` (tests/pipelines/test_inner_order.py) and imports a
 subcommand's module only when that subcommand runs; it names no job.
@@ -16,6 +17,7 @@ import sys
 import textwrap
 
 from vecset.pipelines import cli
+from vecset.pipelines.pretrained import command_main, wants_shipped_model
 from vecset.pipelines.signals import stop_on_signals
 
 # name -> (its module, the help line's text)
@@ -48,6 +50,9 @@ def help_text() -> str:
 def main() -> None:
     """Console entry point ``vecset`` (``vecset/command.py`` sets the process's OpenMP setting first)."""
     argv = sys.argv[1:]
+    if wants_shipped_model(argv):  # vecset predict --model NAME: a shipped predictor (pretrained.py)
+        with stop_on_signals():
+            raise SystemExit(command_main(argv[1:]))
     if argv[:1] and argv[0] in SUBCOMMANDS:
         import importlib
 

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` 
         VectorEncoder,
     )
     from vecset.heads import Head, LabelingHead, NadarayaWatsonHead, Seq2SeqHead, SequenceHead
-    from vecset.pipelines import MultiTaskModule, TaskModule
+    from vecset.pipelines import MultiTaskModule, TaskModule, pretrained
 
 # name -> the sub-package that defines it; imported on first use (PEP 562), so that ``import
 # vecset`` imports no torch: the ``vecset`` command (vecset/command.py) sets OpenMP's settings
@@ -51,13 +51,14 @@ _SOURCES = {
     "Head": "heads", "LabelingHead": "heads", "NadarayaWatsonHead": "heads", "Seq2SeqHead": "heads",
     "SequenceHead": "heads",
     "MultiTaskModule": "pipelines", "TaskModule": "pipelines",
+    "pretrained": "pipelines",  # vecset.pretrained("solubility"): a shipped predictor (pipelines/pretrained.py)
 }
 _SUBPACKAGES = ("contracts", "backbone", "encoders", "heads", "pipelines")
 
 __all__ = [
     "Backbone", "DataSpec", "Encoder", "GraphEncoder", "Head", "LabelingHead", "MultiTaskModule", "NadarayaWatsonHead", "PatchEncoder",
     "PixelEncoder", "Seq2SeqHead", "SequenceHead", "SpeechEncoder", "TaskModule", "TextEncoder", "VectorEncoder",
-    "VectorSet",
+    "VectorSet", "pretrained",
 ]
 
 

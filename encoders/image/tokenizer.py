@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from vecset.backbone.positional import NoPositional
-from vecset.backbone.vectorset import VectorSet
+from vecset.contracts.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
 from vecset.encoders.image.encoder import (
     Positional2D,

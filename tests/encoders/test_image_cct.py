@@ -45,7 +45,7 @@ def test_conv_tokenizer_adds_the_positional_encoding_and_checks_channels():
 
 
 def test_conv_tokenizer_declares_its_grid_and_image_sides():
-    from vecset.backbone.abilities import Grid, ImageSides
+    from vecset.contracts.abilities import Grid, ImageSides
 
     enc = ConvTokenizer(1, 8, layers=2)
     assert isinstance(enc, Grid) and isinstance(enc, ImageSides)

@@ -20,7 +20,7 @@ JOBS = ("speech", "molecules", "images", "text", "graphs", "kernel_regression")
 # place (a folder or a module of pipelines/) -> its layer; higher layers may import lower ones
 LAYERS = {
     "main": 7,
-    "export": 6, "ensemble": 6,
+    "export": 6, "ensemble": 6, "pretrained": 6,
     "cli": 5,
     **{job: 4 for job in JOBS},
     "predict": 3, "reports": 3,

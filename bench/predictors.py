@@ -1,0 +1,127 @@
+"""How long ``vecset predict --model X`` takes, from the command line, for 10 inputs per shipped
+predictor (issue 48's target: under 5 s on this CPU): the whole command in a fresh process
+(Python start, imports, loading the model, featurizing, predicting, writing the CSV), and
+inside it the import, load and predict parts. Prints a table, writes bench/results/predictors.json.
+
+    python bench/predictors.py [--models freesolv g2p] [--repeats 3]
+    python bench/predictors.py --dry   # one predictor, one repeat, 2 inputs: a check of the script
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.common import RESULTS, machine  # noqa: E402
+from vecset.pipelines.pretrained import INPUT_FLAGS, REGISTRY, available  # noqa: E402
+
+# 10 inputs per kind: ordinary ones, as a user would send them
+INPUTS = {
+    "molecule": ["CCO", "c1ccccc1O", "CC(=O)Oc1ccccc1C(=O)O", "CCN(CC)CC", "c1ccc2ccccc2c1", "CC(C)O",
+                 "ClCCl", "CC(=O)N", "OC1CCCCC1", "Cc1ccccc1"],
+    "g2p": ["hello", "world", "pronunciation", "attention", "molecule", "vector", "graph", "speech",
+            "transformer", "lightning"],
+}
+
+# the parts, timed inside the command's process (python -X importtime would time imports alone)
+PARTS = """
+import sys, time, json
+t0 = time.perf_counter()
+from vecset.pipelines.pretrained import pretrained
+t1 = time.perf_counter()
+p = pretrained(sys.argv[1])
+t2 = time.perf_counter()
+rows = p.predict(json.load(open(sys.argv[2])))
+t3 = time.perf_counter()
+print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "predict_s": t3 - t2, "errors": sum(bool(r["error"]) for r in rows)}))
+"""
+
+
+def digit_files(folder: Path, n: int) -> list[str]:
+    """``n`` of load_digits' test images as 8x8 PNG files (0..16 scaled to 0..255)."""
+    import numpy as np
+    from PIL import Image
+    from sklearn.datasets import load_digits
+
+    X = load_digits().data
+    paths = []
+    for i in range(n):
+        path = folder / f"digit{i}.png"
+        Image.fromarray((X[i].reshape(8, 8) * 255 / 16).astype(np.uint8)).save(path)
+        paths.append(str(path))
+    return paths
+
+
+def command(name: str, inputs: list[str]) -> list[str]:
+    return [sys.executable, "-c", "import sys; from vecset.command import main; sys.argv[0] = 'vecset'; main()",
+            "predict", "--model", name, INPUT_FLAGS[REGISTRY[name].kind], *inputs]
+
+
+def bench(name: str, inputs: list[str], repeats: int, env: dict, parts_too: bool = True) -> dict:
+    walls = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = subprocess.run(command(name, inputs), env=env, capture_output=True, text=True, cwd=ROOT)
+        walls.append(time.perf_counter() - t0)
+        if out.returncode:
+            return {"model": name, "error": (out.stderr or out.stdout).strip().splitlines()[-1]}
+    rows = out.stdout.strip().splitlines()[1:]
+    if not parts_too:
+        return {"model": name, "inputs": len(inputs), "rows": len(rows), "wall_s_median": statistics.median(walls),
+                "wall_s": walls, "under_5s": statistics.median(walls) < 5.0}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(inputs, f)
+    parts = subprocess.run([sys.executable, "-c", PARTS, name, f.name], env=env,
+                           capture_output=True, text=True, cwd=ROOT)
+    os.unlink(f.name)
+    split = json.loads(parts.stdout.strip().splitlines()[-1]) if parts.returncode == 0 else {}
+    return {"model": name, "inputs": len(inputs), "rows": len(rows), "wall_s_median": statistics.median(walls),
+            "wall_s": walls, **{k: round(v, 3) if isinstance(v, float) else v for k, v in split.items()},
+            "under_5s": statistics.median(walls) < 5.0}
+
+
+def main(argv: list[str] | None = None) -> Path:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", nargs="*", help=f"default: every shipped one ({', '.join(REGISTRY)})")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--dry", action="store_true", help="freesolv, 2 inputs, one repeat, the command only")
+    ap.add_argument("--out", type=Path, default=RESULTS / "predictors.json")
+    args = ap.parse_args(argv)
+    names = ["freesolv"] if args.dry else (args.models or [n for n, ok in available().items() if ok])
+    repeats = 1 if args.dry else args.repeats
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.setdefault("OMP_NUM_THREADS", "2")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        images = digit_files(Path(tmp), 10)
+        for name in names:
+            kind = REGISTRY[name].kind
+            inputs = images if kind == "digits" else INPUTS[kind]
+            rows.append(bench(name, inputs[:2] if args.dry else inputs, repeats, env, parts_too=not args.dry))
+    print(f"{'model':<12}{'inputs':>7}{'wall s':>9}{'import s':>10}{'load s':>8}{'predict s':>11}  < 5 s")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['model']:<12} error: {r['error']}")
+            continue
+        print(f"{r['model']:<12}{r['inputs']:>7}{r['wall_s_median']:>9.2f}{r.get('import_s', 0):>10.2f}"
+              f"{r.get('load_s', 0):>8.2f}{r.get('predict_s', 0):>11.2f}  {r['under_5s']}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    load = os.getloadavg()[0]
+    args.out.write_text(json.dumps({"command": "python bench/predictors.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+                                    "machine": machine(), "load_average_1min": load, "rows": rows}, indent=1) + "\n")
+    print(f"written: {args.out}")
+    return args.out
+
+
+if __name__ == "__main__":
+    main()
