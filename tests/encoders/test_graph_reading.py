@@ -294,7 +294,7 @@ def test_the_encoder_checks_its_tables_against_the_data(tmp_path):
     assert GraphEncoder(16, attention="neighbours", max_dist=8, lap_pe_k=2).receive(spec) is None
 
 
-def test_a_config_with_another_max_dist_fails_before_any_step(tmp_path, monkeypatch):
+def test_a_config_with_another_max_dist_fails_before_any_step(tmp_path, monkeypatch, capsys):
     from vecset.pipelines.cli import run_cli
 
     monkeypatch.chdir(tmp_path)
@@ -304,15 +304,17 @@ trainer: {{max_epochs: 1, accelerator: cpu, devices: 1, enable_progress_bar: fal
 model:
   class_path: vecset.pipelines.TaskModule
   init_args:
-    encoder: {{class_path: vecset.encoders.GraphEncoder, init_args: {{d_model: 8, node_dim: 42, heads: 2, max_dist: 8}}}}
+    encoder: {{class_path: vecset.encoders.GraphEncoder, init_args: {{d_model: 8, node_dim: 42, heads: 2, max_dist: 6}}}}
     backbone: {{class_path: vecset.backbone.Backbone, init_args: {{d_model: 8, depth: 1, heads: 2}}}}
     head: {{class_path: vecset.heads.SequenceHead, init_args: {{d_model: 8, num_outputs: 1, task: regression}}}}
 data:
   class_path: vecset.pipelines.MoleculeDataModule
   init_args: {{csv_path: {freesolv_slice(tmp_path, 30)}, target_columns: [expt], max_dist: 5}}
 """)
-    with pytest.raises(ValueError, match="GraphEncoder has max_dist=8 but MoleculeDataModule made the graphs with max_dist=5"):
+    with pytest.raises(SystemExit):  # the data links its max_dist into the encoder: one value, given once
         run_cli(["fit", "--config", str(cfg), "--plots=false"])
+    assert ("graph max_dist given twice: model.init_args.encoder.init_args.max_dist=6 but data.init_args.max_dist=5"
+            in capsys.readouterr().err)
     assert not list(tmp_path.rglob("*.ckpt"))
 
 

@@ -485,23 +485,27 @@ def test_set_size_check_counts_patches_cls_and_window(tmp_path, monkeypatch):
 def test_set_size_check_counts_the_batch_and_its_suggestion_fits(monkeypatch):
     """640x640 images in 8x8 patches (6400 vectors) in batches of 64: one set's weights (0.6 GiB)
     fit in 8 GiB, the batch's (39 GiB) do not. The suggested image size passes the same check."""
-    import types
-
+    from vecset.pipelines.data.base import VecsetDataModule
     from vecset.pipelines.training.set_size import check_set_size
+
+    def images(shape, batch_size):  # what the data module contract declares: image_shape, batch_size
+        dm = VecsetDataModule()
+        dm.image_shape, dm.batch_size = shape, batch_size
+        return dm
 
     monkeypatch.setattr("vecset.pipelines.training.set_size.available_memory", lambda device: 8 * 2**30)
     enc, bb = PatchEncoder(3, 8, 8), Backbone(8, depth=1, heads=4)
-    dm = types.SimpleNamespace(image_shape=(3, 640, 640), batch_size=64)
+    dm = images((3, 640, 640), 64)
     with pytest.raises(MemoryError, match=r"over a batch of 64 sets holds 64 x 4 x 6400 x 6400 weights .* about "
                                           r"39.1 GiB, but 8.0 GiB is free on cpu\. At most 2896 vectors a set fit at "
                                           r"batch_size 64: set the data's image_size \(e\.g\. \[424, 424\]\)") as e:
         check_set_size(enc, bb, dm, torch.device("cpu"))
     side = int(str(e.value).split("(e.g. [")[1].split(",")[0])
-    check_set_size(enc, bb, types.SimpleNamespace(image_shape=(3, side, side), batch_size=64), torch.device("cpu"))
+    check_set_size(enc, bb, images((3, side, side), 64), torch.device("cpu"))
     with pytest.raises(MemoryError):  # 8 pixels more a side: one more row of patches does not fit
-        check_set_size(enc, bb, types.SimpleNamespace(image_shape=(3, side + 8, side + 8), batch_size=64),
+        check_set_size(enc, bb, images((3, side + 8, side + 8), 64),
                        torch.device("cpu"))
-    check_set_size(enc, bb, types.SimpleNamespace(image_shape=(3, 640, 640), batch_size=12), torch.device("cpu"))
+    check_set_size(enc, bb, images((3, 640, 640), 12), torch.device("cpu"))
 
 
 def test_cifar_missing_folder_says_where_it_looked(tmp_path):

@@ -290,7 +290,7 @@ def test_predict_paths_need_no_phn(tmp_path):
     dm.setup("predict")  # read in chunks (predict_chunk_frames): the header now, the frames later
     ((sid, rec),) = dm.recordings.items()
     assert rec.path == tmp_path / "x.flac" and dm.audio_file(sid).frames == rec.frames
-    with pytest.raises(RuntimeError, match=r"planned by vecset\.pipelines\.predict\.PredictionWriter"):
+    with pytest.raises(RuntimeError, match=r"planned when vecset\.pipelines\.predict\.PredictionWriter \(which `vecset predict` adds\) asks"):
         dm.predict_dataloader()  # without the predict side, which knows the model's receptive field
     whole = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(tmp_path)], predict_chunk_frames=0)
     whole.setup("predict")
