@@ -17,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -239,55 +240,52 @@ def test_history_writer_keeps_and_trims_the_file(tmp_path):
                                                                    ("8", "0.9", ""), ("9", "", "0.1")]
 
 
-# One process imports the writer once (Lightning's import is most of a process start), then
-# forks a child per delay that keeps overwriting the checkpoint, and SIGKILLs it ``delay``
-# seconds after its first complete write; the test checks the file after each kill.
-WRITER = """
-import os, signal, sys, time, torch
-from vecset.pipelines.training.checkpoint import AtomicCheckpointIO
-io, path = AtomicCheckpointIO(), sys.argv[1]
-for delay in map(float, sys.argv[2:]):
-    first, done = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(first)
+def keep_writing(path: Path, tmpdir: str | None, first: int) -> None:
+    """In a forked child: overwrite ``path`` again and again, 8 MB per checkpoint, every value =
+    i (a partial file cannot pass for a whole one); a byte on ``first`` after the first write."""
+    code = 1
+    try:
+        torch.set_num_threads(1)  # as DataLoader workers do after a fork: no OpenMP pool of the parent
+        if tmpdir is not None:
+            os.environ["TMPDIR"], tempfile.tempdir = tmpdir, None
+        io = AtomicCheckpointIO()
         for i in range(1000):
-            # 8 MB per checkpoint, every value = i: a partial file cannot pass for a whole one
             io.save_checkpoint({"i": i, "w": torch.full((2_000_000,), float(i))}, path)
             if i == 0:
-                os.write(done, b"0")
-        os._exit(0)
-    os.close(done)
-    assert os.read(first, 1) == b"0"  # the first one was written
-    time.sleep(delay)
-    os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    print("killed" if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL else f"exited {status}",
-          flush=True)
-    sys.stdin.readline()  # the test has read the file
-"""
+                os.write(first, b"0")
+        code = 0
+    finally:
+        os._exit(code)  # never back into the test runner
 
 
 def test_sigkill_during_checkpoint_write_never_leaves_a_truncated_file(tmp_path):
     """Kill a process that keeps overwriting last.ckpt at several moments: what is left at the
-    path always loads (weights_only=True) and is complete."""
+    path always loads (weights_only=True) and is complete. The writers are forks of the test's
+    process (Lightning's import, most of a process start, is done once)."""
     target = tmp_path / "last.ckpt"
-    e = env()
+    tmpdir = None
     if os.path.isdir("/dev/shm") and os.stat("/dev/shm").st_dev != os.stat(tmp_path).st_dev:
         # the system temp dir on another filesystem: where Lightning's own writer (fsspec
         # transaction: mkstemp, then shutil.move = copy) left 4 truncated files in 12 kills
-        e["TMPDIR"] = "/dev/shm"
-    delays = (0.05, 0.3, 0.7)
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target), *map(str, delays)], env=e,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    for _ in delays:
-        assert proc.stdout.readline().strip() == "killed"
+        tmpdir = "/dev/shm"
+    for delay in (0.05, 0.3, 0.7):
+        first, done = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(first)
+            keep_writing(target, tmpdir, done)
+        os.close(done)
+        try:
+            assert os.read(first, 1) == b"0", "the writer ended before its first checkpoint"
+        finally:
+            os.close(first)
+        time.sleep(delay)
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, f"exited {status}"
         ckpt = torch.load(target, map_location="cpu", weights_only=True)
         assert ckpt["w"].shape == (2_000_000,)
         assert bool((ckpt["w"] == ckpt["i"]).all())
-        proc.stdin.write("next\n")
-        proc.stdin.flush()
-    assert proc.wait(timeout=60) == 0
     assert {p.name for p in tmp_path.iterdir()} <= {"last.ckpt", ".last.ckpt.tmp"}  # at most one stale temp file
 
 
