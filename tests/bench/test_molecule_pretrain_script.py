@@ -74,6 +74,9 @@ def test_the_runs_import_this_checkout(tmp_path):
     _, env, _ = mp.command("freesolv", "configs/freesolv.yaml", 0, "none", [])
     assert env["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
     assert env["OMP_WAIT_POLICY"] == "PASSIVE"
-    found = subprocess.run([sys.executable, "-c", "import vecset.pipelines; print(vecset.pipelines.__file__)"],
+    # where the child's ``import vecset.pipelines`` would load it from: find_spec imports the
+    # package ``vecset`` (light: its names load lazily), not Lightning
+    find = "import importlib.util; print(importlib.util.find_spec('vecset.pipelines').origin)"
+    found = subprocess.run([sys.executable, "-c", find],
                            env=env, cwd=tmp_path, capture_output=True, text=True, check=True).stdout.strip()
     assert Path(found).resolve().is_relative_to(ROOT.resolve())

@@ -284,9 +284,15 @@ def test_descriptor_features_standardized_on_train(tmp_path):
 
 # -- end to end: fit, plots, predict with bad rows, karate -------------------------------
 
+# the molecule data module's default reports, with one molecule drawn in pool_attention.png, not
+# six: its drawing was most of the run's time
 TINY = """
 seed_everything: 0
-trainer: {{max_epochs: {epochs}, accelerator: cpu, devices: 1, log_every_n_steps: 1, enable_model_summary: false}}
+trainer: {{max_epochs: {epochs}, accelerator: cpu, devices: 1, log_every_n_steps: 1, enable_model_summary: false,
+          callbacks: [{{class_path: vecset.pipelines.reports.callback.ReportWriter, init_args: {{reports: [
+            {{class_path: vecset.pipelines.reports.regression.ParityReport}},
+            {{class_path: vecset.pipelines.reports.uncertainty.UncertaintyReport}},
+            {{class_path: vecset.pipelines.molecules.reports.PoolingAttentionReport, init_args: {{molecules: 1}}}}]}}}}]}}
 model:
   class_path: pipelines.TaskModule
   init_args:

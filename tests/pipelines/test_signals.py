@@ -1,5 +1,5 @@
 """SIGTERM and Ctrl-C end ``vecset fit`` within seconds, also in the middle of a long step
-(``pipelines/signals.py``). Each test starts the CLI in a subprocess on the tiny digits
+(``pipelines/signals.py``). Each test starts the CLI in a subprocess on the tiny synthetic
 config, waits until a training step has begun that would last ten minutes (or forever),
 sends the signal and checks which path ended the run: the SIGTERM handler (its message, exit
 143, no watchdog) or the watchdog (its message, exit 128 + signal). No test times the exit:
@@ -27,12 +27,13 @@ CHILD = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler
 
 
 def start(tmp: Path, where: str, grace_s: float) -> subprocess.Popen:
-    cfg = yaml.safe_load((ROOT / "configs/digits_pixel.yaml").read_text())
+    cfg = yaml.safe_load((ROOT / "configs/debug.yaml").read_text())
     cfg["trainer"].update(max_epochs=1, num_sanity_val_steps=0, enable_progress_bar=False,
                           enable_model_summary=False, logger=False)
     cfg["trainer"]["callbacks"] = [{"class_path": "signal_helpers.LongStep",
                                     "init_args": {"marker": str(tmp / "started"), "where": where}}]
     cfg["model"]["init_args"]["backbone"]["init_args"]["depth"] = 1
+    cfg["data"]["init_args"].update(n_train=64, n_val=32, n_test=32, batch_size=32)
     (tmp / "job.yaml").write_text(yaml.safe_dump(cfg))
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'tests'}", OMP_NUM_THREADS="1",
                OMP_WAIT_POLICY="PASSIVE", VECSET_STOP_GRACE_S=str(grace_s))

@@ -151,7 +151,7 @@ def test_one_class_test_labels_write_null_roc_auc_with_the_reason(tmp_path, monk
 
     monkeypatch.chdir(tmp_path)
     cfg = tmp_path / "pos.yaml"
-    cfg.write_text(TINY.format(outputs=2, head="task: classification", csv=b3db_positives(tmp_path, 60),
+    cfg.write_text(tiny(outputs=2, head="task: classification", csv=b3db_positives(tmp_path, 60),
                                data="label_column: label, classes: [BBB-, BBB+]"))
     run_cli(["fit", "--config", str(cfg), "--trainer.max_epochs=1"])
     text = (tmp_path / "runs" / "pos" / "version_0" / "test_binary.json").read_text()
@@ -167,7 +167,7 @@ def test_balanced_class_weights_on_a_one_class_file_name_the_class_and_the_file(
     monkeypatch.chdir(tmp_path)
     cfg = tmp_path / "pos.yaml"
     csv_path = b3db_positives(tmp_path, 100)
-    cfg.write_text(TINY.format(outputs=2, head="task: classification, class_weights: balanced", csv=csv_path,
+    cfg.write_text(tiny(outputs=2, head="task: classification, class_weights: balanced", csv=csv_path,
                                data="label_column: label, classes: [BBB-, BBB+]"))
     with pytest.raises(ValueError, match=rf"class 'BBB-' \(index 0\) has no training labels in {csv_path}"):
         run_cli(["fit", "--config", str(cfg), "--trainer.max_epochs=1"])
@@ -176,7 +176,8 @@ def test_balanced_class_weights_on_a_one_class_file_name_the_class_and_the_file(
 TINY = """
 seed_everything: 0
 trainer: {{max_epochs: 2, accelerator: cpu, devices: 1, log_every_n_steps: 1, enable_model_summary: false,
-          enable_progress_bar: false}}
+          enable_progress_bar: false,
+          callbacks: [{{class_path: vecset.pipelines.reports.callback.ReportWriter, init_args: {{reports: [{reports}]}}}}]}}
 model:
   class_path: vecset.pipelines.TaskModule
   init_args:
@@ -190,6 +191,22 @@ data:
 """
 
 
+# The molecule data module's default reports, with one molecule drawn in pool_attention.png, not
+# six: its drawing was most of a tiny run's time
+REPORTS = {"classification": ["vecset.pipelines.reports.classification.ClassificationReport",
+                              "vecset.pipelines.reports.binary.BinaryReport"],
+           "regression": ["vecset.pipelines.reports.regression.ParityReport",
+                          "vecset.pipelines.reports.uncertainty.UncertaintyReport"]}
+POOL_ATTENTION = "{class_path: vecset.pipelines.molecules.reports.PoolingAttentionReport, init_args: {molecules: 1}}"
+
+
+def tiny(outputs: int, head: str, csv: Path, data: str) -> str:
+    """TINY for a classification or regression head, with the reports above."""
+    task = "classification" if "task: classification" in head else "regression"
+    reports = ", ".join([*(f"{{class_path: {c}}}" for c in REPORTS[task]), POOL_ATTENTION])
+    return TINY.format(outputs=outputs, head=head, csv=csv, data=data, reports=reports)
+
+
 def test_two_member_ensemble_of_mean_variance_heads(tmp_path, monkeypatch):
     import vecset.encoders.graph.reading as reading
     from vecset.pipelines.ensemble import main
@@ -200,7 +217,7 @@ def test_two_member_ensemble_of_mean_variance_heads(tmp_path, monkeypatch):
     with open(ROOT / "data" / "molecules" / "freesolv.csv") as f:
         (tmp_path / "fs.csv").write_text("".join(f.readlines()[:81]))
     cfg = tmp_path / "tiny.yaml"
-    cfg.write_text(TINY.format(outputs=1, head="task: regression, regression_loss: gaussian_nll",
+    cfg.write_text(tiny(outputs=1, head="task: regression, regression_loss: gaussian_nll",
                                csv=tmp_path / "fs.csv", data="target_columns: [expt]"))
     out = main(["--members", "2", "--config", str(cfg)])
     summary = json.loads((out / "ensemble.json").read_text())
@@ -236,7 +253,7 @@ def test_a_failed_member_is_named_and_a_rerun_continues_from_the_finished_ones(t
     with open(ROOT / "data" / "molecules" / "freesolv.csv") as f:
         (tmp_path / "fs.csv").write_text("".join(f.readlines()[:81]))
     cfg = tmp_path / "tiny.yaml"
-    cfg.write_text(TINY.format(outputs=1, head="task: regression", csv=tmp_path / "fs.csv", data="target_columns: [expt]"))
+    cfg.write_text(tiny(outputs=1, head="task: regression", csv=tmp_path / "fs.csv", data="target_columns: [expt]"))
     args = ["--members", "2", "--config", str(cfg), "--trainer.max_epochs=1"]
     real, fits, crash = ensemble.run_cli, [], [True]
 
@@ -285,7 +302,7 @@ def test_one_mse_member_gives_no_uncertainty_and_says_why(tmp_path, monkeypatch,
     with open(ROOT / "data" / "molecules" / "freesolv.csv") as f:
         (tmp_path / "fs.csv").write_text("".join(f.readlines()[:81]))
     cfg = tmp_path / "tiny.yaml"
-    cfg.write_text(TINY.format(outputs=1, head="task: regression", csv=tmp_path / "fs.csv", data="target_columns: [expt]"))
+    cfg.write_text(tiny(outputs=1, head="task: regression", csv=tmp_path / "fs.csv", data="target_columns: [expt]"))
     out = main(["--members", "1", "--config", str(cfg), "--trainer.max_epochs=1"])
     summary = json.loads((out / "ensemble.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
     assert summary["uncertainty"] is None
@@ -320,7 +337,7 @@ def test_tiny_classification_run_reports_roc_auc(tmp_path, monkeypatch):
         lines = f.readlines()
     (tmp_path / "b.csv").write_text("".join([lines[0], *lines[1::65]]))  # 121 of both classes (the file is sorted)
     cfg = tmp_path / "bbb.yaml"
-    cfg.write_text(TINY.format(outputs=2, head="task: classification, class_weights: balanced", csv=tmp_path / "b.csv",
+    cfg.write_text(tiny(outputs=2, head="task: classification, class_weights: balanced", csv=tmp_path / "b.csv",
                                data="label_column: label, classes: [BBB-, BBB+], split: scaffold_random"))
     run_cli(["fit", "--config", str(cfg)])
     run_dir = tmp_path / "runs" / "bbb" / "version_0"
@@ -339,7 +356,7 @@ def test_two_member_ensemble_of_classifiers_averages_their_probabilities(tmp_pat
         lines = f.readlines()
     (tmp_path / "b.csv").write_text("".join([lines[0], *lines[1::65]]))
     cfg = tmp_path / "bbb.yaml"
-    cfg.write_text(TINY.format(outputs=2, head="task: classification, class_weights: balanced", csv=tmp_path / "b.csv",
+    cfg.write_text(tiny(outputs=2, head="task: classification, class_weights: balanced", csv=tmp_path / "b.csv",
                                data="label_column: label, classes: [BBB-, BBB+], split: scaffold_random"))
     out = main(["--members", "2", "--config", str(cfg)])
     summary = json.loads((out / "ensemble.json").read_text())

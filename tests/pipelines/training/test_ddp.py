@@ -29,13 +29,6 @@ def env() -> dict:
     return e
 
 
-def run(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    r = subprocess.run([sys.executable, "-m", "vecset.pipelines.cli", *args], cwd=cwd, env=env(), capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
-    return r
-
-
 def start(cwd: Path, *args: str) -> subprocess.Popen:
     # output to a file: an unread pipe would fill up and block the child
     log = open(cwd / "output.log", "w")
@@ -58,15 +51,28 @@ def results(cwd: Path) -> dict:
     return json.loads((cwd / "runs/job/version_0/results.json").read_text())
 
 
+def one_thread_cli(cwd: Path, args: list[str]):
+    """``run_cli`` in this process, in ``cwd``, with the children's one torch thread."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with contextlib.chdir(cwd):
+            return run_cli(args)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_ddp_two_processes_match_one(tmp_path):
     one, two = tmp_path / "one", tmp_path / "two"
     one.mkdir(), two.mkdir()
     # the same 64 sets per optimizer step: one process with batches of 64, two with 32 each
-    single = start(one, "fit", "--config", str(config(one, 64)), "--plots=false")  # runs alongside
-    r = run(two, "fit", "--config", str(config(two, 32)), "--plots=false", "--trainer.strategy=ddp",
-            "--trainer.devices=2", "--trainer.accelerator=cpu")
-    assert single.wait(timeout=300) == 0, (one / "output.log").read_text()[-4000:]
-    out = r.stdout + r.stderr
+    ddp = start(two, "fit", "--config", str(config(two, 32)), "--plots=false", "--trainer.strategy=ddp",
+                "--trainer.devices=2", "--trainer.accelerator=cpu")
+    # the one-process run here, while the two processes run (a process start less)
+    one_thread_cli(one, ["fit", "--config", str(config(one, 64)), "--plots=false",
+                         "--trainer.enable_progress_bar=false"])
+    assert ddp.wait(timeout=300) == 0, (two / "output.log").read_text()[-4000:]
+    out = (two / "output.log").read_text()
     assert "Initializing distributed: GLOBAL_RANK: 1, MEMBER: 2/2" in out
     # the training loss's epoch mean is synced (a MeanMetric): Lightning's advice to sync_dist
     # it is not printed; and one process (rank 0) reports the results
@@ -84,14 +90,8 @@ def test_ddp_two_processes_match_one(tmp_path):
     # only if the two processes' metric states were summed (synced) and no set was counted twice
     # (here, in the test's process, with the children's one thread: a process start less)
     best = res2["checkpoint"]
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with contextlib.chdir(two):
-            cli = run_cli(["test", "--config", str(two / "runs/job/version_0/config.yaml"), "--ckpt_path", best,
-                           "--trainer.strategy=auto", "--trainer.devices=1", "--trainer.enable_progress_bar=false"])
-    finally:
-        torch.set_num_threads(threads)
+    cli = one_thread_cli(two, ["test", "--config", str(two / "runs/job/version_0/config.yaml"), "--ckpt_path", best,
+                               "--trainer.strategy=auto", "--trainer.devices=1", "--trainer.enable_progress_bar=false"])
     single = cli.trainer.callback_metrics["test_acc"].item()
     print("test_acc, 2 processes:", res2["test"]["test_acc"], "same checkpoint, 1 process:", single)
     assert math.isclose(single, res2["test"]["test_acc"], rel_tol=0, abs_tol=1e-6), (single, res2["test"])

@@ -9,6 +9,7 @@ the checkpoint, so any difference is a resume bug, not float noise.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -16,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -68,6 +70,25 @@ def fit(cfg: Path, cwd: Path, *extra: str, wait: bool = True):
     return r
 
 
+def fit_here(cfg: Path, cwd: Path) -> None:
+    """``fit`` with ``run_cli`` in this process and one torch thread, as ``fit`` runs it in a
+    subprocess: the same kernels, so the same bits. ``deterministic: true`` is a process-wide
+    torch flag: put back as it was."""
+    from vecset.pipelines.cli import run_cli
+
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    cublas = os.environ.get("CUBLAS_WORKSPACE_CONFIG")
+    torch.set_num_threads(1)
+    try:
+        with contextlib.chdir(cwd):
+            run_cli(["fit", "--config", str(cfg), "--plots=false", "--trainer.enable_progress_bar=false"])
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(deterministic)
+        if cublas is None:
+            os.environ.pop("CUBLAS_WORKSPACE_CONFIG", None)
+
+
 def weights(path: Path) -> dict:
     return torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
 
@@ -80,12 +101,12 @@ def metric_rows(path: Path) -> list[dict]:
 def test_sigkill_mid_epoch_then_resume_matches_uninterrupted(tmp_path):
     ref_dir, crash_dir = tmp_path / "ref", tmp_path / "crash"
     ref_dir.mkdir(), crash_dir.mkdir()
-    # the uninterrupted reference runs alongside the run that will be killed
-    ref = fit(write_config(ref_dir, "job"), ref_dir, wait=False)
-
     # pause at step 11 = epoch 1, batch 3: last-step.ckpt was written at step 9 (epoch 1, batch 1)
     cfg = write_config(crash_dir, "job", pause_at=11)
     proc = fit(cfg, crash_dir, wait=False)
+    # the uninterrupted reference runs in this process (a process start less), with the
+    # subprocesses' one thread, while the run that will be killed starts
+    fit_here(write_config(ref_dir, "job"), ref_dir)
     deadline = time.time() + 240
     while not (crash_dir / "paused").exists():
         assert proc.poll() is None, (crash_dir / "stderr.log").read_text()[-3000:]
@@ -99,8 +120,6 @@ def test_sigkill_mid_epoch_then_resume_matches_uninterrupted(tmp_path):
     assert step_ckpt["global_step"] == 9 and step_ckpt["epoch"] == 1  # mid-epoch
     assert step_ckpt["vecset_resume"]["batches_done"] == 1
     assert not (crash_dir / "runs/job/version_0/results.json").exists()
-
-    assert ref.wait(timeout=240) == 0, (ref_dir / "stderr.log").read_text()[-3000:]
 
     # resume with the same config minus the pause: continues version_0 from last-step.ckpt
     r = fit(write_config(crash_dir, "job"), crash_dir, "--ckpt_path", "last")
@@ -221,55 +240,52 @@ def test_history_writer_keeps_and_trims_the_file(tmp_path):
                                                                    ("8", "0.9", ""), ("9", "", "0.1")]
 
 
-# One process imports the writer once (Lightning's import is most of a process start), then
-# forks a child per delay that keeps overwriting the checkpoint, and SIGKILLs it ``delay``
-# seconds after its first complete write; the test checks the file after each kill.
-WRITER = """
-import os, signal, sys, time, torch
-from vecset.pipelines.training.checkpoint import AtomicCheckpointIO
-io, path = AtomicCheckpointIO(), sys.argv[1]
-for delay in map(float, sys.argv[2:]):
-    first, done = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(first)
+def keep_writing(path: Path, tmpdir: str | None, first: int) -> None:
+    """In a forked child: overwrite ``path`` again and again, 8 MB per checkpoint, every value =
+    i (a partial file cannot pass for a whole one); a byte on ``first`` after the first write."""
+    code = 1
+    try:
+        torch.set_num_threads(1)  # as DataLoader workers do after a fork: no OpenMP pool of the parent
+        if tmpdir is not None:
+            os.environ["TMPDIR"], tempfile.tempdir = tmpdir, None
+        io = AtomicCheckpointIO()
         for i in range(1000):
-            # 8 MB per checkpoint, every value = i: a partial file cannot pass for a whole one
             io.save_checkpoint({"i": i, "w": torch.full((2_000_000,), float(i))}, path)
             if i == 0:
-                os.write(done, b"0")
-        os._exit(0)
-    os.close(done)
-    assert os.read(first, 1) == b"0"  # the first one was written
-    time.sleep(delay)
-    os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    print("killed" if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL else f"exited {status}",
-          flush=True)
-    sys.stdin.readline()  # the test has read the file
-"""
+                os.write(first, b"0")
+        code = 0
+    finally:
+        os._exit(code)  # never back into the test runner
 
 
 def test_sigkill_during_checkpoint_write_never_leaves_a_truncated_file(tmp_path):
     """Kill a process that keeps overwriting last.ckpt at several moments: what is left at the
-    path always loads (weights_only=True) and is complete."""
+    path always loads (weights_only=True) and is complete. The writers are forks of the test's
+    process (Lightning's import, most of a process start, is done once)."""
     target = tmp_path / "last.ckpt"
-    e = env()
+    tmpdir = None
     if os.path.isdir("/dev/shm") and os.stat("/dev/shm").st_dev != os.stat(tmp_path).st_dev:
         # the system temp dir on another filesystem: where Lightning's own writer (fsspec
         # transaction: mkstemp, then shutil.move = copy) left 4 truncated files in 12 kills
-        e["TMPDIR"] = "/dev/shm"
-    delays = (0.05, 0.3, 0.7)
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target), *map(str, delays)], env=e,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    for _ in delays:
-        assert proc.stdout.readline().strip() == "killed"
+        tmpdir = "/dev/shm"
+    for delay in (0.05, 0.3, 0.7):
+        first, done = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(first)
+            keep_writing(target, tmpdir, done)
+        os.close(done)
+        try:
+            assert os.read(first, 1) == b"0", "the writer ended before its first checkpoint"
+        finally:
+            os.close(first)
+        time.sleep(delay)
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, f"exited {status}"
         ckpt = torch.load(target, map_location="cpu", weights_only=True)
         assert ckpt["w"].shape == (2_000_000,)
         assert bool((ckpt["w"] == ckpt["i"]).all())
-        proc.stdin.write("next\n")
-        proc.stdin.flush()
-    assert proc.wait(timeout=60) == 0
     assert {p.name for p in tmp_path.iterdir()} <= {"last.ckpt", ".last.ckpt.tmp"}  # at most one stale temp file
 
 
