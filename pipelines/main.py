@@ -28,22 +28,27 @@ SUBCOMMANDS = {
                  "Train k members with k seeds on one split and combine them: vecset ensemble --help."),
 }
 
+SHIPPED_HELP = "Predict with a shipped model, no config or checkpoint: vecset predict --model NAME --help."
+
 
 def help_text() -> str:
     """LightningCLI's ``--help``, which lists its own subcommands only, with vecset's after them."""
-    text = io.StringIO()
+    text, argv = io.StringIO(), sys.argv
+    sys.argv = argv[:1]  # LightningCLI warns when it is given args and sys.argv holds some too
     with contextlib.redirect_stdout(text):
         try:
             cli.run_cli(["--help"])
         except SystemExit:
             pass
+        finally:
+            sys.argv = argv
     out = text.getvalue().replace("{fit,validate,test,predict}", "{fit,validate,test,predict," + ",".join(SUBCOMMANDS) + "}", 1)
     lines = out.splitlines(keepends=True)
     last = max((i for i, line in enumerate(lines) if line.startswith("    predict ")), default=None)
     if last is not None:  # after predict's description (its continuation lines are indented deeper)
         end = next((i for i in range(last + 1, len(lines)) if not lines[i].startswith("      ")), len(lines))
         lines[end:end] = [textwrap.fill(what, width=80, initial_indent=f"    {name:<20}", subsequent_indent=" " * 24) + "\n"
-                          for name, (_, what) in SUBCOMMANDS.items()]
+                          for name, (_, what) in [*SUBCOMMANDS.items(), ("predict --model", (None, SHIPPED_HELP))]]
     return "".join(lines)
 
 

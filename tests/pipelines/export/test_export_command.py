@@ -185,7 +185,7 @@ def test_every_shipped_config_exports_or_is_refused_by_name(config):
     assert REFUSED[config] in str(e.value) and "\n" not in str(e.value)
 
 
-def test_help_lists_export_and_ensemble(monkeypatch, capsys):
+def test_help_lists_export_ensemble_and_the_shipped_predictors(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["vecset", "--help"])
     with pytest.raises(SystemExit) as e:
         vecset_main()
@@ -193,3 +193,4 @@ def test_help_lists_export_and_ensemble(monkeypatch, capsys):
     assert e.value.code == 0 and "{fit,validate,test,predict,export,ensemble}" in out
     assert "\n    export              Write a trained model" in out
     assert "\n    ensemble            Train k members" in out
+    assert "\n    predict --model     Predict with a shipped model" in out
