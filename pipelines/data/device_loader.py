@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
+from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor
 
 from vecset.pipelines.data.samplers import ResumableSampler, eval_sampler
@@ -190,6 +191,27 @@ def memory_budget(device: torch.device) -> tuple[int, str]:
         _, total = torch.cuda.mem_get_info(device)
         return total, f"{torch.cuda.get_device_name(device)} memory"
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "host memory"
+
+
+def memory_share(size: int, device: torch.device) -> tuple[float, str]:
+    """``size`` bytes as a fraction of the device's memory, and as a phrase for the start-up line."""
+    budget, where = memory_budget(device)
+    return size / budget, f"{size / budget:.2%} of {fmt_bytes(budget)} {where}"
+
+
+def share_that_fits(name: str, taking: str, stays: str, size: int, device: torch.device, limit: float,
+                    on_device: bool | str) -> str | None:
+    """The phrase of ``memory_share`` when ``size`` bytes fit in ``limit`` of the device's memory;
+    None when they do not (said in one line: ``"{name}: {taking} ..., {stays} with the CPU loader"``),
+    an error with ``on_device: true``."""
+    fraction, share = memory_share(size, device)
+    if fraction <= limit:
+        return share
+    msg = f"{name}: {taking} {fmt_bytes(size)} = {share}, more than device_memory_share {limit:.0%}"
+    if on_device is True:
+        raise ValueError(msg + " with on_device: true; raise device_memory_share or set on_device: auto")
+    rank_zero_info(f"{msg}; {stays} with the CPU loader (on_device: auto)")
+    return None
 
 
 def check_finite(split: str, tensors: Mapping[str, Tensor], describe: Callable[[int], str]) -> None:

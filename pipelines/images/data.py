@@ -34,8 +34,9 @@ from vecset.pipelines.data.device_loader import (
     check_finite,
     eval_order,
     fmt_bytes,
-    memory_budget,
+    memory_share,
     resident_bytes,
+    share_that_fits,
 )
 
 log = logging.getLogger(__name__)
@@ -259,19 +260,14 @@ class ImageDataModule(VecsetDataModule):
             return None
         device = self.training_device()
         size = estimate if estimate is not None else sum(resident_bytes(t) for t in sets.values())
-        budget, what = memory_budget(device)
-        share = f"{size / budget:.2%} of {fmt_bytes(budget)} {what}"
-        if size > self.device_memory_share * budget:
-            msg = (f"{name}: the data takes {fmt_bytes(size)} = {share}, more than device_memory_share "
-                   f"{self.device_memory_share:.0%}")
-            if self.on_device is True:
-                raise ValueError(msg + " with on_device: true; raise device_memory_share or set on_device: auto")
-            rank_zero_info(f"{msg}; it stays with the CPU loader (on_device: auto)")
+        share = share_that_fits(name, "the data takes", "it stays", size, device, self.device_memory_share,
+                                self.on_device)
+        if share is None:
             return None
         if sets is None:  # read now that they are known to fit
             sets = self.resident_sets()
             size = sum(resident_bytes(t) for t in sets.values())
-            share = f"{size / budget:.2%} of {fmt_bytes(budget)} {what}"
+            _, share = memory_share(size, device)
         for split, tensors in sets.items():
             check_finite(split, tensors, self.describe)
         out = {s: {k: v.to(device) for k, v in t.items()} for s, t in sets.items()}

@@ -32,7 +32,7 @@ from vecset.pipelines.data.device_loader import (
     check_finite,
     eval_order,
     fmt_bytes,
-    memory_budget,
+    share_that_fits,
 )
 from vecset.pipelines.data.samplers import ResumableSampler
 from vecset.pipelines.speech.utterances import AugmentedUtterances
@@ -209,14 +209,9 @@ class SpeechPlacement:
         splits = [s for s in ("train", "val", "test") if s in dm.sets]
         frames = {s: self._frames(dm, s) for s in splits}
         size = sum(f.nbytes() for f in frames.values())
-        budget, what = memory_budget(device)
-        share = f"{size / budget:.2%} of {fmt_bytes(budget)} {what}"
-        if size > self.device_memory_share * budget:
-            msg = (f"{name}: the frames take {fmt_bytes(size)} = {share}, more than device_memory_share "
-                   f"{self.device_memory_share:.0%}")
-            if self.on_device is True:
-                raise ValueError(msg + " with on_device: true; raise device_memory_share or set on_device: auto")
-            rank_zero_info(f"{msg}; they stay with the CPU loader (on_device: auto)")
+        share = share_that_fits(name, "the frames take", "they stay", size, device, self.device_memory_share,
+                                self.on_device)
+        if share is None:
             return None
         if self.batch_augment:
             mean = frames["train"].x.mean(0).to(device) if "train" in frames else None  # (F,)
