@@ -90,7 +90,7 @@ class TimeSeriesEncoder(Encoder):
         if self.normalization == "global":
             if not self._stats_known:
                 raise ValueError("TimeSeriesEncoder(normalization='global') has no statistics: train it on data "
-                                 "that hands over its training series (TimeSeriesDataModule does) or call set_stats")
+                                 "that hands over its training series (DataSpec.train_inputs) or call set_stats")
             x = (x - self.mean) / self.std
         m = mask[..., None].to(x.dtype)  # (B, T, 1)
         h = self.proj(x)  # (B, T, D)
