@@ -4,7 +4,13 @@ vector per time step (``encoder.py``)."""
 
 from vecset.encoders.timeseries.collate import collate_series
 from vecset.encoders.timeseries.encoder import TimeSeriesEncoder
-from vecset.encoders.timeseries.reading import LabelRow, class_names_of, read_header, read_labels, read_series
+from vecset.encoders.timeseries.reading import (
+           LabelRow,
+           class_names_of,
+           read_header,
+           read_labels,
+           read_series,
+)
 
 __all__ = ["LabelRow", "TimeSeriesEncoder", "class_names_of", "collate_series", "read_header", "read_labels",
            "read_series"]

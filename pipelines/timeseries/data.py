@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from torch.utils.data import DataLoader
 
 from vecset.contracts.data_spec import DataSpec

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from vecset.encoders.timeseries import TimeSeriesEncoder, class_names_of, collate_series, read_labels, read_series
+from vecset.encoders.timeseries import (
+    TimeSeriesEncoder,
+    class_names_of,
+    collate_series,
+    read_labels,
+    read_series,
+)
 
 
 def write(path: Path, text: str) -> Path:
