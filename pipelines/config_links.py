@@ -47,6 +47,11 @@ class LinkConflict(ValueError):
     """A config gives a linked value that differs from its source."""
 
 
+class LinkSourceError(LinkConflict):
+    """A link's sources cannot give its value (e.g. the data's files that hold it cannot be
+    read); reported as the CLI reports a conflict: one line naming the sources and the reason."""
+
+
 @dataclass(frozen=True)
 class Link:
     """``target`` (a key, as on the command line) takes its value from ``sources``.
@@ -170,7 +175,11 @@ def checked(link: Link) -> Callable[..., Any]:
 
     def apply(*values: Any) -> Any:
         *sources, class_path, given = values
-        value, source, shown = link.compute(*sources)
+        try:
+            value, source, shown = link.compute(*sources)
+        except (OSError, ValueError) as ex:  # a data's link may read its files (their header)
+            raise LinkSourceError(f"{' / '.join(link.sources)}: {ex} (read for the {link.what}, "
+                                  f"{link.target})") from ex
         not_given = given is None or given == signature_default(class_path, name)
         if not not_given and given != value:
             raise LinkConflict(f"{link.what} given twice: {link.target}={given} but {source}={shown}; give it "

@@ -16,18 +16,26 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINES = ROOT / "pipelines"
-JOBS = ("speech", "molecules", "images", "text", "graphs", "kernel_regression")
 # place (a folder or a module of pipelines/) -> its layer; higher layers may import lower ones
-LAYERS = {
+GENERIC = {
     "main": 7,
     "export": 6, "ensemble": 6, "pretrained": 6,
     "cli": 5,
-    **{job: 4 for job in JOBS},
     "predict": 3, "reports": 3,
     "training": 2, "config_links": 2,
     "data": 1,
     "console": 0, "signals": 0, "config_errors": 0, "moved": 0,
 }
+
+
+def found_jobs(root: Path) -> tuple[str, ...]:
+    """The jobs: every folder of ``root`` with Python files that is not a generic layer (a new
+    job's folder joins without an edit here)."""
+    return tuple(sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in GENERIC and any(p.glob("*.py"))))
+
+
+JOBS = found_jobs(PIPELINES)
+LAYERS = {**GENERIC, **{job: 4 for job in JOBS}}
 
 
 def place(module: str) -> str | None:
@@ -56,11 +64,25 @@ def edges(root: Path = PIPELINES) -> list[tuple[str, int, str, str]]:
 def test_every_place_of_pipelines_has_a_layer():
     places = {p.relative_to(PIPELINES).parts[0].removesuffix(".py") for p in PIPELINES.rglob("*.py")} - {"__init__"}
     assert places == set(LAYERS), (sorted(places - set(LAYERS)), sorted(set(LAYERS) - places))
+    assert {"speech", "molecules", "images", "text", "graphs", "kernel_regression"} <= set(JOBS)
 
 
-def upward(root: Path = PIPELINES) -> list[str]:
-    return [f"pipelines/{f}:{line}: {here} (layer {LAYERS[here]}) imports {there} (layer {LAYERS[there]})"
-            for f, line, here, there in edges(root) if LAYERS[there] >= LAYERS[here]]
+def test_a_new_job_folder_is_a_job_without_an_edit_here(tmp_path):
+    """A fifth job's folder is found (layer 4), and may not import another job."""
+    (tmp_path / "points").mkdir()
+    (tmp_path / "points" / "data.py").write_text("from vecset.pipelines.speech.data import feature_count\n")
+    (tmp_path / "speech").mkdir()
+    (tmp_path / "speech" / "data.py").write_text("")
+    jobs = found_jobs(tmp_path)
+    assert jobs == ("points", "speech")
+    assert upward(tmp_path, {**GENERIC, **{j: 4 for j in jobs}}) == [
+        "pipelines/points/data.py:1: points (layer 4) imports speech (layer 4)"]
+
+
+def upward(root: Path = PIPELINES, layers: dict[str, int] | None = None) -> list[str]:
+    layers = LAYERS if layers is None else layers
+    return [f"pipelines/{f}:{line}: {here} (layer {layers[here]}) imports {there} (layer {layers[there]})"
+            for f, line, here, there in edges(root) if layers[there] >= layers[here]]
 
 
 def test_pipelines_imports_point_down():

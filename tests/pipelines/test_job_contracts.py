@@ -76,3 +76,26 @@ def test_the_links_are_the_ones_the_data_class_declares(tmp_path):
     assert (link.sources, link.target) == (("data.init_args.min_len",), "model.init_args.encoder.init_args.in_dim")
     assert link.compute(4) == (5, "data.init_args.min_len", "4")
     assert data_classes(["--data", "SyntheticSetDataModule"]) == {"": SyntheticSetDataModule}
+
+
+def test_a_link_whose_source_cannot_be_read_is_one_error_naming_the_sources(tmp_path):
+    """A data's link may read its files (a folder's header gives the channel count): a file that
+    is not there is reported as a conflict is, one line naming the data's keys and the file."""
+    import pytest
+
+    from vecset.pipelines.config_links import Link, LinkSourceError, checked, link_conflict
+
+    def header_width(root):
+        return len((tmp_path / root / "a.csv").read_text().splitlines()[0].split(",")), "root", root
+
+    link = Link("channel count", ("data.init_args.root",), "model.init_args.encoder.init_args.in_dim", header_width)
+    apply = checked(link)
+    with pytest.raises(LinkSourceError) as e:
+        apply("missing", "vecset.encoders.VectorEncoder", None)
+    first = str(e.value).splitlines()[0]
+    assert first.startswith("data.init_args.root: [Errno 2] No such file or directory") and "missing/a.csv" in first
+    assert first.endswith("(read for the channel count, model.init_args.encoder.init_args.in_dim)")
+    assert link_conflict(RuntimeError("wrapped")) is None
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "a.csv").write_text("x,y,z\n1,2,3\n")
+    assert apply("ok", "vecset.encoders.VectorEncoder", None) == 3
