@@ -187,3 +187,38 @@ def test_the_loss_guard_names_the_samples_of_a_batch_drawn_on_the_device(csv_pat
         trainer.fit(model, datamodule=dm)
     item = next(it for it in dm.splits["train"] if it["id"] == seen[1][0])
     assert f"sample ids in this batch: {seen[1]} ({csv_path}:{item['line']} {item['smiles']};" in str(e.value)
+
+
+def test_a_fit_resumed_mid_epoch_sees_the_uninterrupted_batches(csv_path, tmp_path):
+    """Graphs on the device through a Trainer with ResumeState (a CLI default): a run stopped
+    after step 2 of an epoch of 5 and resumed from its checkpoint trains on the same molecules
+    at steps 2..6 (across the epoch's end) as the whole run."""
+    from vecset.pipelines.training.callbacks import ResumeState
+
+    class Record(pl.Callback):
+        def __init__(self, save_at: int = -1) -> None:
+            self.steps: dict[int, list[int]] = {}
+            self.save_at = save_at
+
+        def on_train_batch_start(self, trainer, pl_module, batch, batch_idx: int) -> None:
+            self.steps[trainer.global_step] = batch["ids"].tolist()
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx: int) -> None:
+            if trainer.global_step == self.save_at:
+                trainer.save_checkpoint(tmp_path / "mid.ckpt", weights_only=False)
+
+    def fit(rec: Record, ckpt: Path | None = None) -> Record:
+        dm = MoleculeDataModule(str(csv_path), target_columns=["expt"], batch_size=BS, cache=False, on_device=True)
+        trainer = pl.Trainer(max_steps=7, accelerator="cpu", callbacks=[ResumeState(), rec], logger=False,
+                             enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,
+                             limit_val_batches=0, num_sanity_val_steps=0, enable_checkpointing=False)
+        trainer.fit(graph_model(), datamodule=dm, ckpt_path=str(ckpt) if ckpt else None)
+        assert isinstance(trainer.train_dataloader, MoleculeDeviceLoader)
+        return rec
+
+    whole = fit(Record(save_at=2))
+    assert sorted(whole.steps) == list(range(7))
+    resumed = fit(Record(), ckpt=tmp_path / "mid.ckpt")
+    assert sorted(resumed.steps) == [2, 3, 4, 5, 6]
+    for s in resumed.steps:
+        assert resumed.steps[s] == whole.steps[s], s
