@@ -23,7 +23,12 @@ from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor
 
 from vecset.encoders.collate import PADDED
-from vecset.pipelines.data.device_loader import check_finite, fmt_bytes, resident_bytes, share_that_fits
+from vecset.pipelines.data.device_loader import (
+    check_finite,
+    fmt_bytes,
+    resident_bytes,
+    share_that_fits,
+)
 from vecset.pipelines.data.gathered import GatherLoader, LengthBuckets, gather_loader
 
 NO_DISTANCE = -1.0  # pad_graphs' 3-D distance padding (geometry.NO_DISTANCE)
