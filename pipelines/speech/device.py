@@ -6,10 +6,11 @@ device with each utterance's start and length. A batch is one gather by a (B, N)
 the device: no per-item ``__getitem__``, no collate, no host-to-device copy of the features
 (``device_loader.py`` does the same for images).
 
-The batch's width N is its longest utterance, a shape the host must know to gather: the order
-is therefore drawn on the host (a ``ResumableSampler``: seeded by (seed, epoch), every
-utterance once an epoch, sharded under DDP, resumable mid-epoch) and the lengths are kept
-there too (a few KB), so nothing is read back from the device. The batches equal
+The batch's width N is its longest utterance (or its length bucket), a shape the host must
+know to gather: the order is therefore drawn on the host (``data/gathered.py``'s
+``GatherLoader``: seeded by (seed, epoch), every utterance once an epoch, sharded under DDP,
+resumable mid-epoch) and the lengths are kept there too (a few KB), so nothing is read back
+from the device. The batches equal
 ``pad_sets``' (the classic collate) for the same utterances: ``x`` zero-padded, ``mask``,
 ``y`` padded with -100, ``ids``, ``padded``. Batch augmentation (``batch_augment.SpecAugment``)
 runs on each gathered batch, seeded per (seed, epoch, batch, rank) like the image loader's.
