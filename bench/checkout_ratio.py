@@ -10,6 +10,9 @@ cancels; the median pair is reported. Each run uses the job's shipped config as 
     git worktree add /tmp/base <commit>
     python bench/checkout_ratio.py --base /tmp/base --jobs fashion_mnist speech_frames freesolv
     python bench/checkout_ratio.py --base /tmp/base --jobs freesolv --tag fp32 -- --trainer.precision 32-true
+    python bench/checkout_ratio.py --base . --jobs freesolv --tag on_device --this-args="--data.init_args.on_device=true"
+
+``--this-args``: arguments for this checkout's runs only (``--base .``: an option against its default).
 
 Prints a table and writes ``bench/results/checkout_ratio[_<tag>].json`` (rows: ``job``,
 ``items_per_s_this``, ``items_per_s_base``, ``ratio`` per pair and its median, the commits).
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -95,6 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--pairs", type=int, default=2, help="A/B pairs per job")
     ap.add_argument("--steps", type=int, default=None, help="timed steps (default: the job's)")
     ap.add_argument("--tag", default="")
+    ap.add_argument("--this-args", default="", help="arguments for this checkout's runs only (one string)")
     args = ap.parse_args(argv)
     rows = []
     print(f"{'job':<16}{'this items/s':>14}{'base items/s':>14}{'ratio (median)':>16}  ratios")
@@ -103,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         steps = args.steps or steps
         this, base = [], []
         for _ in range(args.pairs):
-            this.append(timed_run(ROOT, config, steps, extra))
+            this.append(timed_run(ROOT, config, steps, extra + shlex.split(args.this_args)))
             base.append(timed_run(args.base.resolve(), config, steps, extra))
         ratios = [a / b for a, b in zip(this, base, strict=True)]
         row = {"job": job, "config": config, "timed_steps": steps, "items_per_s_this": this,
@@ -115,6 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     out.write_text(json.dumps({
         "command": "python bench/checkout_ratio.py " + " ".join(sys.argv[1:]),
         "this_commit": commit_of(ROOT), "base_commit": commit_of(args.base), "extra_args": extra,
+        "this_args": args.this_args,
         "threads": 2, "load_before": os.getloadavg(), "rows": rows}, indent=2) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
 

@@ -8,7 +8,9 @@ folder (``--out``, default ``$OUT``):
    paths against float64, bf16, the CLI on the GPU, data on the GPU without a sync, fused AdamW).
 3. ``gpu_jobs.json`` / ``gpu_jobs.txt``: ``bench/gpu_jobs.py --device cuda``: per shipped job,
    items/s through ``vecset fit``, the model's step alone, the loader alone, host syncs per
-   step, peak memory (a job whose data or package is missing is a row with its error).
+   step, peak memory (a job whose data or package is missing is a row with its error); FreeSolv
+   with the classic loader, with its graphs on the GPU (``freesolv_on_device``) and with pow2
+   length buckets there too (``freesolv_buckets``).
 4. ``fmnist_attention/``, ``fmnist_cnn/`` (+ ``.txt``): Fashion-MNIST self-attention
    (``configs/fashion_mnist_gpu.yaml``, data on the GPU) and the CNN (``fashion_mnist_cnn.yaml``,
    the CPU loader with 5 workers) for the same wall time (``--fit-time``, default 90 s) with

@@ -66,6 +66,8 @@ from vecset.encoders.graph import (
 )
 from vecset.pipelines.console import track
 from vecset.pipelines.data.base import ModelLink, VecsetDataModule
+from vecset.pipelines.data.gathered import BucketedCollate, LengthBuckets
+from vecset.pipelines.molecules.device import NO_DISTANCE, MoleculeDeviceLoader, MoleculePlacement
 from vecset.pipelines.molecules.predictions import MoleculeRows
 
 log = logging.getLogger(__name__)
@@ -164,6 +166,19 @@ class MoleculeDataModule(VecsetDataModule):
             that cannot be embedded keep their 2-D graph and are counted in the log.
         cache_dir: the cache's folder; None: ``$VECSET_CACHE/molecules``, else
             ``$XDG_CACHE_HOME/vecset/molecules``, else ``~/.cache/vecset/molecules``.
+        on_device: keep the featurized splits on the training device, packed into padded
+            tensors, and gather the batches there (``molecules/device.py``: the classic
+            collate's batches; seeded order, every molecule once an epoch, exact mid-epoch
+            resume): ``true``, ``false`` (the classic DataLoader) or ``auto`` (there when all
+            splits take at most ``device_memory_share`` of the device's memory). Said in one line
+            at the start.
+        length_buckets: pad each batch to a width from a small fixed set instead of its largest
+            molecule, so that shapes repeat (fewer recompilations under ``torch.compile``):
+            ``pow2`` (the next power of two, at least 8 atoms) or increasing edges in atoms
+            (``[16, 32, 64]``; a larger molecule pads to its batch's own size); null: none. The
+            padding is masked (the predictions are the same).
+        bucket_batches: draw each training batch from one length bucket (less padding), the
+            batches in a seeded order; needs ``length_buckets`` and the data on the device.
 
     Batches: see ``encoders.graph.pad_graphs``; ``y`` (B, T) float, or (B,) long class indices.
     """
@@ -173,8 +188,11 @@ class MoleculeDataModule(VecsetDataModule):
                  val_fraction: float = 0.1, max_atoms: int = 100, max_dist: int = 8, lap_pe_k: int = 0,
                  descriptors: bool = False, batch_size: int = 32, predict_csv: str | None = None,
                  num_workers: int = 0, cache: bool = True, cache_dir: str | None = None,
-                 geometry: bool = False) -> None:
+                 geometry: bool = False, on_device: bool | Literal["auto"] = False, device_memory_share: float = 0.5,
+                 length_buckets: Literal["pow2"] | list[int] | None = None, bucket_batches: bool = False) -> None:
         super().__init__()
+        self.buckets = LengthBuckets(length_buckets)
+        self.placement = MoleculePlacement(on_device, device_memory_share, self.buckets, bucket_batches)
         if split not in ("random", "scaffold", "scaffold_random", "column"):
             raise ValueError(f"split must be 'random', 'scaffold', 'scaffold_random' or 'column', got {split!r}")
         if label_column is not None:
@@ -382,17 +400,31 @@ class MoleculeDataModule(VecsetDataModule):
         return self.featurizer.collate(items)
 
     def _loader(self, items: list[dict], shuffle: bool = False) -> DataLoader:
-        return DataLoader(items, batch_size=self.batch_size, shuffle=shuffle, collate_fn=self.featurizer.collate,
+        collate = self.featurizer.collate
+        if self.buckets.on:  # pad_graphs, then padded on to the batch's length bucket
+            unreachable = self.featurizer.max_dist + 1
+            collate = BucketedCollate(collate, self.buckets, {
+                "x": (0.0, (1,)), "mask": (False, (1,)), "degree": (0, (1,)), "lap": (0.0, (1,)),
+                "dist": (unreachable, (1, 2)), "edge": (0, (1, 2)), "dist3d": (NO_DISTANCE, (1, 2))})
+        return DataLoader(items, batch_size=self.batch_size, shuffle=shuffle, collate_fn=collate,
                           num_workers=self.num_workers)
 
-    def train_dataloader(self) -> DataLoader:
-        return self._loader(self.splits["train"], shuffle=True)
+    def _split_loader(self, split: str, shuffle: bool = False) -> DataLoader | MoleculeDeviceLoader:
+        """The split's batches on the training device where they are placed (``on_device``), else
+        the classic DataLoader."""
+        device = self.trainer.strategy.root_device if self.trainer is not None else torch.device("cpu")
+        if (loader := self.placement.loader(self, split, shuffle, device)) is not None:
+            return loader
+        return self._loader(self.splits[split], shuffle=shuffle)
 
-    def val_dataloader(self) -> DataLoader:
-        return self._loader(self.splits["val"])
+    def train_dataloader(self) -> DataLoader | MoleculeDeviceLoader:
+        return self._split_loader("train", shuffle=True)
 
-    def test_dataloader(self) -> DataLoader:
-        return self._loader(self.splits["test"])
+    def val_dataloader(self) -> DataLoader | MoleculeDeviceLoader:
+        return self._split_loader("val")
+
+    def test_dataloader(self) -> DataLoader | MoleculeDeviceLoader:
+        return self._split_loader("test")
 
     def predict_dataloader(self) -> DataLoader:
         if self.predict_csv is not None:

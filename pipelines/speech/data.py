@@ -41,10 +41,11 @@ from vecset.encoders.speech.phones import phone_names
 from vecset.encoders.speech.voice_augment import VoiceAugment
 from vecset.pipelines.data.base import ModelLink, VecsetDataModule
 from vecset.pipelines.data.batch_augment import BatchAugment
+from vecset.pipelines.data.gathered import BucketedCollate, LengthBuckets
 from vecset.pipelines.predict.output import PredictModel
 from vecset.pipelines.speech.checks import check_shared_speakers, shared_sentences
 from vecset.pipelines.speech.chunks import chunk_loader
-from vecset.pipelines.speech.device import SpeechDeviceLoader, SpeechPlacement
+from vecset.pipelines.speech.device import PAD_LABEL, SpeechDeviceLoader, SpeechPlacement
 from vecset.pipelines.speech.prediction_files import SpeechOutput
 from vecset.pipelines.speech.utterances import (
     AugmentedUtterances,
@@ -194,6 +195,13 @@ class SpeechFramesDataModule(VecsetDataModule):
         batch_augment: transforms of whole training batches on the device, each drawing per
             utterance, e.g. ``batch_augment.SpecAugment`` (masked frames and bands show the
             training frames' per-feature mean); needs ``on_device`` true or auto.
+        length_buckets: pad each batch to a width from a small fixed set instead of its longest
+            utterance, so that shapes repeat (fewer recompilations under ``torch.compile``, CUDA
+            graphs possible): ``pow2`` (the next power of two, at least 8 frames) or increasing
+            edges in frames (``[256, 512, 1024]``; a longer utterance pads to its batch's own
+            length); null: none. The padding is masked (the outputs on real frames are the same).
+        bucket_batches: draw each training batch from one length bucket (less padding), the
+            batches in a seeded order; needs ``length_buckets`` and the data on the device.
     """
 
     def __init__(self, root: str = "data/speech", train: str = "train.lst", val: str = "dev.lst",
@@ -207,9 +215,11 @@ class SpeechFramesDataModule(VecsetDataModule):
                  augment_seed: int = 0, alignment_format: AlignmentFormat = "auto", phone_tier: str = "phones",
                  word_tier: str | None = "words", phone_ctm: str | None = None, word_ctm: str | None = None,
                  on_device: bool | Literal["auto"] = False, device_memory_share: float = 0.5,
-                 batch_augment: list[BatchAugment] | None = None) -> None:
+                 batch_augment: list[BatchAugment] | None = None,
+                 length_buckets: Literal["pow2"] | list[int] | None = None, bucket_batches: bool = False) -> None:
         super().__init__()
-        self.placement = SpeechPlacement(on_device, device_memory_share, batch_augment)
+        self.buckets = LengthBuckets(length_buckets)
+        self.placement = SpeechPlacement(on_device, device_memory_share, batch_augment, self.buckets, bucket_batches)
         if fit_max_frames < 0:
             raise ValueError(f"fit_max_frames must be >= 0 (0: full lengths), got {fit_max_frames}")
         self.fit_max_frames = fit_max_frames
@@ -395,9 +405,16 @@ class SpeechFramesDataModule(VecsetDataModule):
             # (epoch, index) keys; the order is RandomSampler's, as shuffle=True would draw it
             inner = RandomSampler(data) if shuffle else SequentialSampler(data)
             return DataLoader(data, batch_size=batch_size or self.batch_size, sampler=EpochKeys(inner),
-                              collate_fn=self.collate, num_workers=self.num_workers)
+                              collate_fn=self._bucketed_collate(), num_workers=self.num_workers)
         return DataLoader(data, batch_size=batch_size or self.batch_size, shuffle=shuffle,
-                          collate_fn=self.collate, num_workers=self.num_workers)
+                          collate_fn=self._bucketed_collate(), num_workers=self.num_workers)
+
+    def _bucketed_collate(self):
+        """``pad_sets``, then each batch padded to its length bucket (``length_buckets``)."""
+        if not self.buckets.on:
+            return self.collate
+        return BucketedCollate(self.collate, self.buckets, {"x": (0.0, (1,)), "mask": (False, (1,)),
+                                                            "y": (PAD_LABEL, (1,))})
 
     def predict_split(self) -> str:
         return "predict" if "predict" in self.sets else "test"

@@ -6,10 +6,11 @@ device with each utterance's start and length. A batch is one gather by a (B, N)
 the device: no per-item ``__getitem__``, no collate, no host-to-device copy of the features
 (``device_loader.py`` does the same for images).
 
-The batch's width N is its longest utterance, a shape the host must know to gather: the order
-is therefore drawn on the host (a ``ResumableSampler``: seeded by (seed, epoch), every
-utterance once an epoch, sharded under DDP, resumable mid-epoch) and the lengths are kept
-there too (a few KB), so nothing is read back from the device. The batches equal
+The batch's width N is its longest utterance (or its length bucket), a shape the host must
+know to gather: the order is therefore drawn on the host (``data/gathered.py``'s
+``GatherLoader``: seeded by (seed, epoch), every utterance once an epoch, sharded under DDP,
+resumable mid-epoch) and the lengths are kept there too (a few KB), so nothing is read back
+from the device. The batches equal
 ``pad_sets``' (the classic collate) for the same utterances: ``x`` zero-padded, ``mask``,
 ``y`` padded with -100, ``ids``, ``padded``. Batch augmentation (``batch_augment.SpecAugment``)
 runs on each gathered batch, seeded per (seed, epoch, batch, rank) like the image loader's.
@@ -17,8 +18,7 @@ runs on each gathered batch, seeded per (seed, epoch, batch, rank) like the imag
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -28,13 +28,11 @@ from torch import Tensor
 from vecset.encoders.collate import PADDED
 from vecset.pipelines.data.device_loader import (
     BatchTransform,
-    batch_seed,
     check_finite,
-    eval_order,
     fmt_bytes,
     share_that_fits,
 )
-from vecset.pipelines.data.samplers import ResumableSampler
+from vecset.pipelines.data.gathered import GatherLoader, LengthBuckets, gather_loader
 from vecset.pipelines.speech.utterances import AugmentedUtterances
 
 PAD_LABEL = -100  # pad_sets' label padding: cross_entropy's ignore_index
@@ -76,13 +74,18 @@ class ResidentFrames:
     def __len__(self) -> int:
         return len(self.host_lengths)
 
-    def gather(self, rows: list[int]) -> dict:
-        """The batch of utterances ``rows`` (host ints), padded to the longest: ``pad_sets``' batch.
+    @property
+    def device(self) -> torch.device:
+        return self.x.device
 
-        Shapes: x (B, N, F), mask (B, N) bool, y (B, N) long, ids (B,), N = max length of ``rows``."""
+    def gather(self, rows: list[int], width: int | None = None) -> dict:
+        """The batch of utterances ``rows`` (host ints), padded to the longest (``pad_sets``' batch)
+        or to ``width`` (a length bucket, at least the longest).
+
+        Shapes: x (B, N, F), mask (B, N) bool, y (B, N) long, ids (B,), N = width or the max length of ``rows``."""
         device = self.x.device
         lens = [self.host_lengths[r] for r in rows]
-        N = max(lens)  # Python ints: no tensor read
+        N = max(lens) if width is None else width  # Python ints: no tensor read
         b = torch.tensor(rows, dtype=torch.long).to(device, non_blocking=True)
         t = torch.arange(N, device=device)
         length = self.lengths[b]  # (B,)
@@ -95,57 +98,18 @@ class ResidentFrames:
         return batch
 
 
-class SpeechDeviceLoader:
-    """Batches of resident utterances. Training (``sampler``, a ``ResumableSampler`` over the
-    utterances: the order on the host): each epoch its order in batches of ``batch_size``, the
-    last one short; evaluation (``order`` given, host ints). Each batch then goes through
-    ``transforms`` with a generator on the device seeded by ``batch_seed``.
-
-    It has what Lightning and ``ResumeState`` read from a ``DataLoader``: ``len()``,
-    ``batch_size``, ``sampler`` (``set_epoch``, ``resume_at``)."""
-
-    def __init__(self, frames: ResidentFrames, batch_size: int, sampler: ResumableSampler | None = None,
-                 order: list[int] | None = None, transforms: Sequence[BatchTransform] = ()) -> None:
-        if (sampler is None) == (order is None):
-            raise ValueError("SpeechDeviceLoader needs exactly one of sampler (training) or order (evaluation)")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        self.frames, self.batch_size, self.sampler, self.order = frames, batch_size, sampler, order
-        self.transforms = list(transforms)
-        self.batch_sampler = None  # the indices come from ``sampler``
-
-    def __len__(self) -> int:
-        n = len(self.sampler) if self.sampler is not None else len(self.order)
-        return math.ceil(n / self.batch_size)
-
-    def __iter__(self) -> Iterator[dict]:
-        if self.sampler is not None:
-            s = self.sampler
-            # the batch number from the epoch's start, across a resume (the augmentation of batch
-            # k is the same whether or not the run was interrupted)
-            first = (s._resume_skip // self.batch_size) if s._resume_epoch == s.epoch else 0
-            order, epoch, rank, seed = list(s), s.epoch, s.rank, s.seed
-        else:
-            first, order, epoch, rank, seed = 0, self.order, 0, 0, 0
-        g = torch.Generator(device=self.frames.x.device) if self.transforms else None
-        for k, start in enumerate(range(0, len(order), self.batch_size)):
-            batch = self.frames.gather(order[start:start + self.batch_size])
-            if g is not None:
-                g.manual_seed(batch_seed(seed, epoch, first + k, rank))
-                for transform in self.transforms:
-                    batch = transform(batch, g)
-            yield batch
+class SpeechDeviceLoader(GatherLoader):
+    """Batches of resident utterances (``GatherLoader``): the order on the host, each batch padded
+    to its longest utterance or its length bucket, augmented on the device."""
 
 
 def speech_device_loader(frames: ResidentFrames, batch_size: int, train: bool, shuffle: bool,
-                         transforms: Sequence[BatchTransform] = ()) -> SpeechDeviceLoader:
+                         transforms: Sequence[BatchTransform] = (), buckets: LengthBuckets | None = None,
+                         within_buckets: bool = False) -> SpeechDeviceLoader:
     """Training: a ``ResumableSampler`` order (seed: ``seed_everything``'s); evaluation: 0..n-1
     (under DDP each process's disjoint share, with ``eval_sampler``'s even batch size)."""
-    if train:
-        return SpeechDeviceLoader(frames, batch_size, sampler=ResumableSampler(range(len(frames)), shuffle=shuffle),
-                                  transforms=transforms)
-    order, bs = eval_order(len(frames), batch_size, torch.device("cpu"))
-    return SpeechDeviceLoader(frames, bs, order=order.tolist(), transforms=transforms)
+    return gather_loader(SpeechDeviceLoader, frames, batch_size, train, shuffle, transforms, buckets,
+                         within_buckets)
 
 
 class SpeechPlacement:
@@ -155,7 +119,8 @@ class SpeechPlacement:
     Args: as ``SpeechFramesDataModule``'s ``on_device``, ``device_memory_share``, ``batch_augment``."""
 
     def __init__(self, on_device: bool | str, device_memory_share: float,
-                 batch_augment: Sequence[BatchTransform] | None) -> None:
+                 batch_augment: Sequence[BatchTransform] | None, buckets: LengthBuckets | None = None,
+                 within_buckets: bool = False) -> None:
         if on_device not in (True, False, "auto"):
             raise ValueError(f"on_device must be true, false or auto, got {on_device!r}")
         if not 0 < device_memory_share <= 1:
@@ -165,6 +130,12 @@ class SpeechPlacement:
             raise ValueError("batch_augment runs on the data on the device: it needs on_device true or auto, "
                              "got on_device: false")
         self.on_device, self.device_memory_share = on_device, device_memory_share
+        self.buckets, self.within_buckets = buckets or LengthBuckets(None), within_buckets
+        if within_buckets and not self.buckets.on:
+            raise ValueError("bucket_batches needs length_buckets ('pow2' or edges), got length_buckets: null")
+        if within_buckets and on_device is False:
+            raise ValueError("bucket_batches draws the batches of the data on the device: it needs on_device true or "
+                             "auto, got on_device: false")
         self.resident: dict[str, ResidentFrames] | None = None
         self._decided = False
 
@@ -173,12 +144,16 @@ class SpeechPlacement:
         if not self._decided:
             self._decided = True
             self.resident = self._place(dm, device)
+            if self.resident is None and self.within_buckets:
+                rank_zero_info(f"{type(dm).__name__}: bucket_batches is off with the CPU loader (the batches are "
+                               "drawn as usual, each padded to its length bucket)")
         if self.resident is None:
-            return None
+            return None  # the classic loader (pads to the length buckets too; bucket_batches said it is off)
         if split not in self.resident:  # a split set up after the decision (test after fit)
             self.resident[split] = self._frames(dm, split).to(device)
         return speech_device_loader(self.resident[split], dm.batch_size, train=split == "train", shuffle=shuffle,
-                                    transforms=self.batch_augment if split == "train" else ())
+                                    transforms=self.batch_augment if split == "train" else (), buckets=self.buckets,
+                                    within_buckets=self.within_buckets)
 
     @staticmethod
     def _frames(dm, split: str) -> ResidentFrames:
@@ -220,5 +195,13 @@ class SpeechPlacement:
         augs = f" ({', '.join(type(a).__name__ for a in self.batch_augment)})" if self.batch_augment else ""
         rank_zero_info(f"{name}: frames on {device}: {fmt_bytes(size)} = {share} of {', '.join(splits)} (at most "
                        f"{100 * self.device_memory_share:.0f}%, on_device: {self.on_device}); batches gathered"
-                       f"{' and augmented' if augs else ''} there{augs}")
+                       f"{' and augmented' if augs else ''} there{augs}{self.bucket_note(frames)}")
         return {s: f.to(device) for s, f in frames.items()}
+
+    def bucket_note(self, frames: dict[str, ResidentFrames]) -> str:
+        """The length buckets' part of the start-up line ('' without buckets)."""
+        if not self.buckets.on:
+            return ""
+        lengths = [n for f in frames.values() for n in f.host_lengths]
+        within = "; training batches drawn within one bucket each (bucket_batches)" if self.within_buckets else ""
+        return f"; {self.buckets.describe(lengths)}{within}"

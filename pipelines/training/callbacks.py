@@ -95,7 +95,8 @@ class NonFiniteGuard(Callback):
         self._first_bad: Tensor | None = None  # () long on the device: first bad global step, -1 none
         self._bad_value: Tensor | None = None  # () float: that step's loss
         self._recent: dict[int, tuple[int, int, Any]] = {}  # global step -> (epoch, batch index, host ids)
-        self._ids_pending: Any = None  # the next training batch's ids, on the host
+        self._ids_pending: Any = None  # the next training batch's ids: host ints, or a device tensor
+        self._host_checked = False  # check_host_batch saw the coming batch (else it was drawn on the device)
 
     @staticmethod
     def _batch_problem(trainer: pl.Trainer, batch: Any, batch_idx: int, stage: str,
@@ -151,7 +152,7 @@ class NonFiniteGuard(Callback):
         if trainer.training:
             # the loop names this batch ``batch_idx + 1`` (training_epoch_loop.advance)
             batch_idx = trainer.fit_loop.epoch_loop.batch_idx + 1
-            self._ids_pending = _host_ids(batch)
+            self._ids_pending, self._host_checked = _host_ids(batch), True
             if self.check_inputs:
                 self._check_batch(trainer, batch, batch_idx, "train")
 
@@ -164,6 +165,13 @@ class NonFiniteGuard(Callback):
     def on_test_batch_start(self, trainer, pl_module, batch, batch_idx: int, dataloader_idx: int = 0) -> None:
         if self.check_inputs:
             self._check_batch(trainer, batch, batch_idx, "test", self._task_of_loader(trainer, dataloader_idx))
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx: int) -> None:
+        # a batch drawn on the device (data kept there, device_loader.py) never passed
+        # check_host_batch: keep a reference to its ids tensor, read only when the guard reports
+        if not self._host_checked:
+            self._ids_pending = _device_ids(batch)
+        self._host_checked = False
 
     # -- the loss: a device-side flag, read at logging steps -------------------------------
     def on_before_backward(self, trainer, pl_module, loss: Tensor) -> None:
@@ -191,6 +199,8 @@ class NonFiniteGuard(Callback):
             tasks = ids.items() if isinstance(ids, dict) else [(None, ids)]
             samples = []
             for task, t_ids in tasks:
+                if isinstance(t_ids, Tensor):  # a device batch's ids, read now that there is an error
+                    t_ids = t_ids.tolist()
                 named = describe_inputs(trainer, t_ids, task) if isinstance(t_ids, list) else ""
                 samples.append(f"{task + ' ' if task is not None else ''}{t_ids if t_ids is not None else '?'}{named}")
             problem = (f"training loss is {float(self._bad_value)} at train batch {batch_idx} (epoch {epoch}, "
@@ -225,6 +235,14 @@ def _host_ids(batch: Any) -> Any:
         return {task: _host_ids(sub) for task, sub in batch.items()}
     ids = batch.get("ids") if isinstance(batch, dict) else None
     return ids.tolist() if isinstance(ids, Tensor) else None
+
+
+def _device_ids(batch: Any) -> Any:
+    """A training batch's sample ids as the tensor it holds (or {task: tensor}), not read."""
+    if _is_multitask(batch):
+        return {task: _device_ids(sub) for task, sub in batch.items()}
+    ids = batch.get("ids") if isinstance(batch, dict) else None
+    return ids if isinstance(ids, Tensor) else None
 
 
 # -- exact resume -------------------------------------------------------------------------

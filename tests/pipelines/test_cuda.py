@@ -173,6 +173,37 @@ def test_data_on_the_gpu_draws_and_augments_batches_without_a_host_sync(tmp_path
     assert sorted(epoch0.tolist()) == sorted(dm.sets["train"].ids.tolist())
 
 
+def test_molecules_on_the_gpu_gather_the_cpu_batches_without_a_host_sync(tmp_path):
+    """FreeSolv's first 60 molecules packed on the GPU (on_device), batches gathered there for
+    two epochs with pow2 length buckets and bucket_batches: no host-device sync, and every
+    batch equals the classic collate's (padded to its bucket) for the same molecules."""
+    from vecset.pipelines import MoleculeDataModule
+
+    lines = (ROOT / "data/molecules/freesolv.csv").read_text().splitlines()
+    (tmp_path / "mols.csv").write_text("\n".join(lines[:61]) + "\n")
+    dm = MoleculeDataModule(str(tmp_path / "mols.csv"), target_columns=["expt"], descriptors=True, batch_size=8,
+                            cache=False, on_device=True, length_buckets="pow2", bucket_batches=True)
+    dm.setup("fit")
+    gpu = torch.device("cuda", 0)
+    loader = dm.placement.loader(dm, "train", True, gpu)
+    batches = []
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for epoch in range(2):
+            loader.sampler.set_epoch(epoch)
+            batches += list(loader)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    by_id = {it["id"]: it for it in dm.splits["train"]}
+    collate = dm._loader(dm.splits["train"]).collate_fn  # pad_graphs, then to the batch's bucket
+    assert len(batches) == 2 * len(loader)
+    for b in batches:
+        assert b["x"].is_cuda and b["dist"].dtype == torch.long
+        ref = collate([by_id[i] for i in b["ids"].tolist()])
+        for k, v in ref.items():
+            assert (torch.equal(b[k].cpu(), v) if isinstance(v, torch.Tensor) else b[k] == v), k
+
+
 def test_adamw_is_fused_on_cuda():
     """On a GPU the optimizer is the fused AdamW (one launch per update): the same step as the
     CPU's AdamW, within float rounding."""

@@ -201,3 +201,19 @@ def test_check_on_host_calls_every_callback_that_declares_the_host_check():
     assert seen == [3, 3, 3, 3]
     assert declares_host_check(Declares) and not declares_host_check(pl.Callback)
     assert declares_host_check(NonFiniteGuard)
+
+
+def test_a_batch_drawn_on_the_device_is_named_by_its_ids_read_only_when_reporting():
+    """A batch that never passed ``check_host_batch`` (drawn on the device: images, speech,
+    molecules with ``on_device``) keeps its ids tensor, unread; a non-finite loss then names
+    them, per task in a multi-task batch, instead of ``?``."""
+    dm = MultiTaskDataModule({"a": DescribedSets("a"), "b": DescribedSets("b")})
+    fake = SimpleNamespace(datamodule=dm, current_epoch=0, global_step=0, world_size=1, training=True,
+                           fit_loop=SimpleNamespace(epoch_loop=SimpleNamespace(batch_idx=0)))
+    guard = NonFiniteGuard()
+    batch = {"a": {"ids": torch.tensor([3, 4])}, "b": {"ids": torch.tensor([7])}}
+    guard.on_train_batch_start(fake, None, batch, 0)
+    guard.on_before_backward(fake, None, torch.tensor(math.nan))
+    with pytest.raises(NonFiniteError, match=r"sample ids in this batch: a \[3, 4\] \(a-set-3; a-set-4\), "
+                                             r"b \[7\] \(b-set-7\)"):
+        guard.on_train_epoch_end(fake, None)
