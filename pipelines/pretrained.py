@@ -21,12 +21,17 @@ checkout's folder and a wheel carries a copy; found with ``importlib.resources``
 and returns one row (a dict) per input, in order: an input that cannot be predicted gets its
 reason in the ``error`` column and empty values, the other rows are still predicted, and
 nothing is dropped.
+
+Predicting imports torch, the model's own encoder, backbone and head (and RDKit for molecules),
+not Lightning, torchmetrics or the jobs' data modules: the model is rebuilt as plain
+``nn.Module``s from its hyperparameters (``build_model``), so that a command answers in seconds.
 """
 
 from __future__ import annotations
 
 import copy
 import csv
+import importlib
 import io
 import json
 import math
@@ -40,6 +45,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 MODEL_FILE, CARD_FILE = "model.pt", "card.json"
 
@@ -93,18 +99,53 @@ def pretrained(name: str, directory: str | Path | None = None) -> Predictor:
     return cls(name, folder / MODEL_FILE, bundle, card)
 
 
-def build_model(path: Path) -> torch.nn.Module:
-    """The TaskModule of a ``model.pt``: rebuilt from its hyperparameters (LightningCLI's
-    instantiator), its weights loaded, in eval mode on the CPU."""
-    import warnings
+class PredictorModel(nn.Module):
+    """encoder -> backbone -> head: a TaskModule's forward (``training/step.py``'s
+    ``forward_task``) without Lightning, with the same parameter names (``encoder.*``,
+    ``backbone.*``, ``head.*``), so a TaskModule's state dict loads into it as it is."""
 
-    from vecset.pipelines.training.task import TaskModule
+    def __init__(self, encoder: nn.Module, backbone: nn.Module, head: nn.Module) -> None:
+        super().__init__()
+        self.encoder, self.backbone, self.head = encoder, backbone, head
 
-    with warnings.catch_warnings():
-        # Lightning 2.6's instantiator (pytorch_lightning/cli.py) calls jsonargparse's deprecated
-        # instantiate_classes: not the user's to fix, said on every load
-        warnings.filterwarnings("ignore", module=r"pytorch_lightning\.cli")
-        return TaskModule.load_from_checkpoint(path, map_location="cpu", weights_only=True).eval()
+    def forward(self, batch: dict) -> Any:
+        vs = self.backbone(self.encoder(batch))
+        return self.head(vs, batch.get("features"), batch=batch if self.head.needs_batch else None)
+
+
+def instantiate(spec: Any, where: str) -> Any:
+    """A config's ``class_path``/``init_args`` (nested ones too) -> the object, as LightningCLI
+    built it for the training run. Only vecset's own classes: a ``model.pt`` names no other code
+    to run (``torch.load(weights_only=True)`` reads it as data)."""
+    if isinstance(spec, list):
+        return [instantiate(v, f"{where}[{i}]") for i, v in enumerate(spec)]
+    if not isinstance(spec, dict):
+        return spec
+    if "class_path" not in spec:
+        return {k: instantiate(v, f"{where}.{k}") for k, v in spec.items()}
+    path = spec["class_path"]
+    if not (isinstance(path, str) and path.startswith("vecset.")):
+        raise PredictorError(f"{where}.class_path: {path!r} is not one of vecset's classes (a shipped predictor "
+                             "builds vecset's encoders, backbones and heads only)")
+    module, _, name = path.rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    return cls(**{k: instantiate(v, f"{where}.init_args.{k}") for k, v in (spec.get("init_args") or {}).items()})
+
+
+def build_model(path: Path, bundle: dict | None = None) -> PredictorModel:
+    """The model of a ``model.pt`` (``bundle``: its contents, when already read): encoder,
+    backbone and head rebuilt from the hyperparameters of the TaskModule that trained them,
+    its weights loaded (strictly: every tensor, no other), in eval mode on the CPU."""
+    if bundle is None:
+        bundle = torch.load(path, map_location="cpu", weights_only=True)
+    hp = bundle["hyper_parameters"]
+    if hp.get("_class_path") != "vecset.pipelines.TaskModule":
+        raise PredictorError(f"{path}: hyper_parameters._class_path is {hp.get('_class_path')!r}; a shipped "
+                             "predictor is a vecset.pipelines.TaskModule's (one encoder, backbone and head)")
+    model = PredictorModel(*(instantiate(hp[part], f"{path}: hyper_parameters.{part}")
+                             for part in ("encoder", "backbone", "head")))
+    model.load_state_dict(bundle["state_dict"])
+    return model.eval()
 
 
 def _batches(n: int, size: int) -> list[range]:
@@ -121,7 +162,7 @@ class Predictor:
 
     def __init__(self, name: str, path: Path, bundle: dict, card: dict) -> None:
         self.name, self.card, self.extra = name, card, bundle["predictor"]
-        self.model = build_model(path)
+        self.model = build_model(path, bundle)
         # a deep ensemble's other members (``members``: their weights; same config, other seeds)
         self.models = [self.model]
         for state in bundle.get("members", []):
