@@ -237,7 +237,8 @@ class MoleculePredictor(Predictor):
         if e["descriptors"]:
             self.scaler = DescriptorScaler(e["descriptor_clip"])
             self.scaler.mean, self.scaler.std = e["descriptor_mean"].double().numpy(), e["descriptor_std"].double().numpy()
-        self.neighbours = NearestNeighbours(e["train_smiles"])
+        # the fingerprints packed with the model, when it has them (computing them takes a second or two)
+        self.neighbours = NearestNeighbours(e["train_smiles"], e.get("train_fingerprints"))
         self.threshold = float(e["domain_threshold"])
         self.classes: list[str] | None = e.get("classes")
         if self.classes is not None:

@@ -91,14 +91,17 @@ def fp32(state: dict) -> dict:
 
 def molecule_extra(cfg: dict, name: str) -> tuple[dict, dict]:
     """The data module's training-data values, and the test split's SMILES with their targets."""
+    from vecset.encoders.graph.similarity import NearestNeighbours
     from vecset.pipelines.molecules.data import MoleculeDataModule
 
     args = dict(cfg["data"]["init_args"])
     dm = MoleculeDataModule(**args)
     dm.setup("fit")
     test = dm.splits["test"]
+    train = [it["smiles"] for it in dm.splits["train"]]
     extra = {"max_atoms": dm.max_atoms, "max_dist": dm.max_dist, "lap_pe_k": dm.lap_pe_k, "descriptors": dm.descriptors,
-             "train_smiles": [it["smiles"] for it in dm.splits["train"]], "domain_threshold": DOMAIN_THRESHOLD,
+             "train_smiles": train, "train_fingerprints": NearestNeighbours(train).binary(),
+             "domain_threshold": DOMAIN_THRESHOLD,
              "targets": dm.target_names, "classes": dm.class_names}
     if dm.scaler is not None:
         extra |= {"descriptor_mean": torch.from_numpy(dm.scaler.mean).double(),
