@@ -130,7 +130,9 @@ def instantiate(spec: Any, where: str) -> Any:
                              "builds vecset's encoders, backbones and heads only)")
     module, _, name = path.rpartition(".")
     cls = getattr(importlib.import_module(module), name)
-    return cls(**{k: instantiate(v, f"{where}.init_args.{k}") for k, v in (spec.get("init_args") or {}).items()})
+    # dict_kwargs: jsonargparse's place for a **kwargs class's other arguments
+    args = {**(spec.get("init_args") or {}), **(spec.get("dict_kwargs") or {})}
+    return cls(**{k: instantiate(v, f"{where}.init_args.{k}") for k, v in args.items()})
 
 
 def build_model(path: Path, bundle: dict | None = None) -> PredictorModel:

@@ -380,3 +380,13 @@ def test_fashion_mnist_from_a_run(tmp_path):
     assert rows[2]["error"] == "expected an image of shape [28, 28] (or [1, 28, 28]), got shape [8, 8]"
     assert rows[3]["error"].startswith("pixel values must be finite and within 0.0..255.0 (the range of Fashion-MNIST)")
     assert rows[4]["error"] == f"{tmp_path / 'none.png'}: no such image file"
+
+
+def test_instantiate_reads_init_args_dict_kwargs_and_nested_class_paths():
+    from vecset.heads import Seq2SeqHead
+    from vecset.pipelines.pretrained import instantiate
+
+    head = instantiate({"class_path": "vecset.heads.Seq2SeqHead", "init_args": {
+        "d_model": 8, "decoder": {"class_path": "vecset.heads.TransformerDecoder", "init_args": {"d_model": 8, "depth": 1}}},
+        "dict_kwargs": {"max_len": 5}}, "head")
+    assert isinstance(head, Seq2SeqHead) and head.max_len == 5 and len(head.decoder.blocks) == 1
