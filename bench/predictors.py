@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -43,7 +44,8 @@ p = pretrained(sys.argv[1])
 t2 = time.perf_counter()
 rows = p.predict(json.load(open(sys.argv[2])))
 t3 = time.perf_counter()
-print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "predict_s": t3 - t2, "errors": sum(bool(r["error"]) for r in rows)}))
+print(json.dumps({"import_s": t1 - t0, "load_s": t2 - t1, "predict_s": t3 - t2, "errors": sum(bool(r["error"]) for r in rows),
+                  "modules": len(sys.modules), "lightning": "pytorch_lightning" in sys.modules}))
 """
 
 
@@ -62,23 +64,47 @@ def digit_files(folder: Path, n: int) -> list[str]:
     return paths
 
 
+def fashion_files(folder: Path, n: int) -> list[str]:
+    """``n`` of the shipped Fashion-MNIST test images (data/fashion_mnist/) as 28x28 PNG files."""
+    import numpy as np
+    from PIL import Image
+
+    images = np.load(ROOT / "data" / "fashion_mnist" / "t10k_first500.npz")["images"]
+    paths = []
+    for i in range(n):
+        path = folder / f"fashion{i}.png"
+        Image.fromarray(images[i]).save(path)
+        paths.append(str(path))
+    return paths
+
+
 def command(name: str, inputs: list[str]) -> list[str]:
     return [sys.executable, "-c", "import sys; from vecset.command import main; sys.argv[0] = 'vecset'; main()",
             "predict", "--model", name, INPUT_FLAGS[REGISTRY[name].kind], *inputs]
 
 
+def child_cpu() -> float:
+    """User + system CPU seconds of the finished child processes so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def bench(name: str, inputs: list[str], repeats: int, env: dict, parts_too: bool = True) -> dict:
-    walls = []
+    # cpu: the command's own CPU time, which other processes on a shared machine lengthen far
+    # less than its wall time (on an idle machine the two are about equal: one thread works)
+    walls, cpus = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), child_cpu()
         out = subprocess.run(command(name, inputs), env=env, capture_output=True, text=True, cwd=ROOT)
         walls.append(time.perf_counter() - t0)
+        cpus.append(child_cpu() - c0)
         if out.returncode:
             return {"model": name, "error": (out.stderr or out.stdout).strip().splitlines()[-1]}
     rows = out.stdout.strip().splitlines()[1:]
     if not parts_too:
         return {"model": name, "inputs": len(inputs), "rows": len(rows), "wall_s_median": statistics.median(walls),
-                "wall_s": walls, "under_5s": statistics.median(walls) < 5.0}
+                "wall_s": walls, "cpu_s_median": statistics.median(cpus), "cpu_s": cpus,
+                "under_5s": statistics.median(walls) < 5.0}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(inputs, f)
     parts = subprocess.run([sys.executable, "-c", PARTS, name, f.name], env=env,
@@ -86,7 +112,7 @@ def bench(name: str, inputs: list[str], repeats: int, env: dict, parts_too: bool
     os.unlink(f.name)
     split = json.loads(parts.stdout.strip().splitlines()[-1]) if parts.returncode == 0 else {}
     return {"model": name, "inputs": len(inputs), "rows": len(rows), "wall_s_median": statistics.median(walls),
-            "wall_s": walls, **{k: round(v, 3) if isinstance(v, float) else v for k, v in split.items()},
+            "wall_s": walls, "cpu_s_median": statistics.median(cpus), "cpu_s": cpus, **{k: round(v, 3) if isinstance(v, float) else v for k, v in split.items()},
             "under_5s": statistics.median(walls) < 5.0}
 
 
@@ -102,23 +128,25 @@ def main(argv: list[str] | None = None) -> Path:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.setdefault("OMP_NUM_THREADS", "2")
     rows = []
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        images = digit_files(Path(tmp), 10)
+        images = {"digits": digit_files(Path(tmp), 10), "fashion_mnist": fashion_files(Path(tmp), 10)}
         for name in names:
             kind = REGISTRY[name].kind
-            inputs = images if kind == "digits" else INPUTS[kind]
+            inputs = images[name] if kind == "image" else INPUTS[kind]
             rows.append(bench(name, inputs[:2] if args.dry else inputs, repeats, env, parts_too=not args.dry))
-    print(f"{'model':<12}{'inputs':>7}{'wall s':>9}{'import s':>10}{'load s':>8}{'predict s':>11}  < 5 s")
+    print(f"{'model':<14}{'inputs':>7}{'wall s':>9}{'cpu s':>8}{'import s':>10}{'load s':>8}{'predict s':>11}{'modules':>9}  < 5 s")
     for r in rows:
         if "error" in r:
-            print(f"{r['model']:<12} error: {r['error']}")
+            print(f"{r['model']:<14} error: {r['error']}")
             continue
-        print(f"{r['model']:<12}{r['inputs']:>7}{r['wall_s_median']:>9.2f}{r.get('import_s', 0):>10.2f}"
-              f"{r.get('load_s', 0):>8.2f}{r.get('predict_s', 0):>11.2f}  {r['under_5s']}")
+        print(f"{r['model']:<14}{r['inputs']:>7}{r['wall_s_median']:>9.2f}{r['cpu_s_median']:>8.2f}{r.get('import_s', 0):>10.2f}"
+              f"{r.get('load_s', 0):>8.2f}{r.get('predict_s', 0):>11.2f}{r.get('modules', 0):>9}  {r['under_5s']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    load = os.getloadavg()[0]
+    load = os.getloadavg()[0]  # the machine is shared: a load above ~1 slows every number here
     args.out.write_text(json.dumps({"command": "python bench/predictors.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-                                    "machine": machine(), "load_average_1min": load, "rows": rows}, indent=1) + "\n")
+                                    "machine": machine(), "load_average_1min": load,
+                                    "load_average_1min_before": load_before, "rows": rows}, indent=1) + "\n")
     print(f"written: {args.out}")
     return args.out
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas: imported where a table is built (a second to import; a predictor's start)
+    import pandas as pd
 
 
 def read_utf8(path: str | Path) -> str:
@@ -72,4 +74,6 @@ def read_csv_rows(path: str | Path) -> tuple[pd.DataFrame, list[int]]:
         raise ValueError(f"{path}:{reader.line_num}: {e}") from None
     if header is None:
         raise ValueError(f"{path}: empty file (expected a header line of column names)")
+    import pandas as pd
+
     return pd.DataFrame(rows, columns=header, dtype=str), lines

@@ -1,16 +1,45 @@
-"""Per-task heads reading the backbone's VectorSet, all following one contract (``Head``)."""
+"""Per-task heads reading the backbone's VectorSet, all following one contract (``Head``).
 
-from vecset.heads.contract import Head
-from vecset.heads.edit_metrics import PhoneErrorRate, WordErrorRate
-from vecset.heads.kernel_regression import NadarayaWatsonHead, nadaraya_watson
-from vecset.heads.labeling import LabelingHead
-from vecset.heads.pretext import PretextHead
-from vecset.heads.segment_decoder import SegmentDecoder
-from vecset.heads.seq2seq.head import GRUAttentionDecoder, Seq2SeqHead, TransformerDecoder
-from vecset.heads.sequence import SequenceHead
+Each name is imported on first use (PEP 562's module ``__getattr__``), and a head imports
+torchmetrics when its ``metrics()`` is called (training), not to predict.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` below
+    from vecset.heads.contract import Head
+    from vecset.heads.edit_metrics import PhoneErrorRate, WordErrorRate
+    from vecset.heads.kernel_regression import NadarayaWatsonHead, nadaraya_watson
+    from vecset.heads.labeling import LabelingHead
+    from vecset.heads.pretext import PretextHead
+    from vecset.heads.segment_decoder import SegmentDecoder
+    from vecset.heads.seq2seq.head import GRUAttentionDecoder, Seq2SeqHead, TransformerDecoder
+    from vecset.heads.sequence import SequenceHead
+
+# name -> the module that defines it
+_SOURCES = {
+    "Head": "contract", "PhoneErrorRate": "edit_metrics", "WordErrorRate": "edit_metrics",
+    "NadarayaWatsonHead": "kernel_regression", "nadaraya_watson": "kernel_regression", "LabelingHead": "labeling",
+    "PretextHead": "pretext", "SegmentDecoder": "segment_decoder", "GRUAttentionDecoder": "seq2seq.head",
+    "Seq2SeqHead": "seq2seq.head", "TransformerDecoder": "seq2seq.head", "SequenceHead": "sequence",
+}
 
 __all__ = [
-    "Head", "NadarayaWatsonHead", "nadaraya_watson",
-    "LabelingHead", "PretextHead", "SegmentDecoder", "SequenceHead",
-    "GRUAttentionDecoder", "PhoneErrorRate", "Seq2SeqHead", "TransformerDecoder", "WordErrorRate",
+    "GRUAttentionDecoder", "Head", "LabelingHead", "NadarayaWatsonHead", "PhoneErrorRate", "PretextHead",
+    "SegmentDecoder", "Seq2SeqHead", "SequenceHead", "TransformerDecoder", "WordErrorRate", "nadaraya_watson",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _SOURCES:
+        raise AttributeError(f"module 'vecset.heads' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"vecset.heads.{_SOURCES[name]}"), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SOURCES})

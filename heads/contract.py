@@ -7,13 +7,14 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 from torch import Tensor, nn
-from torchmetrics import MetricCollection
 
 from vecset.backbone.tracing import NotExportable
 from vecset.contracts.data_spec import DataSpec
 from vecset.contracts.vectorset import VectorSet
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # torchmetrics: imported where a head builds its metrics (training), not to predict
+    from torchmetrics import MetricCollection
+
     from vecset.heads.segment_decoder import SegmentDecoder
 
 

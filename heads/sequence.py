@@ -15,17 +15,18 @@ negative log-likelihood (``torch.nn.GaussianNLLLoss``) on standardized targets.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torchmetrics import MeanAbsoluteError, MeanSquaredError, MetricCollection
-from torchmetrics.classification import MulticlassAccuracy
 
 from vecset.contracts.data_spec import DataSpec
 from vecset.contracts.vectorset import VectorSet
 from vecset.heads.contract import Head, check_class_count
+
+if TYPE_CHECKING:
+    from torchmetrics import MetricCollection
 
 Pooling = Literal["mean", "cls", "attention"]
 Task = Literal["classification", "regression"]
@@ -217,6 +218,10 @@ class SequenceHead(Head):
         return F.gaussian_nll_loss(mean, z, var, full=True, eps=MIN_VARIANCE)
 
     def metrics(self) -> MetricCollection:
+        # imported here: predicting needs no metrics (torchmetrics takes seconds to import)
+        from torchmetrics import MeanAbsoluteError, MeanSquaredError, MetricCollection
+        from torchmetrics.classification import MulticlassAccuracy
+
         if self.task == "classification":
             # validate_args off: its checks read the targets on the host at every update (a
             # host-device sync); check_batch checks the label range before the transfer

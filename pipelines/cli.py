@@ -25,6 +25,7 @@ from pytorch_lightning.callbacks import ModelSummary as LightningModelSummary
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.utilities.warnings import PossibleUserWarning
 
+import vecset.pipelines
 from vecset.pipelines.config_errors import (
     DEBUG_ENV,
     SettingError,
@@ -62,6 +63,10 @@ from vecset.pipelines.training.elapsed import TrainingClock
 from vecset.pipelines.training.lr_finder import FoundLearningRate
 from vecset.pipelines.training.metrics_history import HistoryCSVLogger, TrimMetricsHistory
 from vecset.pipelines.training.precision import AUTO, backbone_width, ran_as, resolve_precision
+
+# vecset.pipelines' names are lazy (a shipped predictor imports none of them); LightningCLI finds a
+# class given by its short name (``--data MoleculeDataModule``) among the imported subclasses
+vecset.pipelines.import_all()
 
 RUNS_DIR = "runs"
 

@@ -6,7 +6,8 @@
 - ``vecset predict --model NAME``: a shipped predictor, without a config (``pretrained.py``).
 
 It sits above everything in ``pipelines/`` (tests/pipelines/test_inner_order.py) and imports a
-subcommand's module only when that subcommand runs; it names no job.
+subcommand's module only when that subcommand runs (``predict --model`` imports no Lightning);
+it names no job.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import io
 import sys
 import textwrap
 
-from vecset.pipelines import cli
 from vecset.pipelines.pretrained import command_main, wants_shipped_model
 from vecset.pipelines.signals import stop_on_signals
 
@@ -33,6 +33,8 @@ SHIPPED_HELP = "Predict with a shipped model, no config or checkpoint: vecset pr
 
 def help_text() -> str:
     """LightningCLI's ``--help``, which lists its own subcommands only, with vecset's after them."""
+    from vecset.pipelines import cli
+
     text, argv = io.StringIO(), sys.argv
     sys.argv = argv[:1]  # LightningCLI warns when it is given args and sys.argv holds some too
     with contextlib.redirect_stdout(text):
@@ -68,4 +70,6 @@ def main() -> None:
     if argv in (["-h"], ["--help"]):
         sys.stdout.write(help_text())
         raise SystemExit(0)
+    from vecset.pipelines import cli
+
     cli.main()

@@ -21,12 +21,17 @@ checkout's folder and a wheel carries a copy; found with ``importlib.resources``
 and returns one row (a dict) per input, in order: an input that cannot be predicted gets its
 reason in the ``error`` column and empty values, the other rows are still predicted, and
 nothing is dropped.
+
+Predicting imports torch, the model's own encoder, backbone and head (and RDKit for molecules),
+not Lightning, torchmetrics or the jobs' data modules: the model is rebuilt as plain
+``nn.Module``s from its hyperparameters (``build_model``), so that a command answers in seconds.
 """
 
 from __future__ import annotations
 
 import copy
 import csv
+import importlib
 import io
 import json
 import math
@@ -40,6 +45,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 
 MODEL_FILE, CARD_FILE = "model.pt", "card.json"
 
@@ -60,7 +66,8 @@ REGISTRY: dict[str, Entry] = {
     "solubility": Entry("molecule", "configs/solubility.yaml", "docs/molecules.md"),
     "b3db": Entry("molecule", "configs/b3db.yaml", "docs/molecules.md"),
     "g2p": Entry("g2p", "configs/g2p.yaml", "docs/text.md"),
-    "digits": Entry("digits", "configs/digits.yaml", "docs/images.md"),
+    "digits": Entry("image", "configs/digits.yaml", "docs/images.md"),
+    "fashion_mnist": Entry("image", "configs/fashion_mnist.yaml", "docs/images.md"),
 }
 
 
@@ -89,22 +96,59 @@ def pretrained(name: str, directory: str | Path | None = None) -> Predictor:
                              f"checkpoint for it; `make models` builds it from {REGISTRY[name].config})")
     bundle = torch.load(folder / MODEL_FILE, map_location="cpu", weights_only=True)
     card = json.loads((folder / CARD_FILE).read_text()) if (folder / CARD_FILE).is_file() else {}
-    cls = {"molecule": MoleculePredictor, "g2p": G2PPredictor, "digits": DigitsPredictor}[REGISTRY[name].kind]
+    cls = {"molecule": MoleculePredictor, "g2p": G2PPredictor, "image": ImagePredictor}[REGISTRY[name].kind]
     return cls(name, folder / MODEL_FILE, bundle, card)
 
 
-def build_model(path: Path) -> torch.nn.Module:
-    """The TaskModule of a ``model.pt``: rebuilt from its hyperparameters (LightningCLI's
-    instantiator), its weights loaded, in eval mode on the CPU."""
-    import warnings
+class PredictorModel(nn.Module):
+    """encoder -> backbone -> head: a TaskModule's forward (``training/step.py``'s
+    ``forward_task``) without Lightning, with the same parameter names (``encoder.*``,
+    ``backbone.*``, ``head.*``), so a TaskModule's state dict loads into it as it is."""
 
-    from vecset.pipelines.training.task import TaskModule
+    def __init__(self, encoder: nn.Module, backbone: nn.Module, head: nn.Module) -> None:
+        super().__init__()
+        self.encoder, self.backbone, self.head = encoder, backbone, head
 
-    with warnings.catch_warnings():
-        # Lightning 2.6's instantiator (pytorch_lightning/cli.py) calls jsonargparse's deprecated
-        # instantiate_classes: not the user's to fix, said on every load
-        warnings.filterwarnings("ignore", module=r"pytorch_lightning\.cli")
-        return TaskModule.load_from_checkpoint(path, map_location="cpu", weights_only=True).eval()
+    def forward(self, batch: dict) -> Any:
+        vs = self.backbone(self.encoder(batch))
+        return self.head(vs, batch.get("features"), batch=batch if self.head.needs_batch else None)
+
+
+def instantiate(spec: Any, where: str) -> Any:
+    """A config's ``class_path``/``init_args`` (nested ones too) -> the object, as LightningCLI
+    built it for the training run. Only vecset's own classes: a ``model.pt`` names no other code
+    to run (``torch.load(weights_only=True)`` reads it as data)."""
+    if isinstance(spec, list):
+        return [instantiate(v, f"{where}[{i}]") for i, v in enumerate(spec)]
+    if not isinstance(spec, dict):
+        return spec
+    if "class_path" not in spec:
+        return {k: instantiate(v, f"{where}.{k}") for k, v in spec.items()}
+    path = spec["class_path"]
+    if not (isinstance(path, str) and path.startswith("vecset.")):
+        raise PredictorError(f"{where}.class_path: {path!r} is not one of vecset's classes (a shipped predictor "
+                             "builds vecset's encoders, backbones and heads only)")
+    module, _, name = path.rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    # dict_kwargs: jsonargparse's place for a **kwargs class's other arguments
+    args = {**(spec.get("init_args") or {}), **(spec.get("dict_kwargs") or {})}
+    return cls(**{k: instantiate(v, f"{where}.init_args.{k}") for k, v in args.items()})
+
+
+def build_model(path: Path, bundle: dict | None = None) -> PredictorModel:
+    """The model of a ``model.pt`` (``bundle``: its contents, when already read): encoder,
+    backbone and head rebuilt from the hyperparameters of the TaskModule that trained them,
+    its weights loaded (strictly: every tensor, no other), in eval mode on the CPU."""
+    if bundle is None:
+        bundle = torch.load(path, map_location="cpu", weights_only=True)
+    hp = bundle["hyper_parameters"]
+    if hp.get("_class_path") != "vecset.pipelines.TaskModule":
+        raise PredictorError(f"{path}: hyper_parameters._class_path is {hp.get('_class_path')!r}; a shipped "
+                             "predictor is a vecset.pipelines.TaskModule's (one encoder, backbone and head)")
+    model = PredictorModel(*(instantiate(hp[part], f"{path}: hyper_parameters.{part}")
+                             for part in ("encoder", "backbone", "head")))
+    model.load_state_dict(bundle["state_dict"])
+    return model.eval()
 
 
 def _batches(n: int, size: int) -> list[range]:
@@ -121,7 +165,7 @@ class Predictor:
 
     def __init__(self, name: str, path: Path, bundle: dict, card: dict) -> None:
         self.name, self.card, self.extra = name, card, bundle["predictor"]
-        self.model = build_model(path)
+        self.model = build_model(path, bundle)
         # a deep ensemble's other members (``members``: their weights; same config, other seeds)
         self.models = [self.model]
         for state in bundle.get("members", []):
@@ -195,7 +239,8 @@ class MoleculePredictor(Predictor):
         if e["descriptors"]:
             self.scaler = DescriptorScaler(e["descriptor_clip"])
             self.scaler.mean, self.scaler.std = e["descriptor_mean"].double().numpy(), e["descriptor_std"].double().numpy()
-        self.neighbours = NearestNeighbours(e["train_smiles"])
+        # the fingerprints packed with the model, when it has them (computing them takes a second or two)
+        self.neighbours = NearestNeighbours(e["train_smiles"], e.get("train_fingerprints"))
         self.threshold = float(e["domain_threshold"])
         self.classes: list[str] | None = e.get("classes")
         if self.classes is not None:
@@ -311,15 +356,23 @@ class G2PPredictor(Predictor):
                 for t, f in zip(preds["tokens"], preds["finished"], strict=True)]
 
 
-class DigitsPredictor(Predictor):
-    """8x8 grey digit images -> the digit and its probability. An input is an array of 8x8
-    (or 1x8x8) values in scikit-learn's ``load_digits`` range 0..16 (ink high, background 0),
-    or an image file (read grey, resized to 8x8, 0..255 scaled to 0..16: ink bright on dark,
-    as in the training data)."""
+class ImagePredictor(Predictor):
+    """Grey images -> the class and its probability (digits: 8x8, Fashion-MNIST: 28x28). An
+    input is an array of the model's size (H x W or 1 x H x W) in its data set's raw range
+    (``raw_range``: scikit-learn's ``load_digits`` 0..16, Fashion-MNIST's bytes 0..255), or an
+    image file, read grey, resized to H x W (antialiased bilinear) and scaled to that range.
+    Both data sets are bright on dark (digits: ink high, background 0; Fashion-MNIST: light
+    clothes on a black background): invert a dark drawing or photo on white first.
+
+    ``extra``: ``classes``, ``raw_range``, ``scale`` (the model's input is raw * scale + shift),
+    ``size`` (H, W; 8x8 when absent: the digits bundle predates it) and ``dataset`` (the name
+    the range error gives)."""
 
     def __init__(self, name: str, path: Path, bundle: dict, card: dict) -> None:
         super().__init__(name, path, bundle, card)
         self.classes: list[str] = self.extra["classes"]
+        self.size: tuple[int, int] = tuple(self.extra.get("size", (8, 8)))
+        self.dataset: str = self.extra.get("dataset", "load_digits")
         self.columns = ["input", "prediction", "probability", "error"]
 
     def describe(self, value: Any) -> str:
@@ -329,9 +382,8 @@ class DigitsPredictor(Predictor):
 
     def prepare(self, value: Any) -> torch.Tensor:
         low, high = self.extra["raw_range"]
+        h, w = self.size
         if isinstance(value, str | Path):
-            from torchvision.transforms import v2
-
             from vecset.encoders.image.reading import read_image
 
             if not Path(value).is_file():
@@ -340,17 +392,19 @@ class DigitsPredictor(Predictor):
                 img = read_image(Path(value), 1)
             except (OSError, ValueError) as e:
                 raise ValueError(f"{value}: {str(e).splitlines()[0]}") from None
-            img = img.float() / (255.0 if img.dtype == torch.uint8 else 1.0)  # [0, 1]
-            x = v2.functional.resize(img, [8, 8], antialias=True) * high
+            img = img.float() / (255.0 if img.dtype == torch.uint8 else 1.0)  # (1, H', W') in [0, 1]
+            # torchvision's v2.Resize(antialias=True) on a float image, without importing torchvision
+            x = torch.nn.functional.interpolate(img[None], size=[h, w], mode="bilinear", align_corners=False,
+                                                antialias=True)[0] * high
         else:
             x = torch.as_tensor(np.asarray(value, dtype=np.float64)).float()
-            if x.shape not in ((8, 8), (1, 8, 8)):
-                raise ValueError(f"expected an 8x8 image (or 1x8x8), got shape {list(x.shape)}")
+            if x.shape not in ((h, w), (1, h, w)):
+                raise ValueError(f"expected an image of shape [{h}, {w}] (or [1, {h}, {w}]), got shape {list(x.shape)}")
             if not torch.isfinite(x).all() or x.min() < low or x.max() > high:
-                raise ValueError(f"pixel values must be finite and within {low}..{high} (load_digits' range), "
+                raise ValueError(f"pixel values must be finite and within {low}..{high} (the range of {self.dataset}), "
                                  f"got {float(x.min()):g}..{float(x.max()):g}")
         scale, shift = self.extra["scale"]
-        return (x.reshape(1, 8, 8) * scale + shift).float()
+        return (x.reshape(1, h, w) * scale + shift).float()
 
     def run(self, items: list[torch.Tensor]) -> list[dict]:
         prob = self.model({"image": torch.stack(items)}).float().softmax(-1)
@@ -359,7 +413,7 @@ class DigitsPredictor(Predictor):
 
 
 # -- the command line: vecset predict --model NAME ... ---------------------------------------
-INPUT_FLAGS = {"molecule": "--smiles", "g2p": "--words", "digits": "--images"}
+INPUT_FLAGS = {"molecule": "--smiles", "g2p": "--words", "image": "--images"}
 
 
 def read_inputs(path: Path, column: str | None) -> list[str]:
@@ -400,7 +454,7 @@ def command_main(argv: list[str]) -> int:
     p.add_argument("--model", required=True, help=f"one of: {', '.join(REGISTRY)}")
     p.add_argument("--smiles", nargs="+", help="SMILES strings (molecule models)")
     p.add_argument("--words", nargs="+", help="words (g2p)")
-    p.add_argument("--images", nargs="+", help="image files (digits)")
+    p.add_argument("--images", nargs="+", help="image files (digits, fashion_mnist)")
     p.add_argument("--input", type=Path, help="a CSV (its --column) or a text file, one input a line")
     p.add_argument("--column", default=None, help="the --input CSV's column (default: smiles, word or image)")
     p.add_argument("--out", type=Path, help="write the CSV here (default: stdout)")
@@ -416,7 +470,7 @@ def command_main(argv: list[str]) -> int:
             raise PredictorError(f"{wrong[0]}: not an input of --model {args.model} (it takes {flag} or --input)")
         if (flag in given) == (args.input is not None):
             raise PredictorError(f"--model {args.model}: give its inputs with {flag} or --input FILE (one of them)")
-        column = args.column or {"molecule": "smiles", "g2p": "word", "digits": "image"}[entry.kind]
+        column = args.column or {"molecule": "smiles", "g2p": "word", "image": "image"}[entry.kind]
         inputs = given[flag] if flag in given else read_inputs(args.input, column)
         predictor = pretrained(args.model)
     except PredictorError as e:
@@ -454,5 +508,5 @@ def wants_shipped_model(argv: list[str]) -> bool:
     return False
 
 
-__all__ = ["REGISTRY", "DigitsPredictor", "Entry", "G2PPredictor", "MoleculePredictor", "Predictor", "PredictorError",
+__all__ = ["REGISTRY", "Entry", "G2PPredictor", "ImagePredictor", "MoleculePredictor", "Predictor", "PredictorError",
            "available", "build_model", "command_main", "models_dir", "pretrained", "wants_shipped_model"]

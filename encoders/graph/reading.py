@@ -13,9 +13,9 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import torch
 
 from vecset.encoders.files import read_csv_rows
@@ -26,6 +26,9 @@ from vecset.encoders.graph.featurize import NodeFeaturizer, graph_tensors
 from vecset.encoders.graph.geometry import FAILED, SEED, conformer_tensors, geometry_counts
 from vecset.encoders.graph.molecules import InvalidMolecule, Molecule, mol_to_graph, parse_smiles
 from vecset.encoders.graph.structure import GraphStructure
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +201,8 @@ def read_molecule_csv(path: str | Path, featurizer: MoleculeFeaturizer, smiles_c
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ValueError(f"{path}: column(s) {missing} not in the file; its columns are {list(df.columns)}")
+    import pandas as pd  # here: a second to import, which featurizing one SMILES (a predictor) does not need
+
     values = df[targets].apply(lambda c: pd.to_numeric(c.str.strip(), errors="coerce"))
     labels = _class_indices(path, df, lines, label_column, list(classes or [])) if labelled else None
     smiles = [s.strip() for s in df[smiles_column]]

@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import Tensor
-from torchvision.transforms import v2
 
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp", ".gif")
 
@@ -91,6 +90,12 @@ def check_images(paths: list[Path], channels: int | None = None, convert: bool =
     return sizes
 
 
+def pil_to_tensor(im) -> Tensor:
+    """An 8-bit PIL image as (C, H, W) uint8, as torchvision's ``pil_to_tensor`` (without importing it)."""
+    values = np.array(im)  # (H, W) or (H, W, C)
+    return torch.from_numpy(values).view(values.shape[0], values.shape[1], -1).permute(2, 0, 1)
+
+
 def read_image(path: Path, channels: int) -> Tensor:
     """One image file as (C, H, W) pixels, C = ``channels`` (1 grey, 3 RGB).
 
@@ -106,8 +111,10 @@ def read_image(path: Path, channels: int) -> Tensor:
     """
     from PIL import Image
 
+    # torchvision (seconds to import: a shipped predictor's start) only for the deep images
     if png_bit_depth(path) == 16:
         from torchvision.io import ImageReadMode, decode_image
+        from torchvision.transforms import v2
 
         img = v2.functional.to_dtype(decode_image(str(path), ImageReadMode.UNCHANGED), torch.float32, scale=True)
         img = img[:3] if img.shape[0] >= 3 else img[:1]  # (C, H, W) without alpha: RGBA -> RGB, LA -> L
@@ -115,10 +122,12 @@ def read_image(path: Path, channels: int) -> Tensor:
         with Image.open(path) as im:
             if im.mode not in ("I", "F", *GREY16_MODES):
                 mode = "L" if channels == 1 else "RGB"
-                return v2.functional.pil_to_tensor(im.convert(mode) if im.mode != mode else im)  # (C, H, W) uint8
+                return pil_to_tensor(im.convert(mode) if im.mode != mode else im)  # (C, H, W) uint8
             if unscalable_mode(im.mode, im.format):
                 raise ValueError(unscalable_message(path, im.mode))
             values = np.asarray(im)  # (H, W): uint16 for I;16*, int32 for I, float32 for F
+        from torchvision.transforms import v2
+
         if values.dtype.kind in "iu":  # 0..65535: I;16* and Pillow's 16-bit PGM
             img = v2.functional.to_dtype(torch.from_numpy(values.astype(np.uint16))[None], torch.float32, scale=True)
         else:

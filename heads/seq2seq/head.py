@@ -17,11 +17,11 @@ cross-attention weights of the last decoder layer (the input/output alignment).
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torchmetrics import MetricCollection
 
 from vecset.backbone.attention import MultiHeadSelfAttention, Score
 from vecset.backbone.positional import sinusoid
@@ -31,8 +31,12 @@ from vecset.contracts.abilities import Width
 from vecset.contracts.data_spec import DataSpec
 from vecset.contracts.vectorset import VectorSet
 from vecset.heads.contract import Head
-from vecset.heads.edit_metrics import PhoneErrorRate, TokenIds, WordErrorRate
 from vecset.heads.seq2seq.cross_attention import MultiHeadCrossAttention
+
+if TYPE_CHECKING:  # the metrics import torchmetrics (seconds): imported where they are used, not to predict
+    from torchmetrics import MetricCollection
+
+    from vecset.heads.edit_metrics import TokenIds
 
 log = logging.getLogger("vecset")
 
@@ -378,6 +382,10 @@ class Seq2SeqHead(Head):
 
     # -- metrics and predictions ----------------------------------------------------------
     def metrics(self) -> MetricCollection:
+        from torchmetrics import MetricCollection
+
+        from vecset.heads.edit_metrics import PhoneErrorRate, WordErrorRate
+
         return MetricCollection({"per": PhoneErrorRate(), "wer": WordErrorRate()})
 
     def _references(self, batch: dict) -> list:
@@ -390,6 +398,8 @@ class Seq2SeqHead(Head):
         (cheap; so train_per/train_wer are teacher-forced), in eval real decodes."""
         vocab = self._need_vocab()
         if self.training:
+            from vecset.heads.edit_metrics import TokenIds
+
             # the argmax stays on the device; the metrics decode and score it at the epoch's end,
             # with one read (a training step reads nothing: on a GPU a read waits for the device)
             return TokenIds(out["logits"].argmax(-1), vocab), self._references(batch)

@@ -16,3 +16,15 @@ def test_nearest_neighbour_similarity():
         nn.similarity("")
     with pytest.raises(ValueError, match="at least one reference molecule"):
         NearestNeighbours([])
+
+
+def test_fingerprints_read_back_give_the_same_similarities():
+    """A shipped predictor packs the training fingerprints (``binary``) instead of parsing its
+    training SMILES at every start: the similarities are the same."""
+    ref = ["CCO", "c1ccccc1O", "CC(=O)N"]
+    nn = NearestNeighbours(ref)
+    again = NearestNeighbours(ref, nn.binary())
+    for smiles in ("OCC", "Cc1ccccc1O", "[Fe+2].[Fe+2]", "CCN"):
+        assert again.similarity(smiles) == nn.similarity(smiles)
+    with pytest.raises(ValueError, match="^NearestNeighbours: 2 fingerprints for 3 reference molecules"):
+        NearestNeighbours(ref, nn.binary()[:2])
