@@ -61,11 +61,12 @@ from vecset.encoders.graph import (
     MoleculeFeaturizer,
     MoleculeTable,
     canonical_smiles,
+    descriptor_names,
     read_molecule_csv,
     scaffold_groups,
 )
 from vecset.pipelines.console import track
-from vecset.pipelines.data.base import ModelLink, VecsetDataModule
+from vecset.pipelines.data.base import ModelLink, VecsetDataModule, fixed
 from vecset.pipelines.molecules.predictions import MoleculeRows
 
 log = logging.getLogger(__name__)
@@ -127,9 +128,35 @@ def scaffold_split(smiles: list[str], fractions: tuple[float, float] = (0.8, 0.1
 
 
 def graph_links() -> list[ModelLink]:
-    """``max_dist`` and ``lap_pe_k`` of a molecule data module -> the ``GraphEncoder``'s."""
+    """``max_dist`` and ``lap_pe_k`` of a graph data module -> the ``GraphEncoder``'s."""
     return [ModelLink(f"graph {name}", (name,), "encoder", name, lambda v, name=name: (v, name, str(v)))
             for name in ("max_dist", "lap_pe_k")]
+
+
+def atom_links() -> list[ModelLink]:
+    """The molecule featurizer's widths (``encoders/graph``'s ``NodeFeaturizer``: 42 atom
+    features, 6 bond types) -> the ``GraphEncoder``'s ``node_dim`` and ``num_edge_types``."""
+    nodes = MoleculeFeaturizer().nodes
+    return [fixed("atom feature width", "encoder", "node_dim", nodes.dim, f"{nodes.dim} atom features"),
+            fixed("bond type count", "encoder", "num_edge_types", nodes.num_edge_types,
+                  f"{nodes.num_edge_types} bond types")]
+
+
+def descriptor_count(descriptors: bool) -> tuple[int, str, str]:
+    """The width of ``batch["features"]``: RDKit's 2-D descriptors (217 with RDKit 2026.09) or none."""
+    n = len(descriptor_names()) if descriptors else 0
+    return n, "descriptors", f"true ({n} RDKit 2-D descriptors)" if descriptors else "false"
+
+
+def output_count(target_columns: list[str] | None, label_column: str | None,
+                 classes: list[str] | None) -> tuple[int | None, str, str]:
+    """The head's outputs: the classes of ``label_column``, else one per target column (None
+    where neither is given: the data module's constructor says what is missing)."""
+    if label_column is not None:
+        n = len(classes or [])
+        return n or None, "classes", f"{classes} ({n} classes)"
+    n = len(target_columns or [])
+    return n or None, "target_columns", f"{target_columns} ({n} target{'s' if n != 1 else ''})"
 
 class MoleculeDataModule(VecsetDataModule):
     """Molecule property regression or classification from a CSV of SMILES.
@@ -470,9 +497,14 @@ class MoleculeDataModule(VecsetDataModule):
     # -- what the generic layers ask the job --------------------------------------------------
     @classmethod
     def model_links(cls) -> list[ModelLink]:
-        """The graphs' distance clipping and eigenvector count are the graph encoder's (its tables
-        are sized by them): given once, at the data."""
-        return graph_links()
+        """The graphs' distance clipping and eigenvector count and the atom featurizer's widths
+        are the graph encoder's (its tables are sized by them); the descriptor count (with
+        ``descriptors``) is the head's ``extra_features``, the target columns' or classes' count
+        its ``num_outputs``: each given once, at the data."""
+        return [*graph_links(), *atom_links(),
+                ModelLink("descriptor count", ("descriptors",), "head", "extra_features", descriptor_count),
+                ModelLink("output count", ("target_columns", "label_column", "classes"), "head", "num_outputs",
+                          output_count)]
 
     def prediction_output(self, out_dir: Path, model) -> MoleculeRows:
         """Per molecule its CSV line and SMILES and the prediction; the invalid rows apart."""

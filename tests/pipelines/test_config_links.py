@@ -48,20 +48,47 @@ def rejected(tmp_path, monkeypatch, capsys, *args: str) -> str:
     return capsys.readouterr().err
 
 
+def given(cfg: dict, key: str) -> bool:
+    """Whether the plain config ``cfg`` sets ``key`` (a dotted path)."""
+    node: object = cfg
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def image_folder(root: Path, classes: tuple[str, ...] = ("a", "b")) -> Path:
+    """An ImageFolder layout's class folders (empty: parsing reads only their names)."""
+    for c in classes:
+        (root / "train" / c).mkdir(parents=True, exist_ok=True)
+    return root
+
+
 def test_every_config_gives_each_linked_value_once_and_builds(tmp_path, monkeypatch):
+    from vecset.pipelines.config_links import config_links
+
     monkeypatch.chdir(tmp_path)  # nothing is written, but were it, not into the checkout
+    folder = image_folder(tmp_path / "images")
+    linked = set()
     for path in CONFIGS:
         text = path.read_text()
         body = "\n".join(line.split("#")[0] for line in text.splitlines())
         # d_model appears once: on the backbone (kernel_regression's Identity backbone has none)
         assert body.count("d_model:") == (0 if "torch.nn.Identity" in body else 1), path.name
-        if "SpeechFramesDataModule" in body:
-            assert "in_dim:" not in body and "num_classes:" not in body, path.name
-        model, _ = build("--config", str(path))
+        # every value the data links into the model (class counts, feature widths, channels,
+        # the graph tables' sizes) is left to the data, not written again in the model
+        links = config_links(yaml.safe_load(text))
+        assert not [link.target for link in links if given(yaml.safe_load(text), link.target)], path.name
+        linked |= {link.target.rpartition(".")[2] for link in links if link.sources[0].startswith("data.")}
+        extra = ["--data.init_args.root", str(folder)] if "ImageFolderDataModule" in body else []
+        model, _ = build("--config", str(path), *extra)
         width = getattr(model.backbone, "d_model", None)
         for task, encoder, head in parts(model):
             if width is not None:
                 assert encoder.out_width == width and head.in_width == width, (path.name, task)
+    assert linked >= {"in_dim", "num_classes", "num_outputs", "in_channels", "node_dim", "num_edge_types",
+                      "extra_features", "max_dist", "lap_pe_k", "num_atom_types", "num_descriptors"}
 
 
 def test_a_mismatched_width_fails_with_one_line_naming_both(tmp_path, monkeypatch, capsys):
