@@ -43,6 +43,7 @@ Classification (``label_column`` and ``classes``): ``y`` is the index of the row
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import logging
 import math
@@ -133,18 +134,25 @@ def graph_links() -> list[ModelLink]:
             for name in ("max_dist", "lap_pe_k")]
 
 
-def atom_links() -> list[ModelLink]:
-    """The molecule featurizer's widths (``encoders/graph``'s ``NodeFeaturizer``: 42 atom
-    features, 6 bond types) -> the ``GraphEncoder``'s ``node_dim`` and ``num_edge_types``."""
+@functools.cache
+def featurizer_widths() -> tuple[int, int, int]:
+    """The molecule featurizer's widths (``encoders/graph``): atom features (42), bond types (6)
+    and RDKit's 2-D descriptors (217 with RDKit 2026.09); asked once (the CLI links them at parse)."""
     nodes = MoleculeFeaturizer().nodes
-    return [fixed("atom feature width", "encoder", "node_dim", nodes.dim, f"{nodes.dim} atom features"),
-            fixed("bond type count", "encoder", "num_edge_types", nodes.num_edge_types,
-                  f"{nodes.num_edge_types} bond types")]
+    return nodes.dim, nodes.num_edge_types, len(descriptor_names())
+
+
+def atom_links() -> list[ModelLink]:
+    """The molecule featurizer's atom feature width and bond type count -> the ``GraphEncoder``'s
+    ``node_dim`` and ``num_edge_types``."""
+    dim, edge_types, _ = featurizer_widths()
+    return [fixed("atom feature width", "encoder", "node_dim", dim, f"{dim} atom features"),
+            fixed("bond type count", "encoder", "num_edge_types", edge_types, f"{edge_types} bond types")]
 
 
 def descriptor_count(descriptors: bool) -> tuple[int, str, str]:
     """The width of ``batch["features"]``: RDKit's 2-D descriptors (217 with RDKit 2026.09) or none."""
-    n = len(descriptor_names()) if descriptors else 0
+    n = featurizer_widths()[2] if descriptors else 0
     return n, "descriptors", f"true ({n} RDKit 2-D descriptors)" if descriptors else "false"
 
 
