@@ -329,6 +329,8 @@ def test_filled_gives_the_data_class_values_too():
     from vecset.pipelines.config_links import filled
 
     cfg = yaml.safe_load((ROOT / "configs/digits.yaml").read_text())
+    m = cfg["model"]["init_args"]
+    m["encoder"]["init_args"].pop("in_channels", None), m["head"]["init_args"].pop("num_outputs", None)
     out = filled({k: cfg[k] for k in ("model", "data")})
     assert out["model"]["init_args"]["encoder"]["init_args"]["in_channels"] == 1
     assert out["model"]["init_args"]["head"]["init_args"]["num_outputs"] == 10
