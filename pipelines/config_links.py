@@ -88,14 +88,15 @@ def data_class(class_path: Any) -> type[VecsetDataModule] | None:
 
 
 def _data_link(link: ModelLink, data: str, encoder: str, head: str) -> Link:
-    """A data module's declared link, with the keys of one task's data and model parts."""
+    """A data module's declared link, with the keys of one task's data and model parts. A value
+    of the data class itself (no sources) follows the data's ``class_path``."""
     def compute(*values: Any) -> tuple[Any, str, str]:
-        value, arg, shown = link.compute(*values)
-        return value, f"{data}.init_args.{arg}", shown
+        value, arg, shown = link.compute(*values[:len(link.sources)])
+        return value, f"{data}.{arg}" if arg == "class_path" else f"{data}.init_args.{arg}", shown
 
     part = encoder if link.part == "encoder" else head
-    return Link(link.what, tuple(f"{data}.init_args.{s}" for s in link.sources), f"{part}.init_args.{link.name}",
-                compute)
+    sources = tuple(f"{data}.init_args.{s}" for s in link.sources) or (f"{data}.class_path",)
+    return Link(link.what, sources, f"{part}.init_args.{link.name}", compute)
 
 
 def task_links(encoder: str, head: str, data: str, width: str, data_cls: type[VecsetDataModule] | None = None,
@@ -180,8 +181,14 @@ def checked(link: Link) -> Callable[..., Any]:
         except (OSError, ValueError) as ex:  # a data's link may read its files (their header)
             raise LinkSourceError(f"{' / '.join(link.sources)}: {ex} (read for the {link.what}, "
                                   f"{link.target})") from ex
+        if value is None:  # the data cannot tell before setup: the config's value, checked there
+            return given
         not_given = given is None or given == signature_default(class_path, name)
         if not not_given and given != value:
+            if source.endswith(".class_path"):  # a value of the data class: nothing to give
+                data = str(sources[0]).rpartition(".")[2]
+                raise LinkConflict(f"{link.what} given twice: {link.target}={given} but the data, {data} "
+                                   f"({source}), has {shown}; leave {link.target} out (it follows the data: {DOCS})")
             raise LinkConflict(f"{link.what} given twice: {link.target}={given} but {source}={shown}; give it "
                                f"once, at {source} (the other follows it: {DOCS})")
         return value
@@ -282,6 +289,13 @@ def unset_target(cfg: Any, links: Sequence[Link]) -> str | None:
             continue
         param = signature_param(class_path, name)
         if param is not None and param.default is inspect.Parameter.empty:
+            try:  # the source is there but cannot tell it (an image folder that is not there)
+                _, source, shown = link.compute(*(cfg.get(s) for s in link.sources))
+            except Exception:  # noqa: BLE001 - the source is not there: the message below says so
+                source = None
+            if source is not None and cfg.get(source) is not None:
+                return (f"{link.target} is not set: {class_path.rpartition('.')[2]} needs it, and {source}="
+                        f"{shown} does not tell it (the {link.what}; give the source a value that does: {DOCS})")
             return (f"{link.target} is not set: {class_path.rpartition('.')[2]} needs it (it follows "
                     f"{' / '.join(link.sources)} where the config has that: {DOCS})")
     return None
@@ -326,5 +340,7 @@ def filled(cfg: dict, links: Sequence[Link] | None = None) -> dict:
                 continue
             if not isinstance(parent, dict):
                 holder["init_args"] = parent = dict(holder.get("init_args") or {})
-            parent.setdefault(leaf, link.compute(*values)[0])
+            value = link.compute(*values)[0]
+            if value is not None:  # None: the data cannot tell before setup
+                parent.setdefault(leaf, value)
     return out

@@ -21,11 +21,15 @@ class ModelLink:
 
     Args:
         what: what the value is, for the message ("class count").
-        sources: the data's ``init_args`` it is computed from.
+        sources: the data's ``init_args`` it is computed from; none: a value of the data class
+            itself (Digits' 10 classes), which the config's data ``class_path`` chooses.
         part: the model part that takes it: ``"encoder"`` or ``"head"``.
         name: the part's ``init_args`` key it is written to.
         compute: the sources' values -> (the value, the source argument it comes from, that
-            argument's value as the message shows it).
+            argument's value as the message shows it); ``"class_path"`` as the argument for a
+            value of the class (``fixed``). The value None: the data cannot tell before setup
+            (an image folder that is not there yet); the config's value stands, and the part's
+            ``receive`` checks it at setup.
     """
 
     what: str
@@ -33,6 +37,11 @@ class ModelLink:
     part: Literal["encoder", "head"]
     name: str
     compute: Callable[..., tuple[Any, str, str]]
+
+
+def fixed(what: str, part: Literal["encoder", "head"], name: str, value: Any, shown: str) -> ModelLink:
+    """A link of a value the data class fixes (``shown``: how the message says it, "10 classes")."""
+    return ModelLink(what, (), part, name, lambda: (value, "class_path", shown))
 
 
 class VecsetDataModule(pl.LightningDataModule):

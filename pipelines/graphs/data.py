@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader
 from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.graph import NodeFeaturizer, graph_tensors, pad_graphs
 from vecset.encoders.graph.structure import GraphStructure
-from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.base import ModelLink, VecsetDataModule, fixed
 from vecset.pipelines.graphs.predictions import NodeRows
 
 log = logging.getLogger(__name__)
@@ -37,6 +37,13 @@ def read_graph(path: Path) -> nx.Graph:
     if path.suffix == ".graphml":
         return nx.read_graphml(path)
     raise ValueError(f"{path}: unsupported graph format {path.suffix!r}; use node-link .json or .graphml")
+
+
+def node_width(categorical: dict[str, list] | None, numeric: list[str] | None) -> tuple[int, str, str]:
+    """The width of a node's features (``NodeFeaturizer.dim``: one-hot per categorical attribute
+    with an "other" slot, one column per numeric one; a constant 1 with none)."""
+    dim = NodeFeaturizer(categorical or {}, numeric or []).dim
+    return dim, "categorical", f"{categorical} with numeric {numeric} ({dim} features)"
 
 
 class GraphNodeDataModule(VecsetDataModule):
@@ -137,6 +144,16 @@ class GraphNodeDataModule(VecsetDataModule):
         return f"{where} ({len(self.nodes)} nodes)"
 
     # -- what the generic layers ask the job --------------------------------------------------
+    @classmethod
+    def model_links(cls) -> list[ModelLink]:
+        """The graph's distance clipping, eigenvector count, node feature width and edge types
+        (none or edge: no edge vocabulary here) are the graph encoder's: given once, at the data."""
+        edge_types = NodeFeaturizer({}, [], None, []).num_edge_types
+        return [*(ModelLink(f"graph {name}", (name,), "encoder", name, lambda v, name=name: (v, name, str(v)))
+                  for name in ("max_dist", "lap_pe_k")),
+                ModelLink("node feature width", ("categorical", "numeric"), "encoder", "node_dim", node_width),
+                fixed("edge type count", "encoder", "num_edge_types", edge_types, f"{edge_types} edge types")]
+
     def prediction_output(self, out_dir: Path, model) -> NodeRows:
         """One row per node of the graph: its predicted class, probability and split."""
         return NodeRows(self, out_dir)

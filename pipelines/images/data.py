@@ -25,7 +25,7 @@ from torch.utils.data import DataLoader, Dataset
 from torchvision.transforms import v2
 
 from vecset.encoders.image import IMAGE_EXTENSIONS, FileImages, check_images, collate_images
-from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.base import ModelLink, VecsetDataModule, fixed
 from vecset.pipelines.data.batch_augment import BatchAugment
 from vecset.pipelines.data.device_loader import (
     DeviceLoader,
@@ -134,9 +134,24 @@ class ImageDataModule(VecsetDataModule):
     """
 
     image_shape: tuple[int, int, int] | None = None
+    # the class count of a data set that fixes its classes (None: read at setup), which the
+    # head's num_outputs follows, as the encoder's in_channels follows image_shape's channels
+    class_count: int | None = None
     predict_files: list[str] | None = None
     # the raw pixel value that a crop's padding shows (before prepare_batch's scaling)
     background: float = 0.0
+
+    @classmethod
+    def model_links(cls) -> list[ModelLink]:
+        """The images' channels (``image_shape``) are the encoder's ``in_channels``, the class
+        count the head's ``num_outputs``: the data set fixes both."""
+        links = []
+        if cls.image_shape is not None:
+            c = cls.image_shape[0]
+            links.append(fixed("image channels", "encoder", "in_channels", c, f"{c}-channel images"))
+        if cls.class_count is not None:
+            links.append(fixed("class count", "head", "num_outputs", cls.class_count, f"{cls.class_count} classes"))
+        return links
 
     def __init__(self, batch_size: int, num_workers: int, on_device: bool | Literal["auto"] = "auto",
                  device_memory_share: float = 0.5, batch_augment: list[BatchAugment] | None = None,
@@ -355,6 +370,7 @@ class DigitsDataModule(ImageDataModule):
     """
 
     class_names = [str(d) for d in range(10)]
+    class_count = 10
     image_shape = (1, 8, 8)
     background = -1.0  # pixels are stored in [-1, 1], the background -1
 
@@ -394,6 +410,24 @@ class DigitsDataModule(ImageDataModule):
 # -- image folders ---------------------------------------------------------------------
 
 
+def training_folder(root: Path) -> Path:
+    """Where an image folder's training classes are: ``root/train`` when it has one, else ``root``."""
+    return root / "train" if (root / "train").is_dir() else root
+
+
+def class_folders(root: Path) -> list[str]:
+    """The class folders of ``root`` (not hidden), sorted: the class names, in index order."""
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def folder_class_count(root: str) -> tuple[int | None, str, str]:
+    """The class count an image folder's training classes give (its folder names only, no image
+    read); None where ``root`` is not a folder yet (``setup`` then says so)."""
+    found = training_folder(Path(root))
+    classes = class_folders(found) if found.is_dir() else []
+    return len(classes) or None, "root", f"{root} ({len(classes)} class folders in {found})"
+
+
 def scan_image_folder(root: Path, skip_non_images: bool) -> tuple[list[str], dict[str, list[Path]]]:
     """Class folders of ``root`` and their image files, sorted.
 
@@ -403,7 +437,7 @@ def scan_image_folder(root: Path, skip_non_images: bool) -> tuple[list[str], dic
     """
     if not root.is_dir():
         raise FileNotFoundError(f"image folder {root} does not exist (expected <root>/<class>/<image files>)")
-    classes = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    classes = class_folders(root)
     if not classes:
         raise ValueError(f"image folder {root} has no class subfolders (expected <root>/<class>/<image files>)")
     files: dict[str, list[Path]] = {}
@@ -500,6 +534,13 @@ class ImageFolderDataModule(ImageDataModule):
         self.paths: list[Path] = []
         self._sizes: dict[tuple[int, int], Path] = {}
         self.class_names = None
+
+    @classmethod
+    def model_links(cls) -> list[ModelLink]:
+        """``channels`` is the encoder's ``in_channels``; the class folders' count (read from
+        ``root`` at parse: the folder names) the head's ``num_outputs``."""
+        return [ModelLink("image channels", ("channels",), "encoder", "in_channels", lambda c: (c, "channels", str(c))),
+                ModelLink("class count", ("root",), "head", "num_outputs", folder_class_count)]
 
     # -- checks -------------------------------------------------------------------------
     def _check_files(self, paths: list[Path]) -> None:
@@ -657,6 +698,7 @@ class Cifar10DataModule(ImageDataModule):
     """
 
     image_shape = (3, 32, 32)
+    class_count = 10
     MEAN = (0.4914, 0.4822, 0.4465)
     STD = (0.2470, 0.2435, 0.2616)
 

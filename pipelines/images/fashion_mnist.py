@@ -132,6 +132,7 @@ class FashionMNISTDataModule(ImageDataModule):
     """
 
     image_shape = (1, 28, 28)
+    class_count = 10
 
     def __init__(self, root: str = DEFAULT_ROOT, val_fraction: float = 0.1, split_seed: int = 0,
                  augment: bool = True, train_transforms: list[v2.Transform] | None = None,

@@ -43,6 +43,7 @@ Classification (``label_column`` and ``classes``): ``y`` is the index of the row
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import logging
 import math
@@ -61,11 +62,12 @@ from vecset.encoders.graph import (
     MoleculeFeaturizer,
     MoleculeTable,
     canonical_smiles,
+    descriptor_names,
     read_molecule_csv,
     scaffold_groups,
 )
 from vecset.pipelines.console import track
-from vecset.pipelines.data.base import ModelLink, VecsetDataModule
+from vecset.pipelines.data.base import ModelLink, VecsetDataModule, fixed
 from vecset.pipelines.data.gathered import BucketedCollate, LengthBuckets
 from vecset.pipelines.molecules.device import NO_DISTANCE, MoleculeDeviceLoader, MoleculePlacement
 from vecset.pipelines.molecules.predictions import MoleculeRows
@@ -129,9 +131,42 @@ def scaffold_split(smiles: list[str], fractions: tuple[float, float] = (0.8, 0.1
 
 
 def graph_links() -> list[ModelLink]:
-    """``max_dist`` and ``lap_pe_k`` of a molecule data module -> the ``GraphEncoder``'s."""
+    """``max_dist`` and ``lap_pe_k`` of a graph data module -> the ``GraphEncoder``'s."""
     return [ModelLink(f"graph {name}", (name,), "encoder", name, lambda v, name=name: (v, name, str(v)))
             for name in ("max_dist", "lap_pe_k")]
+
+
+@functools.cache
+def featurizer_widths() -> tuple[int, int, int]:
+    """The molecule featurizer's widths (``encoders/graph``): atom features (42), bond types (6)
+    and RDKit's 2-D descriptors (217 with RDKit 2026.09); asked once (the CLI links them at parse)."""
+    nodes = MoleculeFeaturizer().nodes
+    return nodes.dim, nodes.num_edge_types, len(descriptor_names())
+
+
+def atom_links() -> list[ModelLink]:
+    """The molecule featurizer's atom feature width and bond type count -> the ``GraphEncoder``'s
+    ``node_dim`` and ``num_edge_types``."""
+    dim, edge_types, _ = featurizer_widths()
+    return [fixed("atom feature width", "encoder", "node_dim", dim, f"{dim} atom features"),
+            fixed("bond type count", "encoder", "num_edge_types", edge_types, f"{edge_types} bond types")]
+
+
+def descriptor_count(descriptors: bool) -> tuple[int, str, str]:
+    """The width of ``batch["features"]``: RDKit's 2-D descriptors (217 with RDKit 2026.09) or none."""
+    n = featurizer_widths()[2] if descriptors else 0
+    return n, "descriptors", f"true ({n} RDKit 2-D descriptors)" if descriptors else "false"
+
+
+def output_count(target_columns: list[str] | None, label_column: str | None,
+                 classes: list[str] | None) -> tuple[int | None, str, str]:
+    """The head's outputs: the classes of ``label_column``, else one per target column (None
+    where neither is given: the data module's constructor says what is missing)."""
+    if label_column is not None:
+        n = len(classes or [])
+        return n or None, "classes", f"{classes} ({n} classes)"
+    n = len(target_columns or [])
+    return n or None, "target_columns", f"{target_columns} ({n} target{'s' if n != 1 else ''})"
 
 class MoleculeDataModule(VecsetDataModule):
     """Molecule property regression or classification from a CSV of SMILES.
@@ -502,9 +537,14 @@ class MoleculeDataModule(VecsetDataModule):
     # -- what the generic layers ask the job --------------------------------------------------
     @classmethod
     def model_links(cls) -> list[ModelLink]:
-        """The graphs' distance clipping and eigenvector count are the graph encoder's (its tables
-        are sized by them): given once, at the data."""
-        return graph_links()
+        """The graphs' distance clipping and eigenvector count and the atom featurizer's widths
+        are the graph encoder's (its tables are sized by them); the descriptor count (with
+        ``descriptors``) is the head's ``extra_features``, the target columns' or classes' count
+        its ``num_outputs``: each given once, at the data."""
+        return [*graph_links(), *atom_links(),
+                ModelLink("descriptor count", ("descriptors",), "head", "extra_features", descriptor_count),
+                ModelLink("output count", ("target_columns", "label_column", "classes"), "head", "num_outputs",
+                          output_count)]
 
     def prediction_output(self, out_dir: Path, model) -> MoleculeRows:
         """Per molecule its CSV line and SMILES and the prediction; the invalid rows apart."""

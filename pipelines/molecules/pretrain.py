@@ -14,6 +14,7 @@ validation splits choose the settings, ``docs/molecules.md``).
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import replace
 from pathlib import Path
@@ -31,10 +32,16 @@ from vecset.encoders.graph import (
 )
 from vecset.encoders.graph.masking import element_slots, mask_atoms
 from vecset.pipelines.console import track
-from vecset.pipelines.data.base import ModelLink, VecsetDataModule
-from vecset.pipelines.molecules.data import graph_links
+from vecset.pipelines.data.base import ModelLink, VecsetDataModule, fixed
+from vecset.pipelines.molecules.data import atom_links, featurizer_widths, graph_links
 
 log = logging.getLogger(__name__)
+
+
+@functools.cache
+def element_count() -> int:
+    """The element classes of masked-atom prediction (12 elements and "other"), asked once."""
+    return len(element_slots(MoleculeFeaturizer().nodes)[1])
 
 
 class MaskedCollate:
@@ -143,9 +150,14 @@ class MoleculePretrainDataModule(VecsetDataModule):
 
     @classmethod
     def model_links(cls) -> list[ModelLink]:
-        """The graphs' distance clipping and eigenvector count are the graph encoder's (its tables
-        are sized by them): given once, at the data."""
-        return graph_links()
+        """The graphs' distance clipping and eigenvector count and the atom featurizer's widths
+        are the graph encoder's (its tables are sized by them), given once, at the data; the
+        element classes and the descriptor count are the pretext head's."""
+        elements, descriptors = element_count(), featurizer_widths()[2]
+        return [*graph_links(), *atom_links(),
+                fixed("element class count", "head", "num_atom_types", elements, f"{elements} element classes"),
+                fixed("descriptor count", "head", "num_descriptors", descriptors,
+                      f"{descriptors} RDKit 2-D descriptors")]
 
     def default_reports(self) -> list:
         """None: the pretext metrics (val atom_acc, desc_rmse) are the report; the downstream sets judge it."""

@@ -12,6 +12,7 @@ long recordings ``chunks.py``; the default reports ``reports.py`` (all in this f
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
 from dataclasses import replace
@@ -128,8 +129,9 @@ def feature_count(features: str, num_mel_bins: int, num_ceps: int) -> tuple[int,
     return num_mel_bins, "num_mel_bins", str(num_mel_bins)
 
 
+@functools.cache
 def phone_count(phone_set: str) -> tuple[int, str, str]:
-    """The phone set's label count."""
+    """The phone set's label count (asked once per phone set: the link applies at every parse)."""
     n = len(phone_names(phone_set))
     return n, "phone_set", f"{phone_set} ({n} labels)"
 

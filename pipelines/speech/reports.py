@@ -270,8 +270,7 @@ def attention_figure(dm, model, sample_id: int, layer: int = -1, max_frames: int
     """
     item = next(u for u in dm.test_items() if u.id == sample_id)
     T = item.x.shape[0]
-    y = getattr(item, "y", None)  # an Utterance's labels; None (or a bare stand-in's absent field): unlabelled
-    y = y.numpy() if y is not None else None
+    y = item.y.numpy() if item.y is not None else None  # an Utterance's labels; None: unlabelled audio
     names = list(dm.class_names) if y is not None else None
     q = min(T - 1, default_query_frame(y, min(T, max_frames), names) if query_frame is None else query_frame)
     with inference(model):

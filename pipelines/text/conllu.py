@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader
 from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.text.collate import collate_tokens
 from vecset.encoders.text.conllu import UPOS, read_conllu
-from vecset.pipelines.data.base import VecsetDataModule
+from vecset.pipelines.data.base import ModelLink, VecsetDataModule, fixed
 
 log = logging.getLogger("vecset")
 
@@ -85,6 +85,11 @@ class CoNLLUDataModule(VecsetDataModule):
         """``file:line`` of the sentence's first line, then its words."""
         path, s = self.sources[sample_id]
         return f"{path}:{s['line']} " + " ".join(s["forms"])
+
+    @classmethod
+    def model_links(cls) -> list[ModelLink]:
+        """The 17 UPOS tags are the labeling head's ``num_classes``."""
+        return [fixed("class count (the UPOS tags)", "head", "num_classes", len(UPOS), f"{len(UPOS)} UPOS tags")]
 
     def default_reports(self) -> list:
         """The per-class report, one block's attention between the tokens."""

@@ -540,21 +540,26 @@ def test_cli_fit_and_predict_digits(tmp_path, monkeypatch):
     assert 0.1 <= float(rows[0]["probability"]) <= 1.0
 
 
-def test_cli_image_folder_config(tmp_path, monkeypatch):
+def test_cli_image_folder_config(tmp_path, monkeypatch, capsys):
     from vecset.pipelines.cli import run_cli
 
     data = _folder(tmp_path / "imgs", classes=("cat", "dog", "emu"), n=10, mode="L")
     monkeypatch.chdir(tmp_path)
-    run_cli(["fit", "--config", str(ROOT / "configs" / "image_folder.yaml"), "--data.init_args.root", str(data),
-             "--data.init_args.convert", "true", "--model.init_args.head.init_args.num_outputs", "3",
-             "--trainer.max_epochs", "1", "--trainer.limit_train_batches", "1", "--trainer.accelerator", "cpu",
-             "--trainer.enable_model_summary", "false", "--model.init_args.backbone.init_args.depth", "1"])
+    # the head's num_outputs follows the class folders (a linked value: the config gives none)
+    cli = run_cli(["fit", "--config", str(ROOT / "configs" / "image_folder.yaml"), "--data.init_args.root", str(data),
+                   "--data.init_args.convert", "true",
+                   "--trainer.max_epochs", "1", "--trainer.limit_train_batches", "1", "--trainer.accelerator", "cpu",
+                   "--trainer.enable_model_summary", "false", "--model.init_args.backbone.init_args.depth", "1"])
+    assert cli.model.head.num_outputs == 3
     res = json.loads((tmp_path / "runs" / "image_folder" / "version_0" / "results.json").read_text())
     assert res["global_steps"] == 1 and 0.0 <= res["test"]["test_acc"] <= 1.0
-    # the head must match the number of class folders
-    with pytest.raises(ValueError, match=r"the head predicts 2 classes but the data has 3"):
+    # another count given for the head: one line naming both, before anything runs
+    with pytest.raises(SystemExit):
         run_cli(["fit", "--config", str(ROOT / "configs" / "image_folder.yaml"), "--data.init_args.root", str(data),
-                 "--data.init_args.convert", "true", "--trainer.max_epochs", "1", "--trainer.accelerator", "cpu"])
+                 "--model.init_args.head.init_args.num_outputs", "2", "--trainer.accelerator", "cpu"])
+    assert capsys.readouterr().err.startswith(
+        f"error: class count given twice: model.init_args.head.init_args.num_outputs=2 but data.init_args.root={data} "
+        f"(3 class folders in {data}); give it once, at data.init_args.root")
 
 
 def test_cli_cifar10_config_without_data(tmp_path, monkeypatch):

@@ -48,20 +48,58 @@ def rejected(tmp_path, monkeypatch, capsys, *args: str) -> str:
     return capsys.readouterr().err
 
 
+def given(cfg: dict, key: str) -> bool:
+    """Whether the plain config ``cfg`` sets ``key`` (a dotted path)."""
+    node: object = cfg
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def image_folder(root: Path, classes: tuple[str, ...] = ("a", "b")) -> Path:
+    """An ImageFolder layout's class folders (empty: parsing reads only their names)."""
+    for c in classes:
+        (root / "train" / c).mkdir(parents=True, exist_ok=True)
+    return root
+
+
 def test_every_config_gives_each_linked_value_once_and_builds(tmp_path, monkeypatch):
+    from vecset.pipelines.config_links import config_links
+
     monkeypatch.chdir(tmp_path)  # nothing is written, but were it, not into the checkout
+    folder = image_folder(tmp_path / "images")
+    linked, built = set(), {}
     for path in CONFIGS:
         text = path.read_text()
         body = "\n".join(line.split("#")[0] for line in text.splitlines())
         # d_model appears once: on the backbone (kernel_regression's Identity backbone has none)
         assert body.count("d_model:") == (0 if "torch.nn.Identity" in body else 1), path.name
-        if "SpeechFramesDataModule" in body:
-            assert "in_dim:" not in body and "num_classes:" not in body, path.name
-        model, _ = build("--config", str(path))
+        # every value the data links into the model (class counts, feature widths, channels,
+        # the graph tables' sizes) is left to the data, not written again in the model
+        links = config_links(yaml.safe_load(text))
+        assert not [link.target for link in links if given(yaml.safe_load(text), link.target)], path.name
+        linked |= {link.target.rpartition(".")[2] for link in links if link.sources[0].startswith("data.")}
+        extra = ["--data.init_args.root", str(folder)] if "ImageFolderDataModule" in body else []
+        model, _ = build("--config", str(path), *extra)
+        built[path.stem] = model
         width = getattr(model.backbone, "d_model", None)
         for task, encoder, head in parts(model):
             if width is not None:
                 assert encoder.out_width == width and head.in_width == width, (path.name, task)
+    assert linked >= {"in_dim", "num_classes", "num_outputs", "in_channels", "node_dim", "num_edge_types",
+                      "extra_features", "max_dist", "lap_pe_k", "num_atom_types", "num_descriptors"}
+    # the values the molecule configs no longer give, as the data gives them
+    from vecset.encoders.graph import descriptor_names
+
+    model = built["multitask_molecules"]
+    assert {t: (model.encoders[t].node_dim, model.heads[t].num_outputs, model.heads[t].extra_features)
+            for t in model.tasks} == {t: (42, n, len(descriptor_names()))
+                                      for t, n in (("freesolv", 1), ("solubility", 1), ("b3db", 2))}
+    model = built["pretrain_molecules"]
+    assert (model.head.num_atom_types, model.head.num_descriptors) == (13, len(descriptor_names()))
+    assert (built["image_folder"].encoder.in_channels, built["image_folder"].head.num_outputs) == (3, 2)
 
 
 def test_a_mismatched_width_fails_with_one_line_naming_both(tmp_path, monkeypatch, capsys):
@@ -206,3 +244,99 @@ def test_the_graph_settings_follow_the_molecule_data(tmp_path, monkeypatch, caps
     err = rejected(tmp_path / "again", monkeypatch, capsys, "--config", str(cfg))
     assert ("error: graph max_dist given twice: model.init_args.encoder.init_args.max_dist=6 but "
             "data.init_args.max_dist=8; give it once, at data.init_args.max_dist") in err
+
+
+def test_the_molecule_widths_and_outputs_follow_the_data(tmp_path, monkeypatch):
+    """The atom featurizer's widths go to the GraphEncoder, the descriptor count and the targets'
+    or classes' count to the SequenceHead: none of them is in the molecule configs."""
+    from vecset.encoders.graph import descriptor_names
+
+    monkeypatch.chdir(tmp_path)
+    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"))
+    assert (model.encoder.node_dim, model.encoder.num_edge_types) == (42, 6)
+    assert model.encoder.proj.weight.shape[1] == 42
+    assert (model.head.extra_features, model.head.num_outputs) == (len(descriptor_names()), 1)
+    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.descriptors=false",
+                     "--data.init_args.target_columns=[expt, calc]")
+    assert (model.head.extra_features, model.head.num_outputs) == (0, 2)
+    # multitask_molecules.yaml and pretrain_molecules.yaml: test_every_config_gives_each_linked_value_once_and_builds
+
+
+def test_a_molecule_width_given_differently_is_one_line_naming_both(tmp_path, monkeypatch, capsys):
+    edit = lambda c: c["model"]["init_args"]["head"]["init_args"].update(extra_features=100)  # noqa: E731
+    err = rejected(tmp_path, monkeypatch, capsys, "--config", str(edited(tmp_path, "freesolv.yaml", edit)))
+    n = len(__import__("vecset.encoders.graph", fromlist=["descriptor_names"]).descriptor_names())
+    assert err.splitlines() == [
+        f"error: descriptor count given twice: model.init_args.head.init_args.extra_features=100 but "
+        f"data.init_args.descriptors=true ({n} RDKit 2-D descriptors); give it once, at data.init_args.descriptors "
+        f"(the other follows it: {DOCS})"]
+    edit = lambda c: c["model"]["init_args"]["encoders"]["b3db"]["init_args"].update(node_dim=40)  # noqa: E731
+    err = rejected(tmp_path, monkeypatch, capsys, "--config", str(edited(tmp_path, "multitask_molecules.yaml", edit)))
+    assert err.splitlines()[0] == (
+        "error: atom feature width given twice: model.init_args.encoders.b3db.init_args.node_dim=40 but the data, "
+        "MoleculeDataModule (data.init_args.tasks.b3db.class_path), has 42 atom features; leave "
+        f"model.init_args.encoders.b3db.init_args.node_dim out (it follows the data: {DOCS})")
+    edit = lambda c: c["model"]["init_args"]["head"]["init_args"].update(num_outputs=3)  # noqa: E731
+    err = rejected(tmp_path, monkeypatch, capsys, "--config", str(edited(tmp_path, "b3db.yaml", edit)))
+    assert err.splitlines()[0] == (
+        "error: output count given twice: model.init_args.head.init_args.num_outputs=3 but "
+        "data.init_args.classes=['BBB-', 'BBB+'] (2 classes); give it once, at data.init_args.classes "
+        f"(the other follows it: {DOCS})")
+
+
+def test_the_image_channels_and_classes_follow_the_data(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    model, _ = build("--config", str(ROOT / "configs/digits.yaml"))
+    assert (model.encoder.in_channels, model.head.num_outputs) == (1, 10)
+    model, _ = build("--config", str(ROOT / "configs/cifar10.yaml"))
+    assert (model.encoder.in_channels, model.head.num_outputs) == (3, 10)
+    # an image folder: its class folders' count (their names only are read at parse) and its channels
+    folder = image_folder(tmp_path / "images", ("cat", "dog", "eel"))
+    model, _ = build("--config", str(ROOT / "configs/image_folder.yaml"), "--data.init_args.root", str(folder),
+                     "--data.init_args.channels=1", "--data.init_args.mean=[0.5]", "--data.init_args.std=[0.5]")
+    assert (model.encoder.in_channels, model.head.num_outputs) == (1, 3)
+    edit = lambda c: c["model"]["init_args"]["head"]["init_args"].update(num_outputs=7)  # noqa: E731
+    (tmp_path / "again").mkdir()
+    err = rejected(tmp_path / "again", monkeypatch, capsys, "--config", str(edited(tmp_path, "digits.yaml", edit)))
+    assert err.splitlines() == [
+        "error: class count given twice: model.init_args.head.init_args.num_outputs=7 but the data, DigitsDataModule "
+        "(data.class_path), has 10 classes; leave model.init_args.head.init_args.num_outputs out (it follows the "
+        f"data: {DOCS})"]
+
+
+def test_an_image_folder_that_is_not_there_says_so_at_parse(tmp_path, monkeypatch, capsys):
+    """Without the folder the class count is unknown: the parse stops naming the root; a config
+    that gives num_outputs (a run's saved config.yaml) keeps it, and setup checks it."""
+    missing = tmp_path / "nowhere"
+    err = rejected(tmp_path, monkeypatch, capsys, "--config", str(ROOT / "configs/image_folder.yaml"),
+                   "--data.init_args.root", str(missing))
+    assert err.splitlines()[0] == (
+        f"error: model.init_args.head.init_args.num_outputs is not set: SequenceHead needs it, and "
+        f"data.init_args.root={missing} (0 class folders in {missing}) does not tell it (the class count; give the "
+        f"source a value that does: {DOCS})")
+    model, _ = build("--config", str(ROOT / "configs/image_folder.yaml"), "--data.init_args.root", str(missing),
+                     "--model.init_args.head.init_args.num_outputs=4")
+    assert model.head.num_outputs == 4
+
+
+def test_the_graph_and_tag_widths_follow_their_data(tmp_path, monkeypatch):
+    from vecset.pipelines.graphs.data import node_width
+
+    monkeypatch.chdir(tmp_path)
+    model, _ = build("--config", str(ROOT / "configs/karate.yaml"), "--data.init_args.max_dist=5")
+    assert (model.encoder.node_dim, model.encoder.num_edge_types, model.encoder.max_dist, model.encoder.lap_pe_k) \
+        == (1, 2, 5, 2)
+    assert node_width({"kind": ["a", "b"]}, ["mass"])[0] == 4  # one-hot with "other", one numeric column
+    model, _ = build("--config", str(ROOT / "configs/pos_conllu.yaml"))
+    assert model.head.num_classes == 17
+
+
+def test_filled_gives_the_data_class_values_too():
+    from vecset.pipelines.config_links import filled
+
+    cfg = yaml.safe_load((ROOT / "configs/digits.yaml").read_text())
+    m = cfg["model"]["init_args"]
+    m["encoder"]["init_args"].pop("in_channels", None), m["head"]["init_args"].pop("num_outputs", None)
+    out = filled({k: cfg[k] for k in ("model", "data")})
+    assert out["model"]["init_args"]["encoder"]["init_args"]["in_channels"] == 1
+    assert out["model"]["init_args"]["head"]["init_args"]["num_outputs"] == 10

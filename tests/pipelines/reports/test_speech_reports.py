@@ -95,7 +95,7 @@ def test_attention_plot_of_a_long_windowed_utterance_expands_only_the_plotted_fr
     T = 4000  # T x T weights of 2 heads: 128 MB; 300 rows of them: 9.6 MB
     model = TaskModule(SpeechEncoder(40, 8, positional="none", window=4),  # the encoder's window
                        Backbone(8, depth=1, heads=2, mlp_ratio=1.0), LabelingHead(8, 50))
-    item = types.SimpleNamespace(id=7, x=torch.randn(T, 40))  # an Utterance's fields
+    item = types.SimpleNamespace(id=7, x=torch.randn(T, 40), y=None)  # an Utterance's fields: unlabelled
     dm = types.SimpleNamespace(test_items=lambda: [item], describe=lambda i: f"utt {i}", collate=pad_sets)
     monkeypatch.setattr(A, "available_memory", lambda device: 32 * 2**20)  # pretend 32 MiB free
     titles = []
