@@ -175,7 +175,9 @@ def test_members_are_found_statically_for_every_shipped_part():
     configs = sorted((Path(__file__).resolve().parents[2] / "configs").glob("*.yaml"))
     checked = 0
     for config in configs:
-        model = run_cli(["--config", str(config), "--trainer.logger=false"], run=False).model
+        # image_folder.yaml's root is a placeholder: its class count (read from the folders) is given here
+        classes = ["--model.init_args.head.init_args.num_outputs=3"] if config.stem == "image_folder" else []
+        model = run_cli(["--config", str(config), "--trainer.logger=false", *classes], run=False).model
         for name, part in model.named_modules():
             for proto in ABILITIES:
                 members = _members(proto)
