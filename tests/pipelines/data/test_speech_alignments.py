@@ -63,3 +63,18 @@ def test_ctm_options_are_relative_to_the_root(tmp_path):
     with pytest.raises(ValueError, match="phone_ctm / word_ctm are read with alignment_format ctm"):
         SpeechFramesDataModule(alignment_format="textgrid", phone_ctm="phones.ctm")
 
+
+
+@pytest.mark.parametrize("fmt", ["textgrid", "textgrid-short", "ctm", "buckeye"])
+def test_every_format_gives_the_phn_batches(tmp_path, fmt):
+    """The sample written in each format (its own labels) gives the .phn's batches tensor for tensor:
+    a seeded fit on it trains to the same frame accuracy."""
+    write_alignments.main([str(SAMPLE), str(tmp_path), "--format", fmt])
+    ctm = {"phone_ctm": "phones.ctm", "word_ctm": "words.ctm"} if fmt == "ctm" else {}
+    a = SpeechFramesDataModule(root=str(SAMPLE), max_utterances=4, batch_size=2)
+    b = SpeechFramesDataModule(root=str(tmp_path), max_utterances=4, batch_size=2, **ctm)
+    a.setup("fit"), b.setup("fit")
+    assert {u.alignment_format for u in b.sets["train"].items} == {fmt.split("-")[0]}
+    for split in ("train", "val"):
+        for x, y in zip(batches(a, split), batches(b, split), strict=True):
+            assert x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x if torch.is_tensor(x[k]))
