@@ -222,16 +222,17 @@ def test_an_ensemble_bundle_reports_the_members_spread(tmp_path):
 
     import torch
 
-    src = models_dir() / "freesolv"
-    bundle = torch.load(src / "model.pt", weights_only=True)
-    shifted = {k: v.clone() for k, v in bundle["state_dict"].items()}
+    src = models_dir() / "freesolv"  # a 3-member ensemble: the first member's weights, the others in "members"
+    single = {k: v for k, v in torch.load(src / "model.pt", weights_only=True).items() if k != "members"}
+    shifted = {k: v.clone() for k, v in single["state_dict"].items()}
     shifted["head.target_mean"] += 0.5  # a member predicting 0.5 kcal/mol more for every molecule
-    bundle["members"] = [bundle["state_dict"], shifted]
-    torch.save(bundle, tmp_path / "model.pt")
-    shutil.copy(src / "card.json", tmp_path / "card.json")
-    p = pretrained("freesolv", tmp_path)
+    for folder, bundle in (("one", single), ("three", {**single, "members": [single["state_dict"], shifted]})):
+        (tmp_path / folder).mkdir()
+        torch.save(bundle, tmp_path / folder / "model.pt")
+        shutil.copy(src / "card.json", tmp_path / folder / "card.json")
+    p = pretrained("freesolv", tmp_path / "three")
     assert p.columns == ["input", "expt", "expt_std", "train_similarity", "out_of_domain", "error"]
-    one = load("freesolv").predict(["CCO"])[0]["expt"]
+    one = pretrained("freesolv", tmp_path / "one").predict(["CCO"])[0]["expt"]
     row = p.predict(["CCO"])[0]
     # members: one, one, one + 0.5: the mean moves by a third of it, the std is their spread
     assert row["expt"] == pytest.approx(one + 0.5 / 3, abs=1e-4)
