@@ -313,12 +313,12 @@ class MoleculeDataModule(VecsetDataModule):
     def _check_duplicates(self) -> None:
         """Warn about, count and list (``duplicates.csv``) the evaluation molecules that are
         also in the training split, and the molecules with rows of different targets."""
-        canon = {it["id"]: canonical_smiles(it["smiles"]) for it in self.items}
-        self._keys = {k: [canon[it["id"]] for it in v] for k, v in self.splits.items()}
+        # each item's canonical SMILES is the reader's (from its one parse of the molecule)
+        self._keys = {k: [it["canonical_smiles"] for it in v] for k, v in self.splits.items()}
         split_of = {it["id"]: k for k, v in self.splits.items() for it in v}
         rows_of: dict[str, list[dict]] = {}
         for it in self.items:
-            rows_of.setdefault(canon[it["id"]], []).append(it)
+            rows_of.setdefault(it["canonical_smiles"], []).append(it)
 
         def target(it: dict) -> str:
             y = it["y"]
@@ -329,7 +329,7 @@ class MoleculeDataModule(VecsetDataModule):
             return f"line{'s' if len(found) > 1 else ''} {', '.join(found)}"
 
         def row(check: str, it: dict) -> dict:
-            return {"check": check, "smiles": canon[it["id"]], "line": it["line"], "split": split_of[it["id"]],
+            return {"check": check, "smiles": it["canonical_smiles"], "line": it["line"], "split": split_of[it["id"]],
                     "target": target(it)}
 
         listed: list[dict] = []
