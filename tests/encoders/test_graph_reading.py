@@ -13,6 +13,9 @@ import pytest
 import torch
 
 from vecset.encoders.graph import (
+    ATOM_FEATURE_WIDTH,
+    BOND_EDGE_TYPES,
+    DESCRIPTOR_NAMES,
     DescriptorScaler,
     FeatureCache,
     GraphEncoder,
@@ -138,6 +141,21 @@ def test_each_featurized_molecule_carries_its_canonical_smiles_also_from_the_cac
         assert [it["canonical_smiles"] for it in table.items] == ["CCO", "CCO", "Oc1ccccc1"]
         assert [it["canonical_smiles"] for it in table.items] == [canonical_smiles(it["smiles"]) for it in table.items]
     assert MoleculeFeaturizer()("OCC").canonical_smiles == "CCO"
+
+
+def test_the_featurizers_widths_are_constants_the_featurized_molecules_have():
+    """``ATOM_FEATURE_WIDTH``, ``BOND_EDGE_TYPES`` and ``DESCRIPTOR_NAMES`` (what the molecule
+    data's links read when a config is parsed, before any molecule) are the featurizer's widths."""
+    from rdkit.Chem import Descriptors
+
+    f = MoleculeFeaturizer(descriptors=True)
+    m = f("c1ccccc1C(=O)O")
+    assert m.graph["x"].shape[1] == f.nodes.dim == f.structure.node_dim == ATOM_FEATURE_WIDTH == 42
+    assert f.nodes.num_edge_types == f.structure.num_edge_types == BOND_EDGE_TYPES == 6
+    assert int(m.graph["edge"].max()) < BOND_EDGE_TYPES
+    assert DESCRIPTOR_NAMES == tuple(name for name, _ in Descriptors._descList)
+    assert m.descriptors.shape == (len(DESCRIPTOR_NAMES),)
+    assert NodeFeaturizer(categorical={}, numeric=[]).dim == 1  # no attributes: the constant 1
 
 
 # -- the feature cache ---------------------------------------------------------------------
