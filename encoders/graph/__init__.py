@@ -27,14 +27,16 @@ and checks, at the hand-over, that its tables fit how they were made (``GraphStr
 from vecset.encoders.graph.cache import FeatureCache, default_cache_dir
 from vecset.encoders.graph.collate import pad_graphs
 from vecset.encoders.graph.descriptors import (
+    DESCRIPTOR_NAMES,
     DescriptorScaler,
-    descriptor_names,
     molecule_descriptors,
 )
 from vecset.encoders.graph.encoder import GraphAttention, GraphEncoder
 from vecset.encoders.graph.featurize import (
     ATOM_CATEGORICAL,
+    ATOM_FEATURE_WIDTH,
     ATOM_NUMERIC,
+    BOND_EDGE_TYPES,
     BOND_TYPES,
     NodeFeaturizer,
     graph_tensors,
@@ -58,8 +60,9 @@ from vecset.encoders.graph.scaffolds import murcko_scaffold, scaffold_groups
 from vecset.encoders.graph.structure import GraphStructure
 
 __all__ = [
-    "GraphStructure","ATOM_CATEGORICAL", "ATOM_NUMERIC", "BOND_TYPES", "DescriptorScaler", "FeatureCache", "GraphAttention",
+    "GraphStructure","ATOM_CATEGORICAL", "ATOM_FEATURE_WIDTH", "ATOM_NUMERIC", "BOND_EDGE_TYPES", "BOND_TYPES",
+           "DESCRIPTOR_NAMES", "DescriptorScaler", "FeatureCache", "GraphAttention",
            "GraphEncoder", "InvalidMolecule", "Molecule", "MoleculeFeaturizer", "MoleculeTable", "NodeFeaturizer",
-           "canonical_smiles", "default_cache_dir", "descriptor_names", "featurize_smiles", "graph_tensors",
+           "canonical_smiles", "default_cache_dir", "featurize_smiles", "graph_tensors",
            "laplacian_pe", "mol_to_graph", "molecule_descriptors", "murcko_scaffold", "pad_graphs", "parse_smiles",
            "read_molecule_csv", "scaffold_groups", "smiles_to_graph"]

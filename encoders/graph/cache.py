@@ -27,9 +27,9 @@ from vecset.encoders.graph.molecules import InvalidMolecule, Molecule
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2  # 2: each molecule's canonical SMILES kept with its tensors
 # the files whose code decides the featurized tensors: an edit to one of them misses old caches
-CODE = ("molecules.py", "featurize.py", "descriptors.py", "reading.py", "geometry.py")
+CODE = ("molecules.py", "featurize.py", "descriptors.py", "reading.py", "geometry.py", "identity.py")
 
 
 def default_cache_dir() -> Path:
@@ -89,10 +89,10 @@ class FeatureCache:
             log.warning("molecule cache %s not used (%s: %s); featurizing again", path, type(e).__name__, e)
             return None
         out: dict = {}
-        for s, graph, desc, reason in zip(data["smiles"], data["graphs"], data["descriptors"], data["reasons"],
-                                          strict=True):
+        for s, canonical, graph, desc, reason in zip(data["smiles"], data["canonical_smiles"], data["graphs"],
+                                                     data["descriptors"], data["reasons"], strict=True):
             out[s] = InvalidMolecule(s, reason) if reason is not None else \
-                Molecule(s, graph, None if desc is None else desc.numpy())
+                Molecule(s, canonical, graph, None if desc is None else desc.numpy())
         log.info("%d featurized molecules read from the cache %s", len(out), path)
         return out
 
@@ -104,6 +104,7 @@ class FeatureCache:
         good = [None if b is not None else molecules[s] for s, b in zip(smiles, bad, strict=True)]
         data = {"format": FORMAT, "key": key, "source": source, "smiles": smiles,
                 "reasons": [None if b is None else b.reason for b in bad],
+                "canonical_smiles": [None if m is None else m.canonical_smiles for m in good],
                 "graphs": [None if m is None else m.graph for m in good],
                 "descriptors": [None if m is None or m.descriptors is None else torch.from_numpy(m.descriptors)
                                 for m in good]}

@@ -7,23 +7,21 @@ import warnings
 
 import numpy as np
 import torch
+from rdkit.Chem import Descriptors
 from torch import Tensor
 
-
-def descriptor_names() -> list[str]:
-    """Names of RDKit's 2-D descriptors, in the order ``molecule_descriptors`` returns them."""
-    from rdkit.Chem import Descriptors
-
-    return [name for name, _ in Descriptors._descList]
+# RDKit's 2-D descriptors, in the order ``molecule_descriptors`` returns them (217 with RDKit
+# 2026.09): fixed for the process, so the molecule data's links read their count (the head's
+# ``extra_features``) when a config is parsed, before any molecule is read
+DESCRIPTOR_NAMES: tuple[str, ...] = tuple(name for name, _ in Descriptors._descList)
 
 
 def molecule_descriptors(mol) -> np.ndarray:
-    """RDKit's 2-D descriptors of one molecule, (F,) float64; failures and infinities are NaN
-    (``DescriptorScaler`` standardizes with training statistics and fills NaN with the mean)."""
-    from rdkit.Chem import Descriptors
-
+    """RDKit's 2-D descriptors of one molecule, (F,) float64 in ``DESCRIPTOR_NAMES`` order;
+    failures and infinities are NaN (``DescriptorScaler`` standardizes with training statistics
+    and fills NaN with the mean)."""
     vals = Descriptors.CalcMolDescriptors(mol, missingVal=float("nan"), silent=True)
-    out = np.array([vals[name] for name in descriptor_names()], dtype=np.float64)
+    out = np.array([vals[name] for name in DESCRIPTOR_NAMES], dtype=np.float64)
     out[~np.isfinite(out)] = np.nan
     return out
 

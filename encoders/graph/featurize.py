@@ -19,6 +19,23 @@ ATOM_NUMERIC: list[str] = ["aromatic", "in_ring", "mass"]
 BOND_TYPES: list[str] = ["SINGLE", "DOUBLE", "TRIPLE", "AROMATIC"]
 
 
+def node_feature_width(categorical: dict[str, list], numeric: list[str]) -> int:
+    """Columns of a node row: a one-hot per categorical attribute (its vocabulary and "other"),
+    one per numeric attribute; 1 (the constant) with no attributes at all."""
+    return sum(len(v) + 1 for v in categorical.values()) + len(numeric) or 1
+
+
+def edge_type_count(edge_vocab: list) -> int:
+    """Edge types of the pairwise bias: none, each type of the vocabulary, other."""
+    return len(edge_vocab) + 2
+
+
+# The default (atom) featurizer's widths, known without reading a molecule: the molecule data's
+# links give them to the graph encoder's ``node_dim`` and ``num_edge_types`` when a config is parsed
+ATOM_FEATURE_WIDTH: int = node_feature_width(ATOM_CATEGORICAL, ATOM_NUMERIC)  # 42
+BOND_EDGE_TYPES: int = edge_type_count(BOND_TYPES)  # 6
+
+
 class NodeFeaturizer:
     """networkx node attributes -> one row of numbers per node.
 
@@ -42,12 +59,11 @@ class NodeFeaturizer:
 
     @property
     def dim(self) -> int:
-        d = sum(len(v) + 1 for v in self.categorical.values()) + len(self.numeric)
-        return d if d else 1
+        return node_feature_width(self.categorical, self.numeric)
 
     @property
     def num_edge_types(self) -> int:
-        return len(self.edge_vocab) + 2  # none, each type, other
+        return edge_type_count(self.edge_vocab)
 
     def node_features(self, g: nx.Graph) -> np.ndarray:
         """(N, dim) float32, nodes in ``list(g.nodes)`` order."""

@@ -20,7 +20,8 @@ class InvalidMolecule(ValueError):
 
 @dataclass
 class Molecule:
-    """One SMILES, featurized: its graph tensors and, when asked for, RDKit's raw 2-D descriptors.
+    """One SMILES, featurized: its graph tensors, RDKit's canonical SMILES of it (which molecule
+    it is: the duplicate checks compare these) and, when asked for, RDKit's raw 2-D descriptors.
 
     Shapes (N atoms):
         graph: ``x`` (N, F) float, ``dist`` (N, N) long, ``edge`` (N, N) long, ``degree`` (N,)
@@ -29,17 +30,18 @@ class Molecule:
     """
 
     smiles: str
+    canonical_smiles: str
     graph: dict[str, Tensor]
     descriptors: np.ndarray | None = None
 
     def item(self, **fields) -> dict:
         """This molecule as a batch item for ``pad_graphs``: copies of its tensors and arrays (two
-        items, or two data modules, share nothing), ``raw_desc``, ``smiles`` and ``fields``
-        (``id``, ``line``, ``y``, ...)."""
+        items, or two data modules, share nothing), ``raw_desc``, ``smiles``, ``canonical_smiles``
+        and ``fields`` (``id``, ``line``, ``y``, ...)."""
         item: dict = {k: v.clone() for k, v in self.graph.items()}
         if self.descriptors is not None:
             item["raw_desc"] = self.descriptors.copy()
-        item["smiles"] = self.smiles
+        item["smiles"], item["canonical_smiles"] = self.smiles, self.canonical_smiles
         item.update(fields)
         return item
 

@@ -24,6 +24,7 @@ from vecset.encoders.graph.collate import pad_graphs
 from vecset.encoders.graph.descriptors import molecule_descriptors
 from vecset.encoders.graph.featurize import NodeFeaturizer, graph_tensors
 from vecset.encoders.graph.geometry import FAILED, SEED, conformer_tensors, geometry_counts
+from vecset.encoders.graph.identity import mol_canonical_smiles
 from vecset.encoders.graph.molecules import InvalidMolecule, Molecule, mol_to_graph, parse_smiles
 from vecset.encoders.graph.structure import GraphStructure
 
@@ -81,10 +82,11 @@ class MoleculeFeaturizer:
     def __call__(self, smiles: str) -> Molecule:
         """One SMILES featurized; ``InvalidMolecule`` with RDKit's reason when it cannot be."""
         mol = parse_smiles(smiles, self.max_atoms)
+        canonical = mol_canonical_smiles(mol)  # from the one parse, before anything else touches the molecule
         graph = graph_tensors(mol_to_graph(mol), self.nodes, self.max_dist, self.lap_pe_k)
         if self.geometry:
             graph |= conformer_tensors(mol)
-        return Molecule(smiles, graph, molecule_descriptors(mol) if self.descriptors else None)
+        return Molecule(smiles, canonical, graph, molecule_descriptors(mol) if self.descriptors else None)
 
 
 def featurize_smiles(smiles: Iterable[str], featurizer: MoleculeFeaturizer, cache: FeatureCache | None = None,

@@ -1,5 +1,6 @@
 """Image files as a dataset: each file read at its depth and converted to the channels asked for
-(``read_image``), then transformed, with its label and id."""
+(``read_image``), then transformed, with its label and id; the first few read and batched in one
+call (``first_batch``: what the reports show)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from torch.utils.data import Dataset
 
+from vecset.encoders.image.collate import collate_images
 from vecset.encoders.image.reading import read_image
 
 
@@ -31,3 +33,9 @@ class FileImages(Dataset):
         if self.labels is not None:
             item["y"] = self.labels[i]
         return item
+
+    def first_batch(self, n: int) -> dict | None:
+        """The first ``n`` images (all of them when there are fewer) read and batched
+        (``collate_images``), None for none: the few images a report shows, in one call."""
+        items = [self[i] for i in range(min(n, len(self)))]
+        return collate_images(items) if items else None

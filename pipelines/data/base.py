@@ -54,7 +54,8 @@ class VecsetDataModule(pl.LightningDataModule):
     - ``describe(sample_id)``: what the sample's input was (a file, a CSV line), for messages
       and the prediction rows (``pipelines/predict`` writes the predictions, not the data);
     - ``test_items()``: the test split's items in the test loader's order, as its reader made
-      them (what reports read besides the test pass; ``collate`` batches a few of them);
+      them (what reports read besides the test pass; ``collate`` batches a few of them:
+      ``test_batch(n)``);
     - ``class_balance()``: per split, the count of each class, or None;
     - ``item_keys(split)`` and ``label_key()``: what identifies each item and what its label is,
       for the leakage check of multi-task runs (``overlap.py``), or None where not declared.
@@ -128,6 +129,13 @@ class VecsetDataModule(pl.LightningDataModule):
         """The test split's items (after ``setup``), in ``test_dataloader``'s order: dicts of
         the fields ``collate`` batches, or a subclass's item type (speech: ``Utterance``)."""
         raise NotImplementedError(f"{type(self).__name__} defines no test_items()")
+
+    def test_batch(self, n: int) -> Any:
+        """The first ``n`` test items (all of them when there are fewer) as one batch, ``collate``'s;
+        None for none. A data module whose reader reads and batches in one call overrides it."""
+        items = self.test_items()
+        first = [items[i] for i in range(min(n, len(items)))]
+        return self.collate(first) if first else None
 
     def class_balance(self) -> dict[str, dict[str, int]] | None:
         """Per split, the number of items of each class; None where the data does not count them."""

@@ -657,6 +657,10 @@ class ImageFolderDataModule(ImageDataModule):
             raise ValueError(f"{self.root}: cannot split {len(paths)} images of {len(set(labels))} classes "
                              f"with {name}={fraction} (stratified): {e}") from e
 
+    def test_batch(self, n: int) -> dict | None:
+        """The first ``n`` test images read and batched by the reader's dataset in one call."""
+        return self.sets["test"].first_batch(n)
+
     def describe(self, sample_id: int) -> str:
         return str(self.paths[sample_id])
 

@@ -135,8 +135,7 @@ class AttentionMapsReport(Report):
         self.images, self.layer, self.heads = images, layer, check_heads(heads)
 
     def write(self, ctx: ReportContext) -> list[Path]:
-        items = ctx.test_items(max(self.images, 0))
-        if not items:
+        if self.images <= 0:
             return []
         if not isinstance(ctx.model.encoder, Grid):
             log.info("no attention maps: the encoder %s declares no grid of vectors", type(ctx.model.encoder).__name__)
@@ -146,7 +145,9 @@ class AttentionMapsReport(Report):
             log.info("no attention maps: %s has no attention to capture and the head does not pool by attention",
                      type(ctx.model.backbone).__name__)
             return []
-        batch = ctx.data.collate(items)
+        batch = ctx.data.test_batch(self.images)  # read only when there is something to draw
+        if batch is None:
+            return []
         fig = attention_maps_figure(ctx.model, batch, list(ctx.data.class_names), ctx.data.display_image, self.layer,
                                     self.heads)
         return [ctx.save_figure(fig, "attention_maps.png", dpi=110)]

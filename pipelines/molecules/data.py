@@ -43,7 +43,6 @@ Classification (``label_column`` and ``classes``): ``y`` is the index of the row
 from __future__ import annotations
 
 import csv
-import functools
 import hashlib
 import logging
 import math
@@ -57,12 +56,14 @@ from torch.utils.data import DataLoader
 
 from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.graph import (
+    ATOM_FEATURE_WIDTH,
+    BOND_EDGE_TYPES,
+    DESCRIPTOR_NAMES,
     DescriptorScaler,
     FeatureCache,
     MoleculeFeaturizer,
     MoleculeTable,
     canonical_smiles,
-    descriptor_names,
     read_molecule_csv,
     scaffold_groups,
 )
@@ -136,25 +137,18 @@ def graph_links() -> list[ModelLink]:
             for name in ("max_dist", "lap_pe_k")]
 
 
-@functools.cache
-def featurizer_widths() -> tuple[int, int, int]:
-    """The molecule featurizer's widths (``encoders/graph``): atom features (42), bond types (6)
-    and RDKit's 2-D descriptors (217 with RDKit 2026.09); asked once (the CLI links them at parse)."""
-    nodes = MoleculeFeaturizer().nodes
-    return nodes.dim, nodes.num_edge_types, len(descriptor_names())
-
-
 def atom_links() -> list[ModelLink]:
-    """The molecule featurizer's atom feature width and bond type count -> the ``GraphEncoder``'s
-    ``node_dim`` and ``num_edge_types``."""
-    dim, edge_types, _ = featurizer_widths()
-    return [fixed("atom feature width", "encoder", "node_dim", dim, f"{dim} atom features"),
-            fixed("bond type count", "encoder", "num_edge_types", edge_types, f"{edge_types} bond types")]
+    """The molecule featurizer's atom feature width (42) and bond type count (6), constants of
+    ``encoders/graph``, -> the ``GraphEncoder``'s ``node_dim`` and ``num_edge_types``."""
+    return [fixed("atom feature width", "encoder", "node_dim", ATOM_FEATURE_WIDTH,
+                  f"{ATOM_FEATURE_WIDTH} atom features"),
+            fixed("bond type count", "encoder", "num_edge_types", BOND_EDGE_TYPES, f"{BOND_EDGE_TYPES} bond types")]
 
 
 def descriptor_count(descriptors: bool) -> tuple[int, str, str]:
-    """The width of ``batch["features"]``: RDKit's 2-D descriptors (217 with RDKit 2026.09) or none."""
-    n = featurizer_widths()[2] if descriptors else 0
+    """The width of ``batch["features"]``: RDKit's 2-D descriptors (``DESCRIPTOR_NAMES``: 217 with
+    RDKit 2026.09) or none."""
+    n = len(DESCRIPTOR_NAMES) if descriptors else 0
     return n, "descriptors", f"true ({n} RDKit 2-D descriptors)" if descriptors else "false"
 
 
@@ -313,12 +307,12 @@ class MoleculeDataModule(VecsetDataModule):
     def _check_duplicates(self) -> None:
         """Warn about, count and list (``duplicates.csv``) the evaluation molecules that are
         also in the training split, and the molecules with rows of different targets."""
-        canon = {it["id"]: canonical_smiles(it["smiles"]) for it in self.items}
-        self._keys = {k: [canon[it["id"]] for it in v] for k, v in self.splits.items()}
+        # each item's canonical SMILES is the reader's (from its one parse of the molecule)
+        self._keys = {k: [it["canonical_smiles"] for it in v] for k, v in self.splits.items()}
         split_of = {it["id"]: k for k, v in self.splits.items() for it in v}
         rows_of: dict[str, list[dict]] = {}
         for it in self.items:
-            rows_of.setdefault(canon[it["id"]], []).append(it)
+            rows_of.setdefault(it["canonical_smiles"], []).append(it)
 
         def target(it: dict) -> str:
             y = it["y"]
@@ -329,7 +323,7 @@ class MoleculeDataModule(VecsetDataModule):
             return f"line{'s' if len(found) > 1 else ''} {', '.join(found)}"
 
         def row(check: str, it: dict) -> dict:
-            return {"check": check, "smiles": canon[it["id"]], "line": it["line"], "split": split_of[it["id"]],
+            return {"check": check, "smiles": it["canonical_smiles"], "line": it["line"], "split": split_of[it["id"]],
                     "target": target(it)}
 
         listed: list[dict] = []

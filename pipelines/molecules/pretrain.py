@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader
 
 from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.graph import (
+    DESCRIPTOR_NAMES,
     DescriptorScaler,
     FeatureCache,
     MoleculeFeaturizer,
@@ -33,7 +34,7 @@ from vecset.encoders.graph import (
 from vecset.encoders.graph.masking import element_slots, mask_atoms
 from vecset.pipelines.console import track
 from vecset.pipelines.data.base import ModelLink, VecsetDataModule, fixed
-from vecset.pipelines.molecules.data import atom_links, featurizer_widths, graph_links
+from vecset.pipelines.molecules.data import atom_links, graph_links
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +154,7 @@ class MoleculePretrainDataModule(VecsetDataModule):
         """The graphs' distance clipping and eigenvector count and the atom featurizer's widths
         are the graph encoder's (its tables are sized by them), given once, at the data; the
         element classes and the descriptor count are the pretext head's."""
-        elements, descriptors = element_count(), featurizer_widths()[2]
+        elements, descriptors = element_count(), len(DESCRIPTOR_NAMES)
         return [*graph_links(), *atom_links(),
                 fixed("element class count", "head", "num_atom_types", elements, f"{elements} element classes"),
                 fixed("descriptor count", "head", "num_descriptors", descriptors,

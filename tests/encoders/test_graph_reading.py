@@ -13,12 +13,16 @@ import pytest
 import torch
 
 from vecset.encoders.graph import (
+    ATOM_FEATURE_WIDTH,
+    BOND_EDGE_TYPES,
+    DESCRIPTOR_NAMES,
     DescriptorScaler,
     FeatureCache,
     GraphEncoder,
     InvalidMolecule,
     MoleculeFeaturizer,
     NodeFeaturizer,
+    canonical_smiles,
     featurize_smiles,
     graph_tensors,
     mol_to_graph,
@@ -71,6 +75,7 @@ def reference_items(path: Path, max_dist: int, lap_pe_k: int) -> list[dict]:
         item = graph_tensors(mol_to_graph(mol), feat, max_dist, lap_pe_k)
         item["raw_desc"] = molecule_descriptors(mol)
         item["smiles"] = r["smiles"].strip()
+        item["canonical_smiles"] = canonical_smiles(r["smiles"])
         item.update(id=row, line=row + 2, y=torch.tensor([float(r["expt"])], dtype=torch.float32))
         items.append(item)
     train = np.stack([items[i]["raw_desc"] for i in random_split(len(items), 0)["train"]])
@@ -123,6 +128,34 @@ def test_a_repeated_smiles_is_featurized_once_and_its_rows_share_nothing(tmp_pat
     assert calls == ["CCO", "CCN"]
     a, _, c = table.items
     assert torch.equal(a["x"], c["x"]) and a["x"] is not c["x"] and [float(it["y"]) for it in table.items] == [1, 2, 3]
+
+
+def test_each_featurized_molecule_carries_its_canonical_smiles_also_from_the_cache(tmp_path):
+    """The reader names each molecule by RDKit's canonical SMILES from the one parse it featurizes
+    (what the duplicate checks compare): two spellings of one molecule get one name, and a read
+    from the feature cache gives the same names."""
+    path = write(tmp_path / "spellings.csv", [["smiles"], ["OCC"], ["CCO"], ["c1ccccc1O"], ["C1CC"]])
+    cache = FeatureCache(tmp_path / "cache")
+    for _ in range(2):  # featurized, then read from the cache
+        table = read_molecule_csv(path, MoleculeFeaturizer(), cache=cache)
+        assert [it["canonical_smiles"] for it in table.items] == ["CCO", "CCO", "Oc1ccccc1"]
+        assert [it["canonical_smiles"] for it in table.items] == [canonical_smiles(it["smiles"]) for it in table.items]
+    assert MoleculeFeaturizer()("OCC").canonical_smiles == "CCO"
+
+
+def test_the_featurizers_widths_are_constants_the_featurized_molecules_have():
+    """``ATOM_FEATURE_WIDTH``, ``BOND_EDGE_TYPES`` and ``DESCRIPTOR_NAMES`` (what the molecule
+    data's links read when a config is parsed, before any molecule) are the featurizer's widths."""
+    from rdkit.Chem import Descriptors
+
+    f = MoleculeFeaturizer(descriptors=True)
+    m = f("c1ccccc1C(=O)O")
+    assert m.graph["x"].shape[1] == f.nodes.dim == f.structure.node_dim == ATOM_FEATURE_WIDTH == 42
+    assert f.nodes.num_edge_types == f.structure.num_edge_types == BOND_EDGE_TYPES == 6
+    assert int(m.graph["edge"].max()) < BOND_EDGE_TYPES
+    assert DESCRIPTOR_NAMES == tuple(name for name, _ in Descriptors._descList)
+    assert m.descriptors.shape == (len(DESCRIPTOR_NAMES),)
+    assert NodeFeaturizer(categorical={}, numeric=[]).dim == 1  # no attributes: the constant 1
 
 
 # -- the feature cache ---------------------------------------------------------------------

@@ -158,6 +158,30 @@ def test_image_folder_train_test_subfolders_and_resize(tmp_path):
     assert dm.sets["train"][0]["image"].shape == (3, 6, 4)
 
 
+def test_the_first_test_images_are_read_and_batched_in_one_reader_call(tmp_path, monkeypatch):
+    """``test_batch(n)``, the images a report shows: an image folder's reader dataset reads and
+    batches its first ``n`` test images in one call (``FileImages.first_batch``); in-memory images
+    (digits) are their first items collated. All of them when there are fewer, None for none."""
+    from vecset.encoders.image import FileImages, collate_images
+
+    _folder(tmp_path / "train", n=4)
+    _folder(tmp_path / "test", n=3)
+    dm = ImageFolderDataModule(str(tmp_path), val_fraction=0.5)
+    dm.setup("test")
+    calls: list[int] = []
+    real = FileImages.first_batch
+    monkeypatch.setattr(FileImages, "first_batch", lambda self, n: calls.append(n) or real(self, n))
+    batch, want = dm.test_batch(2), collate_images([dm.sets["test"][i] for i in range(2)])
+    assert calls == [2] and list(batch) == list(want) and all(torch.equal(batch[k], want[k]) for k in want)
+    assert batch["image"].shape == (2, 3, 8, 8) and batch["y"].tolist() == [0, 0]
+    assert dm.test_batch(10)["ids"].tolist() == [int(dm.sets["test"][i]["id"]) for i in range(6)]
+    assert dm.test_batch(0) is None
+    digits = DigitsDataModule()
+    digits.setup("test")
+    batch, want = digits.test_batch(3), collate_images([digits.sets["test"][i] for i in range(3)])
+    assert all(torch.equal(batch[k], want[k]) for k in want) and batch["image"].shape[0] == 3
+
+
 def test_corrupt_image_is_error(tmp_path):
     _folder(tmp_path)
     (tmp_path / "dog" / "broken.png").write_text("not a png")

@@ -91,14 +91,15 @@ def test_every_config_gives_each_linked_value_once_and_builds(tmp_path, monkeypa
     assert linked >= {"in_dim", "num_classes", "num_outputs", "in_channels", "node_dim", "num_edge_types",
                       "extra_features", "max_dist", "lap_pe_k", "num_atom_types", "num_descriptors"}
     # the values the molecule configs no longer give, as the data gives them
-    from vecset.encoders.graph import descriptor_names
+    from rdkit.Chem import Descriptors
 
+    n_desc = len(Descriptors._descList)  # RDKit's 2-D descriptors
     model = built["multitask_molecules"]
     assert {t: (model.encoders[t].node_dim, model.heads[t].num_outputs, model.heads[t].extra_features)
-            for t in model.tasks} == {t: (42, n, len(descriptor_names()))
+            for t in model.tasks} == {t: (42, n, n_desc)
                                       for t, n in (("freesolv", 1), ("solubility", 1), ("b3db", 2))}
     model = built["pretrain_molecules"]
-    assert (model.head.num_atom_types, model.head.num_descriptors) == (13, len(descriptor_names()))
+    assert (model.head.num_atom_types, model.head.num_descriptors) == (13, n_desc)
     assert (built["image_folder"].encoder.in_channels, built["image_folder"].head.num_outputs) == (3, 2)
 
 
@@ -249,13 +250,13 @@ def test_the_graph_settings_follow_the_molecule_data(tmp_path, monkeypatch, caps
 def test_the_molecule_widths_and_outputs_follow_the_data(tmp_path, monkeypatch):
     """The atom featurizer's widths go to the GraphEncoder, the descriptor count and the targets'
     or classes' count to the SequenceHead: none of them is in the molecule configs."""
-    from vecset.encoders.graph import descriptor_names
+    from rdkit.Chem import Descriptors
 
     monkeypatch.chdir(tmp_path)
     model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"))
     assert (model.encoder.node_dim, model.encoder.num_edge_types) == (42, 6)
     assert model.encoder.proj.weight.shape[1] == 42
-    assert (model.head.extra_features, model.head.num_outputs) == (len(descriptor_names()), 1)
+    assert (model.head.extra_features, model.head.num_outputs) == (len(Descriptors._descList), 1)
     model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.descriptors=false",
                      "--data.init_args.target_columns=[expt, calc]")
     assert (model.head.extra_features, model.head.num_outputs) == (0, 2)
@@ -265,7 +266,7 @@ def test_the_molecule_widths_and_outputs_follow_the_data(tmp_path, monkeypatch):
 def test_a_molecule_width_given_differently_is_one_line_naming_both(tmp_path, monkeypatch, capsys):
     edit = lambda c: c["model"]["init_args"]["head"]["init_args"].update(extra_features=100)  # noqa: E731
     err = rejected(tmp_path, monkeypatch, capsys, "--config", str(edited(tmp_path, "freesolv.yaml", edit)))
-    n = len(__import__("vecset.encoders.graph", fromlist=["descriptor_names"]).descriptor_names())
+    n = len(__import__("rdkit.Chem.Descriptors", fromlist=["_descList"])._descList)
     assert err.splitlines() == [
         f"error: descriptor count given twice: model.init_args.head.init_args.extra_features=100 but "
         f"data.init_args.descriptors=true ({n} RDKit 2-D descriptors); give it once, at data.init_args.descriptors "

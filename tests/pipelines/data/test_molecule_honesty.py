@@ -88,6 +88,23 @@ def test_test_molecules_in_train_and_two_targets_are_warned_counted_and_listed(l
     assert [(r["line"], r["target"]) for r in rows if r["check"] == "different targets"] == [("2", "1.5"), ("3", "2.5")]
 
 
+def test_the_duplicate_check_compares_the_readers_canonical_smiles_without_parsing_again(leaky, monkeypatch):
+    """Each molecule is parsed once, by the reader: the duplicate check reads the canonical SMILES
+    the featurized items carry (``canonical_smiles``, a second RDKit parse, is not called)."""
+    import vecset.encoders.graph.identity as identity
+    import vecset.pipelines.molecules.data as data
+
+    def parse_again(smiles: str) -> str:
+        raise AssertionError(f"{smiles!r} parsed a second time")
+
+    monkeypatch.setattr(data, "canonical_smiles", parse_again)
+    monkeypatch.setattr(identity, "canonical_smiles", parse_again)
+    dm = MoleculeDataModule(leaky, target_columns=["y"], split="column", cache=False)
+    dm.setup("fit")
+    assert dm.duplicates == {"test in train": 5, "val in train": 0, "different targets": 1}
+    assert sorted(set(dm.item_keys("test")) & set(dm.item_keys("train"))) == ["CCCN", "CCCO", "CCCl", "CCN", "CCO"]
+
+
 def test_a_multitask_run_writes_each_tasks_skipped_rows_and_duplicates_in_its_folder(leaky, tmp_path):
     bad = write(tmp_path / "bad.csv", [["smiles", "y"], *([s, 1.0] for s in MOLS[:12]), ["not a smiles", 2.0],
                                        ["CCO", ""]])
