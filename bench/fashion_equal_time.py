@@ -5,7 +5,8 @@ Issue 46: self-attention against the CNN in the backbone's slot at equal budget,
 chosen on the validation split. Each variant is a config (``VARIANTS``; the same data module
 and recipe unless ``--args`` changes it for all) run with ``trainer.max_time`` = ``--minutes``
 and ``max_epochs`` sized to that budget on this machine (``image_baselines.budget_epochs``: a
-measured step time; ``--epochs`` gives them instead, e.g. for equal epochs). A row per run:
+measured step time; ``--epochs`` gives them instead, for all (``--epochs 10``: equal epochs) or
+per variant (``--epochs cct=4 cnn=3``: the cosine of each ending nearest the budget). A row per run:
 ``model``, ``device``, ``minutes``, ``epochs``, ``params``, ``test_acc``, ``val_acc`` (the best
 validation accuracy), ``command`` (the exact ``vecset fit`` line), the machine's load before and
 after (``uptime``), the run directory and its validation curve; and a figure of validation
@@ -154,12 +155,26 @@ def plot(rows: list[dict], out: Path, title: str) -> Path:
     return out
 
 
+def parse_epochs(ap: argparse.ArgumentParser, given: list[str] | None) -> dict[str, int]:
+    """``--epochs``: one N for every variant ("*") or MODEL=N items."""
+    out: dict[str, int] = {}
+    for item in given or []:
+        model, _, n = item.rpartition("=")
+        if model and model not in VARIANTS:
+            ap.error(f"--epochs {item}: unknown variant {model!r}; expected one of {', '.join(VARIANTS)}")
+        if not n.isdigit() or int(n) < 1:
+            ap.error(f"--epochs {item}: expected a positive whole number of epochs (N or MODEL=N)")
+        out[model or "*"] = int(n)
+    return out
+
+
 def main(argv: list[str] | None = None) -> Path:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=list(VARIANTS), choices=list(VARIANTS), help="variants to run")
     ap.add_argument("--minutes", type=float, default=30.0, help="wall-time budget of each run (trainer.max_time)")
-    ap.add_argument("--epochs", type=int, default=None,
-                    help="max_epochs of every run (default: sized to the budget from a measured step time)")
+    ap.add_argument("--epochs", nargs="+", default=None, metavar="N|MODEL=N",
+                    help="max_epochs of every run (N) or per variant (cct=4 cnn=3; the others sized); "
+                         "default: sized to the budget from a measured step time")
     ap.add_argument("--subset", type=int, default=None,
                     help="train on N images (stratified); rows then carry validation accuracy only")
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu", help="trainer.accelerator")
@@ -173,6 +188,7 @@ def main(argv: list[str] | None = None) -> Path:
     ap.add_argument("--out", default=None, help="JSON path (default bench/results/fashion_equal_time.json; "
                                                 "--dry: bench/results/tmp/fashion_equal_time_dry.json)")
     a = ap.parse_args(argv)
+    epochs_of = parse_epochs(ap, a.epochs)
     if a.subset is not None and a.subset < 10:
         ap.error(f"--subset must be at least 10 images (one per class), got {a.subset}")
     minutes = 0.0 if a.dry else a.minutes
@@ -184,7 +200,7 @@ def main(argv: list[str] | None = None) -> Path:
     for model in a.models:
         config = VARIANTS[model]
         data = ["--data.init_args.root", a.root] + (["--data.init_args.max_train", str(a.subset)] if a.subset else [])
-        epochs = a.epochs
+        epochs = epochs_of.get(model, epochs_of.get("*"))
         if epochs is None and not a.dry:
             from bench.image_baselines import budget_epochs
 

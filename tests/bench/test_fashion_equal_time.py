@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "pipelines" / "data"))
@@ -38,3 +40,15 @@ def test_search_reads_no_test_split():
     assert args[args.index("--trainer.limit_test_batches") + 1] == "0"
     assert args[args.index("--trainer.max_time") + 1] == "00:00:05:00" and args[-2:] == ["--x", "1"]
     assert "--trainer.limit_test_batches" not in fet.fit_args("/data", 30.0, 4, None, "cpu", False, [])
+
+
+def test_epochs_for_all_or_per_variant():
+    ap = fet.argparse.ArgumentParser()
+    assert fet.parse_epochs(ap, None) == {} and fet.parse_epochs(ap, ["10"]) == {"*": 10}
+    assert fet.parse_epochs(ap, ["cct=4", "cnn=3"]) == {"cct": 4, "cnn": 3}
+
+
+def test_epochs_bad_item_names_the_option(capsys):
+    with pytest.raises(SystemExit):
+        fet.main(["--dry", "--epochs", "vit=3"])
+    assert "--epochs vit=3: unknown variant 'vit'" in capsys.readouterr().err
