@@ -5,7 +5,8 @@ Issue 46: self-attention against the CNN in the backbone's slot at equal budget,
 chosen on the validation split. Each variant is a config (``VARIANTS``; the same data module
 and recipe unless ``--args`` changes it for all) run with ``trainer.max_time`` = ``--minutes``
 and ``max_epochs`` sized to that budget on this machine (``image_baselines.budget_epochs``: a
-measured step time; ``--epochs`` gives them instead, e.g. for equal epochs). A row per run:
+measured step time; ``--epochs`` gives them instead, for all (``--epochs 10``: equal epochs) or
+per variant (``--epochs cct=4 cnn=3``: the cosine of each ending nearest the budget). A row per run:
 ``model``, ``device``, ``minutes``, ``epochs``, ``params``, ``test_acc``, ``val_acc`` (the best
 validation accuracy), ``command`` (the exact ``vecset fit`` line), the machine's load before and
 after (``uptime``), the run directory and its validation curve; and a figure of validation
@@ -53,7 +54,7 @@ ON_DEVICE = ["--data.init_args.augment", "false", "--data.init_args.train_transf
              json.dumps([{"class_path": "vecset.pipelines.data.batch_augment.RandomCrop", "init_args": {"padding": 2}},
                          {"class_path": "vecset.pipelines.data.batch_augment.HorizontalFlip"}])]
 DRY = {"max_train": 64, "max_val": 32, "max_test": 32, "batch_size": 16}
-COLS = ["model", "device", "minutes", "epochs", "params", "val_acc", "test_acc", "train_images"]
+COLS = ["tag", "model", "device", "minutes", "epochs", "params", "val_acc", "test_acc", "train_images"]
 
 
 def uptime() -> str:
@@ -88,8 +89,8 @@ def fit_args(root: str, minutes: float, epochs: int | None, subset: int | None, 
         args += ["--trainer.max_time", f"00:{secs // 3600:02d}:{secs % 3600 // 60:02d}:{secs % 60:02d}"]
         if epochs is not None:
             args += ["--trainer.max_epochs", str(epochs)]
-        if subset is not None:  # the search: no report pictures after its test pass
-            args += ["--data.init_args.max_train", str(subset), "--plots", "false"]
+        if subset is not None:  # the search: no test pass (the test split is not read), no report pictures
+            args += ["--data.init_args.max_train", str(subset), "--trainer.limit_test_batches", "0", "--plots", "false"]
     return args + extra
 
 
@@ -115,18 +116,20 @@ def run(config: str, args: list[str], workdir: Path, in_process: bool) -> Path:
 
 
 def row(model: str, config: str, args: list[str], run_dir: Path, device: str, minutes: float,
-        subset: int | None, train_images: int, loads: tuple[str, str]) -> dict:
+        subset: int | None, train_images: int, loads: tuple[str, str], tag: str | None = None) -> dict:
     from bench.image_baselines import trainable_parameters, val_curve
 
     res = json.loads((run_dir / "results.json").read_text())
     mins, acc = val_curve(run_dir)
-    return {"model": model, "config": config, "device": device_name(device), "minutes": minutes,
+    return {"model": model, "tag": tag or model, "config": config, "device": device_name(device), "minutes": minutes,
             # a run cut by max_time before its first validation has no best checkpoint, only a last one
             "epochs": res["epochs"], "steps": res["global_steps"], "params": trainable_parameters(res["checkpoint"] or res["last_checkpoint"]),
             # the search does not read the test split into its rows
             "test_acc": None if subset is not None else res["test"]["test_acc"],
             "val_acc": res["best_val"], "train_images": train_images,
             "wall_seconds": res["wall_seconds"], "precision": res.get("precision"),
+            # the child inherits both: the threads torch starts with and the cores it may run on
+            "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "cpus": sorted(os.sched_getaffinity(0)),
             "command": f"vecset fit --config {config} {shlex.join(args)}", "run": str(run_dir),
             "load_before": loads[0], "load_after": loads[1], "val_curve": {"minutes": mins, "val_acc": acc}}
 
@@ -140,7 +143,7 @@ def plot(rows: list[dict], out: Path, title: str) -> Path:
     fig, ax = plt.subplots(figsize=(6, 4))
     for r in rows:
         c = r["val_curve"]
-        ax.plot(c["minutes"], c["val_acc"], marker="o", ms=3, label=f"{r['model']} ({r['params']:,} parameters)")
+        ax.plot(c["minutes"], c["val_acc"], marker="o", ms=3, label=f"{r.get('tag') or r['model']} ({r['params']:,} parameters)")
     ax.set_xlabel("minutes of training (validation included)")
     ax.set_ylabel("validation accuracy")
     ax.set_title(title, fontsize=10)
@@ -152,17 +155,32 @@ def plot(rows: list[dict], out: Path, title: str) -> Path:
     return out
 
 
+def parse_epochs(ap: argparse.ArgumentParser, given: list[str] | None) -> dict[str, int]:
+    """``--epochs``: one N for every variant ("*") or MODEL=N items."""
+    out: dict[str, int] = {}
+    for item in given or []:
+        model, _, n = item.rpartition("=")
+        if model and model not in VARIANTS:
+            ap.error(f"--epochs {item}: unknown variant {model!r}; expected one of {', '.join(VARIANTS)}")
+        if not n.isdigit() or int(n) < 1:
+            ap.error(f"--epochs {item}: expected a positive whole number of epochs (N or MODEL=N)")
+        out[model or "*"] = int(n)
+    return out
+
+
 def main(argv: list[str] | None = None) -> Path:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=list(VARIANTS), choices=list(VARIANTS), help="variants to run")
     ap.add_argument("--minutes", type=float, default=30.0, help="wall-time budget of each run (trainer.max_time)")
-    ap.add_argument("--epochs", type=int, default=None,
-                    help="max_epochs of every run (default: sized to the budget from a measured step time)")
+    ap.add_argument("--epochs", nargs="+", default=None, metavar="N|MODEL=N",
+                    help="max_epochs of every run (N) or per variant (cct=4 cnn=3; the others sized); "
+                         "default: sized to the budget from a measured step time")
     ap.add_argument("--subset", type=int, default=None,
                     help="train on N images (stratified); rows then carry validation accuracy only")
     ap.add_argument("--device", choices=["cpu", "gpu"], default="cpu", help="trainer.accelerator")
     ap.add_argument("--on-device", action="store_true",
                     help="the data and the crop/flip on the training device (batch_augment); the default with --device gpu")
+    ap.add_argument("--tag", default=None, help="the rows' label (default: the model), e.g. 'cct +TrivialAugment'")
     ap.add_argument("--args", default="", help="more vecset fit arguments for every variant (one string)")
     ap.add_argument("--root", default="/usr/share/datasets/fashion-mnist", help="folder of the four idx files")
     ap.add_argument("--workdir", default=str(ROOT), help="where the runs/ folder goes")
@@ -170,6 +188,7 @@ def main(argv: list[str] | None = None) -> Path:
     ap.add_argument("--out", default=None, help="JSON path (default bench/results/fashion_equal_time.json; "
                                                 "--dry: bench/results/tmp/fashion_equal_time_dry.json)")
     a = ap.parse_args(argv)
+    epochs_of = parse_epochs(ap, a.epochs)
     if a.subset is not None and a.subset < 10:
         ap.error(f"--subset must be at least 10 images (one per class), got {a.subset}")
     minutes = 0.0 if a.dry else a.minutes
@@ -181,7 +200,7 @@ def main(argv: list[str] | None = None) -> Path:
     for model in a.models:
         config = VARIANTS[model]
         data = ["--data.init_args.root", a.root] + (["--data.init_args.max_train", str(a.subset)] if a.subset else [])
-        epochs = a.epochs
+        epochs = epochs_of.get(model, epochs_of.get("*"))
         if epochs is None and not a.dry:
             from bench.image_baselines import budget_epochs
 
@@ -192,7 +211,7 @@ def main(argv: list[str] | None = None) -> Path:
         print(f"{model}: vecset fit --config {config} {shlex.join(args)}  [{before}]", flush=True)
         run_dir = run(config, args, workdir, in_process=a.dry)
         train_images = DRY["max_train"] if a.dry else a.subset or 54000
-        rows.append(row(model, config, args, run_dir, a.device, minutes, a.subset, train_images, (before, uptime())))
+        rows.append(row(model, config, args, run_dir, a.device, minutes, a.subset, train_images, (before, uptime()), a.tag))
     print(table(rows, COLS))
     previous = json.loads(out.read_text())["rows"] if out.exists() and not a.dry else []
     out.parent.mkdir(parents=True, exist_ok=True)
