@@ -34,7 +34,6 @@ from vecset.pipelines.pretrained import MODEL_FILE, REGISTRY, pretrained  # noqa
 
 # the budget each is trained with (the config's own unless said here; the card states it)
 FIT_ARGS: dict[str, list[str]] = {
-    "digits": ["--trainer.max_time", "00:00:06:00"],
     "g2p": ["--trainer.max_time", "00:00:15:00"],
 }
 # deep ensembles, members trained with seeds 0..k-1 (pipelines/ensemble.py's): FreeSolv's 3 members are
