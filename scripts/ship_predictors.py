@@ -33,9 +33,7 @@ sys.path.insert(0, str(ROOT))
 from vecset.pipelines.pretrained import MODEL_FILE, REGISTRY, pretrained  # noqa: E402
 
 # the budget each is trained with (the config's own unless said here; the card states it)
-FIT_ARGS: dict[str, list[str]] = {
-    "g2p": ["--trainer.max_time", "00:00:15:00"],
-}
+FIT_ARGS: dict[str, list[str]] = {}
 # deep ensembles, members trained with seeds 0..k-1 (pipelines/ensemble.py's): FreeSolv's 3 members are
 # its most accurate model (docs/molecules.md#results); three times the training
 MEMBERS: dict[str, int] = {"freesolv": 3}
