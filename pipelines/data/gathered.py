@@ -25,6 +25,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 import torch
+from pytorch_lightning.utilities import rank_zero_info
 
 from vecset.pipelines.data.device_loader import BatchTransform, batch_seed, eval_order
 from vecset.pipelines.data.samplers import ResumableSampler
@@ -222,3 +223,58 @@ def gather_loader(cls: type[GatherLoader], resident: Resident, batch_size: int, 
 
 __all__ = ["BucketSpec", "BucketedCollate", "GatherLoader", "LengthBuckets", "bucket_batches", "gather_loader",
            "pad_to"]
+
+
+class Placement:
+    """Where a data module's splits live: decided once, at the first loader (``_place``: every
+    split packed on the device, said in one line, or None for the classic DataLoader); ``placed``
+    gives a split's resident data there, packing a split set up after the decision (``pack``).
+
+    Args: the data module's ``on_device``, ``device_memory_share``, ``length_buckets`` (a
+    ``LengthBuckets``) and ``bucket_batches``."""
+
+    def __init__(self, on_device: bool | str, device_memory_share: float, buckets: LengthBuckets,
+                 within_buckets: bool) -> None:
+        if on_device not in (True, False, "auto"):
+            raise ValueError(f"on_device must be true, false or auto, got {on_device!r}")
+        if not 0 < device_memory_share <= 1:
+            raise ValueError(f"device_memory_share must be in (0, 1], got {device_memory_share}")
+        if within_buckets and not buckets.on:
+            raise ValueError("bucket_batches needs length_buckets ('pow2' or edges), got length_buckets: null")
+        if within_buckets and on_device is False:
+            raise ValueError("bucket_batches draws the batches of the data on the device: it needs on_device true or "
+                             "auto, got on_device: false")
+        self.on_device, self.device_memory_share = on_device, device_memory_share
+        self.buckets, self.within_buckets = buckets, within_buckets
+        self.resident: dict | None = None
+        self._decided = False
+
+    def placed(self, dm, split: str, device: torch.device):
+        """The split's data on ``device``, or None: the classic loader (which pads to the length
+        buckets too; bucket_batches then says once that it is off)."""
+        if not self._decided:
+            self._decided = True
+            self.resident = self._place(dm, device)
+            if self.resident is None and self.within_buckets:
+                rank_zero_info(f"{type(dm).__name__}: bucket_batches is off with the CPU loader (the batches are "
+                               "drawn as usual, each padded to its length bucket)")
+        if self.resident is None:
+            return None
+        if split not in self.resident:  # a split set up after the decision (test after fit)
+            self.resident[split] = self.pack(dm, split).to(device)
+        return self.resident[split]
+
+    def pack(self, dm, split: str):
+        """A split packed and checked on the CPU."""
+        raise NotImplementedError
+
+    def _place(self, dm, device: torch.device) -> dict | None:
+        """Every split on ``device`` (said in one line), or None where they stay on the CPU."""
+        raise NotImplementedError
+
+    def bucket_note(self, lengths: Sequence[int]) -> str:
+        """The length buckets' part of the start-up line ('' without buckets)."""
+        if not self.buckets.on:
+            return ""
+        within = "; training batches drawn within one bucket each (bucket_batches)" if self.within_buckets else ""
+        return f"; {self.buckets.describe(lengths)}{within}"

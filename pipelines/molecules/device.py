@@ -29,7 +29,7 @@ from vecset.pipelines.data.device_loader import (
     resident_bytes,
     share_that_fits,
 )
-from vecset.pipelines.data.gathered import GatherLoader, LengthBuckets, gather_loader
+from vecset.pipelines.data.gathered import GatherLoader, Placement, gather_loader
 
 NO_DISTANCE = -1.0  # pad_graphs' 3-D distance padding (geometry.NO_DISTANCE)
 
@@ -152,42 +152,17 @@ class MoleculeDeviceLoader(GatherLoader):
     its largest molecule or its length bucket."""
 
 
-class MoleculePlacement:
-    """Where a molecule data module's splits live: decided once, at the first loader, said in one
-    line; ``loader`` gives a ``MoleculeDeviceLoader`` there, or None for the classic DataLoader.
-
-    Args: as ``MoleculeDataModule``'s ``on_device``, ``device_memory_share``, ``length_buckets``
-    (a ``LengthBuckets``), ``bucket_batches``."""
-
-    def __init__(self, on_device: bool | str, device_memory_share: float, buckets: LengthBuckets,
-                 within_buckets: bool) -> None:
-        if on_device not in (True, False, "auto"):
-            raise ValueError(f"on_device must be true, false or auto, got {on_device!r}")
-        if not 0 < device_memory_share <= 1:
-            raise ValueError(f"device_memory_share must be in (0, 1], got {device_memory_share}")
-        if within_buckets and not buckets.on:
-            raise ValueError("bucket_batches needs length_buckets ('pow2' or edges), got length_buckets: null")
-        if within_buckets and on_device is False:
-            raise ValueError("bucket_batches draws the batches of the data on the device: it needs on_device true or "
-                             "auto, got on_device: false")
-        self.on_device, self.device_memory_share = on_device, device_memory_share
-        self.buckets, self.within_buckets = buckets, within_buckets
-        self.resident: dict[str, ResidentGraphs] | None = None
-        self._decided = False
+class MoleculePlacement(Placement):
+    """Where a molecule data module's splits live (``Placement``); ``loader`` gives a
+    ``MoleculeDeviceLoader`` there, or None for the classic DataLoader."""
 
     def loader(self, dm, split: str, shuffle: bool, device: torch.device) -> MoleculeDeviceLoader | None:
         """``dm``: the MoleculeDataModule (after ``setup``)."""
-        if not self._decided:
-            self._decided = True
-            self.resident = self._place(dm, device)
-            if self.resident is None and self.within_buckets:
-                rank_zero_info(f"{type(dm).__name__}: bucket_batches is off with the CPU loader (the batches are "
-                               "drawn as usual, each padded to its length bucket)")
-        if self.resident is None:
+        graphs = self.placed(dm, split, device)
+        if graphs is None:
             return None
-        return gather_loader(MoleculeDeviceLoader, self.resident[split], dm.batch_size, train=split == "train",
-                             shuffle=shuffle, buckets=self.buckets,
-                             within_buckets=self.within_buckets and split == "train")
+        return gather_loader(MoleculeDeviceLoader, graphs, dm.batch_size, train=split == "train", shuffle=shuffle,
+                             buckets=self.buckets, within_buckets=self.within_buckets and split == "train")
 
     def pack(self, dm, split: str) -> ResidentGraphs:
         """A split packed on the CPU, checked for NaN/inf (naming the molecule's file, line and
@@ -210,11 +185,7 @@ class MoleculePlacement:
         if share is None:
             return None
         widths = ", ".join(f"{s} {len(g)} x {g.width} atoms" for s, g in graphs.items())
-        note = ""
-        if self.buckets.on:
-            note = f"; {self.buckets.describe([n for g in graphs.values() for n in g.host_lengths])}"
-            if self.within_buckets:
-                note += "; training batches drawn within one bucket each (bucket_batches)"
+        note = self.bucket_note([n for g in graphs.values() for n in g.host_lengths])
         rank_zero_info(f"{name}: graphs on {device}: {fmt_bytes(size)} = {share} ({widths}; at most "
                        f"{100 * self.device_memory_share:.0f}%, on_device: {self.on_device}); batches gathered "
                        f"there{note}")

@@ -32,7 +32,7 @@ from vecset.pipelines.data.device_loader import (
     fmt_bytes,
     share_that_fits,
 )
-from vecset.pipelines.data.gathered import GatherLoader, LengthBuckets, gather_loader
+from vecset.pipelines.data.gathered import GatherLoader, LengthBuckets, Placement, gather_loader
 from vecset.pipelines.speech.utterances import AugmentedUtterances
 
 PAD_LABEL = -100  # pad_sets' label padding: cross_entropy's ignore_index
@@ -112,51 +112,31 @@ def speech_device_loader(frames: ResidentFrames, batch_size: int, train: bool, s
                          within_buckets)
 
 
-class SpeechPlacement:
-    """Where a speech data module's splits live: decided once, at the first loader, said in one
-    line; ``loader`` gives a ``SpeechDeviceLoader`` there, or None for the classic DataLoader.
+class SpeechPlacement(Placement):
+    """Where a speech data module's splits live (``Placement``); ``loader`` gives a
+    ``SpeechDeviceLoader`` there, or None for the classic DataLoader.
 
-    Args: as ``SpeechFramesDataModule``'s ``on_device``, ``device_memory_share``, ``batch_augment``."""
+    Args: as ``Placement``'s, and ``SpeechFramesDataModule``'s ``batch_augment``."""
 
     def __init__(self, on_device: bool | str, device_memory_share: float,
                  batch_augment: Sequence[BatchTransform] | None, buckets: LengthBuckets | None = None,
                  within_buckets: bool = False) -> None:
-        if on_device not in (True, False, "auto"):
-            raise ValueError(f"on_device must be true, false or auto, got {on_device!r}")
-        if not 0 < device_memory_share <= 1:
-            raise ValueError(f"device_memory_share must be in (0, 1], got {device_memory_share}")
         self.batch_augment = list(batch_augment or [])
         if self.batch_augment and on_device is False:
             raise ValueError("batch_augment runs on the data on the device: it needs on_device true or auto, "
                              "got on_device: false")
-        self.on_device, self.device_memory_share = on_device, device_memory_share
-        self.buckets, self.within_buckets = buckets or LengthBuckets(None), within_buckets
-        if within_buckets and not self.buckets.on:
-            raise ValueError("bucket_batches needs length_buckets ('pow2' or edges), got length_buckets: null")
-        if within_buckets and on_device is False:
-            raise ValueError("bucket_batches draws the batches of the data on the device: it needs on_device true or "
-                             "auto, got on_device: false")
-        self.resident: dict[str, ResidentFrames] | None = None
-        self._decided = False
+        super().__init__(on_device, device_memory_share, buckets or LengthBuckets(None), within_buckets)
 
     def loader(self, dm, split: str, shuffle: bool, device: torch.device) -> SpeechDeviceLoader | None:
         """``dm``: the SpeechFramesDataModule (after ``setup``)."""
-        if not self._decided:
-            self._decided = True
-            self.resident = self._place(dm, device)
-            if self.resident is None and self.within_buckets:
-                rank_zero_info(f"{type(dm).__name__}: bucket_batches is off with the CPU loader (the batches are "
-                               "drawn as usual, each padded to its length bucket)")
-        if self.resident is None:
-            return None  # the classic loader (pads to the length buckets too; bucket_batches said it is off)
-        if split not in self.resident:  # a split set up after the decision (test after fit)
-            self.resident[split] = self._frames(dm, split).to(device)
-        return speech_device_loader(self.resident[split], dm.batch_size, train=split == "train", shuffle=shuffle,
+        frames = self.placed(dm, split, device)
+        if frames is None:
+            return None
+        return speech_device_loader(frames, dm.batch_size, train=split == "train", shuffle=shuffle,
                                     transforms=self.batch_augment if split == "train" else (), buckets=self.buckets,
                                     within_buckets=self.within_buckets)
 
-    @staticmethod
-    def _frames(dm, split: str) -> ResidentFrames:
+    def pack(self, dm, split: str) -> ResidentFrames:
         """A split's utterances joined on the CPU, checked: finite features, labels in the phone
         set (device batches skip the per-batch host checks)."""
         items = dm.sets[split].items
@@ -182,7 +162,7 @@ class SpeechPlacement:
                            "featurize each draw on the CPU (on_device: auto)")
             return None
         splits = [s for s in ("train", "val", "test") if s in dm.sets]
-        frames = {s: self._frames(dm, s) for s in splits}
+        frames = {s: self.pack(dm, s) for s in splits}
         size = sum(f.nbytes() for f in frames.values())
         share = share_that_fits(name, "the frames take", "they stay", size, device, self.device_memory_share,
                                 self.on_device)
@@ -193,15 +173,9 @@ class SpeechPlacement:
             for a in self.batch_augment:
                 a.bind(fill=mean)
         augs = f" ({', '.join(type(a).__name__ for a in self.batch_augment)})" if self.batch_augment else ""
+        buckets = self.bucket_note([n for f in frames.values() for n in f.host_lengths])
         rank_zero_info(f"{name}: frames on {device}: {fmt_bytes(size)} = {share} of {', '.join(splits)} (at most "
                        f"{100 * self.device_memory_share:.0f}%, on_device: {self.on_device}); batches gathered"
-                       f"{' and augmented' if augs else ''} there{augs}{self.bucket_note(frames)}")
+                       f"{' and augmented' if augs else ''} there{augs}{buckets}")
         return {s: f.to(device) for s, f in frames.items()}
 
-    def bucket_note(self, frames: dict[str, ResidentFrames]) -> str:
-        """The length buckets' part of the start-up line ('' without buckets)."""
-        if not self.buckets.on:
-            return ""
-        lengths = [n for f in frames.values() for n in f.host_lengths]
-        within = "; training batches drawn within one bucket each (bucket_batches)" if self.within_buckets else ""
-        return f"; {self.buckets.describe(lengths)}{within}"
