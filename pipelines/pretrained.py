@@ -222,8 +222,8 @@ class Predictor:
 
 class MoleculePredictor(Predictor):
     """SMILES -> the property (regression: the value in the target's units, ``<target>_std``
-    where the head predicts a variance or the predictor is an ensemble; classification: the class, its probability and
-    ``P(<class>)``), with the applicability domain: ``train_similarity``, the Tanimoto
+    where the head predicts a variance or the predictor is an ensemble; classification: the class, its probability,
+    an ensemble's ``probability_std`` (its members' spread) and ``P(<class>)``), with the applicability domain: ``train_similarity``, the Tanimoto
     similarity of the molecule's Morgan fingerprint to the nearest training molecule, and
     ``out_of_domain`` when it is below the card's threshold."""
 
@@ -244,7 +244,8 @@ class MoleculePredictor(Predictor):
         self.threshold = float(e["domain_threshold"])
         self.classes: list[str] | None = e.get("classes")
         if self.classes is not None:
-            self.values = ["prediction", "probability", *(f"P({c})" for c in self.classes)]
+            self.values = ["prediction", "probability", *(["probability_std"] if len(self.models) > 1 else []),
+                           *(f"P({c})" for c in self.classes)]
         else:
             targets = e["targets"]
             spread = e.get("has_std") or bundle.get("members")
@@ -288,11 +289,14 @@ class MoleculePredictor(Predictor):
         rows = [{"train_similarity": round(it["similarity"], 4), "out_of_domain": it["similarity"] < self.threshold}
                 for it in items]
         if self.classes is not None:
-            prob = torch.stack([o.softmax(-1) for o in outs]).mean(0)
-            for r, p in zip(rows, prob.tolist(), strict=True):
+            probs = torch.stack([o.softmax(-1) for o in outs])  # (K, B, classes)
+            prob, spread = probs.mean(0), probs.std(0, correction=0)  # the members' mean and spread
+            for r, p, s in zip(rows, prob.tolist(), spread.tolist(), strict=True):
                 k = int(np.argmax(p))
-                r |= {"prediction": self.classes[k], "probability": p[k]} | {
-                    f"P({c})": v for c, v in zip(self.classes, p, strict=True)}
+                r |= {"prediction": self.classes[k], "probability": p[k]}
+                if len(self.models) > 1:
+                    r["probability_std"] = s[k]
+                r |= {f"P({c})": v for c, v in zip(self.classes, p, strict=True)}
             return rows
         parts = [m.head.mean_std(o) for m, o in zip(self.models, outs, strict=True)]
         means = torch.stack([mean for mean, _ in parts])  # (K, B, T)

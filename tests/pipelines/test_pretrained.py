@@ -239,6 +239,30 @@ def test_an_ensemble_bundle_reports_the_members_spread(tmp_path):
     assert row["expt_std"] == pytest.approx(float(np.std([0, 0, 0.5])), abs=1e-4)
 
 
+def test_a_classification_ensemble_reports_the_members_spread_of_the_probability(tmp_path):
+    import shutil
+
+    import torch
+
+    src = models_dir() / "b3db"
+    single = {k: v for k, v in torch.load(src / "model.pt", weights_only=True).items() if k != "members"}
+    shifted = {k: v.clone() for k, v in single["state_dict"].items()}
+    shifted["head.mlp.5.bias"] += torch.tensor([-20.0, 20.0])  # a member sure of BBB+ for every molecule
+    for folder, bundle in (("one", single), ("two", {**single, "members": [shifted]})):
+        (tmp_path / folder).mkdir()
+        torch.save(bundle, tmp_path / folder / "model.pt")
+        shutil.copy(src / "card.json", tmp_path / folder / "card.json")
+    one = pretrained("b3db", tmp_path / "one")
+    assert "probability_std" not in one.columns
+    p_one = one.predict(["CCO"])[0]["P(BBB+)"]
+    two = pretrained("b3db", tmp_path / "two")
+    assert two.columns[:4] == ["input", "prediction", "probability", "probability_std"]
+    row = two.predict(["CCO"])[0]
+    # members: p and 1: the mean of the two, the spread half their difference
+    assert row["P(BBB+)"] == pytest.approx((p_one + 1) / 2, abs=1e-4)
+    assert row["probability_std"] == pytest.approx((1 - p_one) / 2, abs=1e-4)
+
+
 def test_predicting_imports_no_lightning(tmp_path):
     """``import vecset; vecset.pretrained`` and ``vecset predict --model`` (a molecule, a word, an
     image file) import torch and the model's parts: not Lightning, torchmetrics or torchvision
