@@ -105,19 +105,32 @@ def test_multi_task_scales_by_the_tasks_common_batch_and_names_differing_ones():
         m.configure_optimizers()
 
 
-def test_a_fit_trains_at_the_scaled_rate_and_a_replaced_optimizer_is_an_error(tmp_path, monkeypatch):
+def test_a_fit_trains_at_the_scaled_rate_and_a_replaced_optimizer_is_an_error(tmp_path, monkeypatch, caplog):
     """Through the command: the config's keys reach the module, the optimizer runs at the scaled
-    rate; an optimizer: section (which would not read lr_reference_batch) stops the fit."""
+    rate, the warmup fraction counts this batch size's steps (64 sets in batches of 16: 4 steps,
+    half of them warmup); an optimizer: section (which would not read lr_reference_batch) stops the fit."""
     monkeypatch.chdir(tmp_path)
-    args = ["fit", "--config", str(ROOT / "configs/debug.yaml"), "--plots=false", "--trainer.max_steps=1",  # lr 0.003
+    args = ["fit", "--config", str(ROOT / "configs/debug.yaml"), "--plots=false", "--trainer.max_epochs=1",  # lr 0.003
             "--trainer.enable_progress_bar=false", "--trainer.limit_val_batches=0", "--trainer.limit_test_batches=0",
             "--data.init_args.n_train=64", "--data.init_args.n_val=8", "--data.init_args.n_test=8",
-            "--data.init_args.batch_size=64", "--model.init_args.lr_reference_batch=16",
+            "--data.init_args.batch_size=16", "--model.init_args.warmup=0.5", "--model.init_args.lr_reference_batch=4",
             "--model.init_args.lr_scaling=linear"]
-    cli = run_cli(args)
+    with caplog.at_level(logging.INFO, logger="vecset"):
+        cli = run_cli(args)
     assert cli.model.scaled_lr == pytest.approx(0.012)
     assert cli.trainer.lr_scheduler_configs[0].scheduler.base_lrs == pytest.approx([0.012] * 2)
+    assert "learning rate 0.012: lr 0.003 is for batch 4 (lr_reference_batch), x 4 (linear rule) for batch 16 " \
+           "(16 per step x 1 accumulated x 1 processes); warmup 2 of 4 steps" in caplog.text
     saved = yaml.safe_load((tmp_path / "runs/debug/version_0/config.yaml").read_text())["model"]["init_args"]
-    assert (saved["lr"], saved["lr_reference_batch"], saved["lr_scaling"]) == (0.003, 16, "linear")
+    assert (saved["lr"], saved["lr_reference_batch"], saved["lr_scaling"]) == (0.003, 4, "linear")
     with pytest.raises(ValueError, match=r"^lr_reference_batch: the optimizer was not built by the module's"):
         run_cli([*args, "--optimizer=torch.optim.SGD", "--optimizer.lr=0.1"])
+
+
+def test_a_checkpoint_trained_at_another_reference_batch_fits_the_config():
+    """Like lr, the scaling is training-only: testing or fine-tuning a run's checkpoint under a
+    config with another (or no) reference batch is not a mismatch."""
+    from vecset.pipelines.training.checkpoint import hparams_mismatch
+
+    saved = {"lr": 1e-3, "lr_reference_batch": 128, "lr_scaling": "linear", "weight_decay": 0.01}
+    assert hparams_mismatch(saved, {"lr": 2e-3, "lr_reference_batch": None, "lr_scaling": "sqrt", "weight_decay": 0.01}) == []
