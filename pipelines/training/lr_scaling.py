@@ -20,6 +20,7 @@ import math
 from typing import Literal
 
 import pytorch_lightning as pl
+from pytorch_lightning.callbacks import LearningRateFinder
 
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.data.multitask import MultiTaskDataModule
@@ -63,8 +64,6 @@ def data_batch_size(dm: object) -> int:
 def optimizer_lr(trainer: pl.Trainer, lr: float, reference: int, rule: LrScaling) -> tuple[float, str]:
     """``lr`` (the rate at batch ``reference``) scaled to the batch an optimizer step of
     ``trainer`` averages over (see the module docstring), and why, for the log line."""
-    from pytorch_lightning.callbacks import LearningRateFinder
-
     if any(isinstance(c, LearningRateFinder) for c in trainer.callbacks):
         # the finder's rate is the one at the actual batch already: scaled again, it would be wrong
         raise ValueError("lr_reference_batch: a LearningRateFinder finds the learning rate at the actual batch "

@@ -20,7 +20,11 @@ from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
 from vecset.pipelines.data.multitask import MultiTaskDataModule
 from vecset.pipelines.training.hand_over import hand_over
-from vecset.pipelines.training.lr_scaling import LrScaling, check_lr_scaling_args, check_scaling_applied
+from vecset.pipelines.training.lr_scaling import (
+    LrScaling,
+    check_lr_scaling_args,
+    check_scaling_applied,
+)
 from vecset.pipelines.training.set_size import check_set_size
 from vecset.pipelines.training.step import (
     STAGES,

@@ -26,7 +26,12 @@ from vecset.pipelines.training.checkpoint import (
     state_mismatch,
 )
 from vecset.pipelines.training.hand_over import hand_over
-from vecset.pipelines.training.lr_scaling import LrScaling, check_lr_scaling_args, check_scaling_applied, optimizer_lr
+from vecset.pipelines.training.lr_scaling import (
+    LrScaling,
+    check_lr_scaling_args,
+    check_scaling_applied,
+    optimizer_lr,
+)
 from vecset.pipelines.training.param_groups import weight_decay_groups
 from vecset.pipelines.training.set_size import check_set_size
 from vecset.pipelines.training.step import (
