@@ -104,11 +104,23 @@ def monitor_mode(checkpoint: str) -> str:
     return "min" if "'mode': 'min'" in key else "max"
 
 
-def row(batch: int, lr: float, args: list[str], config: str, run_dir: Path, n_train: int, device: str,
+def run_lr(run_dir: Path, batch: int) -> float:
+    """The rate the run's optimizer started from: its saved config's ``lr`` scaled to ``batch`` by
+    its own ``lr_reference_batch`` and ``lr_scaling`` (what ``configure_optimizers`` did, for one
+    process without gradient accumulation)."""
+    import yaml
+
+    init = yaml.safe_load((run_dir / "config.yaml").read_text())["model"]["init_args"]
+    if init.get("lr_reference_batch") is None:
+        return float(init["lr"])
+    return scaled_lr(float(init["lr"]), batch, int(init["lr_reference_batch"]), init["lr_scaling"])
+
+
+def row(batch: int, args: list[str], config: str, run_dir: Path, n_train: int, device: str,
         loads: tuple[str, str]) -> dict:
     res = json.loads((run_dir / "results.json").read_text())
     monitor = res["monitor"]
-    return {"batch_size": batch, "lr": lr, "epochs": res["epochs"], "steps": res["global_steps"],
+    return {"batch_size": batch, "lr": run_lr(run_dir, batch), "epochs": res["epochs"], "steps": res["global_steps"],
             "train_seconds": res["train_seconds"],
             "items_per_s": round(trained_items(res["global_steps"], batch, n_train) / res["train_seconds"], 1)
             if res["train_seconds"] else None,
@@ -167,8 +179,7 @@ def main(argv: list[str] | None = None) -> Path:
         before = uptime()
         print(f"batch {batch}: vecset fit --config {a.config} {shlex.join(args)}  [{before}]", flush=True)
         run_dir = run(a.config, args, workdir, in_process=a.dry)
-        rows.append(row(batch, scaled_lr(lr, batch, reference, a.rule), args, a.config, run_dir, n_train, a.device,
-                        (before, uptime())))
+        rows.append(row(batch, args, a.config, run_dir, n_train, a.device, (before, uptime())))
     monitor = rows[0]["monitor"]
     tests = sorted({k for r in rows for k in r if k.startswith("test_") and not k.endswith("_loss")})
     print(table(rows, ["batch_size", "lr", "epochs", "steps", "train_seconds", "items_per_s", monitor, *tests]))
