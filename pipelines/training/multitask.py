@@ -20,6 +20,11 @@ from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
 from vecset.pipelines.data.multitask import MultiTaskDataModule
 from vecset.pipelines.training.hand_over import hand_over
+from vecset.pipelines.training.lr_scaling import (
+    LrScaling,
+    check_lr_scaling_args,
+    check_scaling_applied,
+)
 from vecset.pipelines.training.set_size import check_set_size
 from vecset.pipelines.training.step import (
     STAGES,
@@ -54,7 +59,8 @@ class MultiTaskModule(pl.LightningModule):
         encoders: task name -> encoder (raw batch -> VectorSet of width d_model).
         heads: task name -> head.
         loss_weights: task name -> weight of its loss in the sum (default 1 each).
-        lr, weight_decay, warmup: as in TaskModule.
+        lr, weight_decay, warmup, lr_reference_batch, lr_scaling: as in TaskModule (the tasks'
+            batch sizes must then agree: that batch is the one scaled from).
         task_checkpoints: besides the best checkpoint by ``val_loss`` (the one ``vecset fit``
             tests), keep each task's best by its own validation metric (``best-<task>-epoch<e>.ckpt``,
             monitoring ``<task>/val_rmse`` or ``<task>/val_acc``): each task's epoch chosen on its
@@ -72,8 +78,10 @@ class MultiTaskModule(pl.LightningModule):
     def __init__(self, backbone: nn.Module, encoders: dict[str, Encoder], heads: dict[str, Head],
                  loss_weights: dict[str, float] | None = None, lr: float = 1e-3, weight_decay: float = 0.01,
                  warmup: float = 0.05, task_checkpoints: bool = False, init_from: str | None = None,
-                 init_parts: list[str] | None = None, freeze: list[str] | None = None) -> None:
+                 init_parts: list[str] | None = None, freeze: list[str] | None = None,
+                 lr_reference_batch: int | None = None, lr_scaling: LrScaling = "sqrt") -> None:
         super().__init__()
+        check_lr_scaling_args(lr_reference_batch, lr_scaling)
         if set(encoders) != set(heads):
             raise ValueError(f"encoders {sorted(encoders)} and heads {sorted(heads)} must name the same tasks")
         weights = {t: 1.0 for t in encoders} | dict(loss_weights or {})
@@ -105,6 +113,8 @@ class MultiTaskModule(pl.LightningModule):
         self._init_from, self._init_parts, self._freeze = init_from, init_parts, freeze
         self.warm_start_report = None
         freeze_parts(parts, list(freeze or []))
+        self._lr_reference_batch, self._lr_scaling = lr_reference_batch, lr_scaling
+        self.scaled_lr: float | None = None  # as TaskModule's
 
     def parts(self) -> tuple[dict[str, nn.Module], dict[str, tuple[str, ...]]]:
         """The parts ``init_parts`` and ``freeze`` name, and their checkpoint prefixes."""
@@ -119,6 +129,7 @@ class MultiTaskModule(pl.LightningModule):
 
     def on_fit_start(self) -> None:
         # after the checkpoint of a resumed fit was restored, before the first step
+        check_scaling_applied(self._lr_reference_batch, self.scaled_lr)
         self.warm_start_report = start_fit(self.trainer, self.parts()[0], self._init_from, self._init_parts,
                                            self._freeze, self._sources)
 
@@ -212,7 +223,8 @@ class MultiTaskModule(pl.LightningModule):
         self._log_losses("test")
 
     def configure_optimizers(self):
-        return adamw_warmup_cosine(self, self.hparams.lr, self.hparams.weight_decay, self.hparams.warmup)
+        h = self.hparams
+        return adamw_warmup_cosine(self, h.lr, h.weight_decay, h.warmup, self._lr_reference_batch, self._lr_scaling)
 
     def configure_callbacks(self):
         callbacks = best_and_last_checkpoint(self, "val_loss", "min")  # the first: trainer.checkpoint_callback

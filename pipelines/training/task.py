@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +26,12 @@ from vecset.pipelines.training.checkpoint import (
     state_mismatch,
 )
 from vecset.pipelines.training.hand_over import hand_over
+from vecset.pipelines.training.lr_scaling import (
+    LrScaling,
+    check_lr_scaling_args,
+    check_scaling_applied,
+    optimizer_lr,
+)
 from vecset.pipelines.training.param_groups import weight_decay_groups
 from vecset.pipelines.training.set_size import check_set_size
 from vecset.pipelines.training.step import (
@@ -46,6 +53,8 @@ from vecset.pipelines.training.warm_start import (
     warm_start,
 )
 
+log = logging.getLogger(__name__)
+
 
 def warmup_cosine(step: int, total: int, warmup: int) -> float:
     """LR multiplier: linear warmup to 1, then cosine decay to 0 at ``total``."""
@@ -55,15 +64,23 @@ def warmup_cosine(step: int, total: int, warmup: int) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-def adamw_warmup_cosine(module: pl.LightningModule, lr: float, weight_decay: float, warmup: float) -> dict:
+def adamw_warmup_cosine(module: pl.LightningModule, lr: float, weight_decay: float, warmup: float,
+                        lr_reference_batch: int | None = None, lr_scaling: LrScaling = "sqrt") -> dict:
     """AdamW over the trainable parameters (decay on weight matrices only: ``weight_decay_groups``),
     linear warmup then cosine decay to zero. Where every parameter is on a CUDA device, the fused
-    AdamW (one kernel launch for the whole update; torch's own advice for CUDA), else torch's default."""
+    AdamW (one kernel launch for the whole update; torch's own advice for CUDA), else torch's default.
+    With ``lr_reference_batch``, ``lr`` is the rate at that batch size, scaled to the actual one
+    (``lr_scaling.py``); the rate used is kept in ``module.scaled_lr``."""
     groups = weight_decay_groups(module, weight_decay)
     cuda = all(p.is_cuda for g in groups for p in g["params"])
-    opt = torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay, fused=True if cuda and groups else None)
     total = max(1, int(module.trainer.estimated_stepping_batches))
+    # a fraction: of the optimizer steps, which follow the batch size (lr_scaling.py)
     steps = max(1, int(warmup * total) if warmup < 1 else int(warmup))
+    if lr_reference_batch is not None:
+        lr, why = optimizer_lr(module.trainer, lr, lr_reference_batch, lr_scaling)
+        log.info("learning rate %.4g: %s; warmup %d of %d steps", lr, why, steps, total)
+        module.scaled_lr = lr
+    opt = torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay, fused=True if cuda and groups else None)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: warmup_cosine(s, total, steps))
     return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
@@ -119,7 +136,13 @@ class TaskModule(pl.LightningModule):
         lr: peak AdamW learning rate.
         weight_decay: AdamW weight decay, on the weight matrices of linear, conv and recurrent
             layers only (not norms, biases, the CLS token, positional or embedding tables).
-        warmup: warmup length, as a fraction of all optimizer steps (< 1) or a step count.
+        warmup: warmup length, as a fraction of all optimizer steps (< 1; the steps follow the
+            batch size) or a step count.
+        lr_reference_batch: the batch size ``lr`` is meant for; the optimizer then uses ``lr``
+            scaled to the actual batch (per step x accumulated x processes) by ``lr_scaling``:
+            ``linear`` (x k for k times the batch; Goyal et al. 2017, for SGD) or ``sqrt``
+            (x sqrt(k); Malladi et al. 2022, for Adam-family optimizers such as this AdamW).
+            None (the default): ``lr`` as given (``lr_scaling.py``).
         backbone_ckpt: start the backbone from this checkpoint's ``backbone.*`` weights (for
             example a multi-task run's), then train as configured.
         freeze_backbone: keep those backbone weights fixed (train encoder and head only).
@@ -138,8 +161,10 @@ class TaskModule(pl.LightningModule):
     def __init__(self, encoder: Encoder, backbone: nn.Module, head: Head, lr: float = 1e-3,
                  weight_decay: float = 0.01, warmup: float = 0.05, backbone_ckpt: str | None = None,
                  freeze_backbone: bool = False, init_from: str | None = None,
-                 init_parts: list[str] | None = None, freeze: list[str] | None = None) -> None:
+                 init_parts: list[str] | None = None, freeze: list[str] | None = None,
+                 lr_reference_batch: int | None = None, lr_scaling: LrScaling = "sqrt") -> None:
         super().__init__()
+        check_lr_scaling_args(lr_reference_batch, lr_scaling)
         check_parts(encoder, head)
         check_widths(encoder, backbone, head)
         if _given_hyperparameters.get() is not None:
@@ -164,6 +189,8 @@ class TaskModule(pl.LightningModule):
         self.val_metrics = stage_metrics(head, "val")
         self.test_metrics = stage_metrics(head, "test")
         self.train_loss_mean = train_loss_mean()
+        self._lr_reference_batch, self._lr_scaling = lr_reference_batch, lr_scaling
+        self.scaled_lr: float | None = None  # the rate lr_reference_batch scaled lr to (configure_optimizers)
 
     def parts(self) -> dict[str, nn.Module]:
         """The parts ``init_parts`` and ``freeze`` name."""
@@ -178,6 +205,7 @@ class TaskModule(pl.LightningModule):
 
     def on_fit_start(self) -> None:
         # after the checkpoint of a resumed fit was restored, before the first step
+        check_scaling_applied(self._lr_reference_batch, self.scaled_lr)
         self.warm_start_report = start_fit(self.trainer, self.parts(), self._init_from, self._init_parts, self._freeze)
         dm = self.trainer.datamodule
         if self.warm_start_report is not None and isinstance(dm, VecsetDataModule):
@@ -225,7 +253,8 @@ class TaskModule(pl.LightningModule):
 
     # -- optimisation and checkpoints -------------------------------------------------
     def configure_optimizers(self):
-        return adamw_warmup_cosine(self, self.hparams.lr, self.hparams.weight_decay, self.hparams.warmup)
+        h = self.hparams
+        return adamw_warmup_cosine(self, h.lr, h.weight_decay, h.warmup, self._lr_reference_batch, self._lr_scaling)
 
     def configure_callbacks(self):
         return best_and_last_checkpoint(self, *self.head.monitor)
