@@ -6,8 +6,9 @@ torchmetrics when its ``metrics()`` is called (training), not to predict.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from vecset.lazy import lazy_names
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` below
     from vecset.heads.contract import Head
@@ -33,13 +34,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    if name not in _SOURCES:
-        raise AttributeError(f"module 'vecset.heads' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"vecset.heads.{_SOURCES[name]}"), name)
-    globals()[name] = value  # once: later lookups do not come here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_SOURCES})
+__getattr__, __dir__ = lazy_names(__name__, _SOURCES)

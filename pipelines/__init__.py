@@ -10,9 +10,9 @@ one (the CLI does: LightningCLI finds a class given by its short name among the 
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
+from vecset.lazy import lazy_names
 from vecset.pipelines import moved
 
 # eager (it imports torch and numpy only): the name is also its module's, which an import of
@@ -67,16 +67,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    if name not in _SOURCES:
-        raise AttributeError(f"module 'vecset.pipelines' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"vecset.pipelines.{_SOURCES[name]}"), name)
-    globals()[name] = value  # once: later lookups do not come here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_SOURCES})
+__getattr__, __dir__ = lazy_names(__name__, _SOURCES)
 
 
 def import_all() -> None:

@@ -14,12 +14,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("package", ["vecset.pipelines", "vecset.encoders", "vecset.heads"])
+@pytest.mark.parametrize("package", ["vecset", "vecset.pipelines", "vecset.encoders", "vecset.heads"])
 def test_every_listed_name_resolves(package):
     module = importlib.import_module(package)
     for name in module.__all__:
         assert getattr(module, name) is not None, name
         assert name in dir(module)
+        assert name in vars(module), f"{name}: imported once, then kept in {package}'s namespace"
     with pytest.raises(AttributeError, match=f"^module '{package}' has no attribute 'NoSuchName'"):
         module.NoSuchName  # noqa: B018
 

@@ -23,8 +23,9 @@ a path of the tree.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from vecset.lazy import lazy_names
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` below
     from vecset.backbone import Backbone
@@ -62,16 +63,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    if name in _SOURCES:
-        value = getattr(importlib.import_module(f"vecset.{_SOURCES[name]}"), name)
-    elif name in _SUBPACKAGES:
-        value = importlib.import_module(f"vecset.{name}")
-    else:
-        raise AttributeError(f"module 'vecset' has no attribute {name!r}")
-    globals()[name] = value  # once: later lookups do not come here
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_SOURCES, *_SUBPACKAGES})
+__getattr__, __dir__ = lazy_names(__name__, _SOURCES, _SUBPACKAGES)

@@ -11,13 +11,14 @@ from torch import Tensor, nn
 from vecset.contracts.data_spec import DataSpec
 from vecset.contracts.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
+from vecset.encoders.standardize import GlobalStandardization
 from vecset.encoders.vector import Positional1D, make_positional_1d, max_positions
 
 # --- encoder --------------------------------------------------------------------------------
 Normalization = Literal["utterance", "global", "none"]
 
 
-class SpeechEncoder(Encoder):
+class SpeechEncoder(GlobalStandardization, Encoder):
     """Filterbank frames -> VectorSet: mean/variance normalization, SpecAugment in training,
     a linear projection to d_model and a positional encoding.
 
@@ -63,10 +64,7 @@ class SpeechEncoder(Encoder):
 
         self.in_dim, self.normalization = in_dim, normalization
         self.out_width = d_model
-        self.register_buffer("mean", torch.zeros(in_dim))
-        self.register_buffer("std", torch.ones(in_dim))
-        self.register_buffer("stats_fitted", torch.tensor(False))
-        self._stats_known = False  # stats_fitted on the host: normalize must not read the buffer (a sync)
+        self._init_standardization(in_dim)
         self.freq_masks, self.time_masks = freq_masks, time_masks
         self.freq_mask = T.FrequencyMasking(freq_mask_param, iid_masks=True) if freq_mask_param else None
         self.time_mask = T.TimeMasking(time_mask_param, iid_masks=True) if time_mask_param else None
@@ -97,35 +95,17 @@ class SpeechEncoder(Encoder):
     def receive(self, spec: DataSpec) -> str | None:
         """``global`` normalization: fit the statistics on the training frames at the start
         of fit (once: a model that has them, from an earlier fit or a checkpoint, keeps them)."""
-        if self.normalization == "global" and spec.fit and not bool(self.stats_fitted):
+        if self.normalization == "global" and spec.fit and not self._stats_known:
             frames = spec.inputs("SpeechEncoder(normalization='global')")
             self.set_global_stats(frames)
             return f"global mean/variance normalization fitted on {len(frames)} training utterances"
         return None
 
-    @torch.no_grad()
-    def set_global_stats(self, frames: list[Tensor]) -> None:
-        """Fit the ``global`` normalization on training frames, a list of (T_i, in_dim)."""
-        x = torch.cat(frames).double()  # (sum T, F)
-        self.mean.copy_(x.mean(0).float())
-        self.std.copy_(x.std(0).clamp_min(1e-5).float())
-        self.stats_fitted.fill_(True)
-        self._stats_known = True
-
-    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-        fitted = state_dict.get(prefix + "stats_fitted")
-        self._stats_known = bool(fitted) if fitted is not None else self._stats_known  # at load, not per step
-
     def normalize(self, x: Tensor, mask: Tensor, batch: dict | None = None) -> Tensor:
         if self.normalization == "none":
             return x
         if self.normalization == "global":
-            if not self._stats_known:
-                raise ValueError("SpeechEncoder(normalization='global') has no statistics: train it on data "
-                                 "that hands over its training frames (vecset's speech frames data does) or call "
-                                 "set_global_stats")
-            return (x - self.mean) / self.std
+            return self.standardize(x, "training frames (vecset's speech frames data does)")
         if batch is not None and "utterance_mean" in batch:  # a chunk: its recording's statistics
             mean, std = batch["utterance_mean"].to(x.dtype), batch["utterance_std"].to(x.dtype)  # (B, F)
             return (x - mean[:, None]) / std[:, None]

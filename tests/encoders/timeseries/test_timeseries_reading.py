@@ -78,7 +78,7 @@ def test_the_encoded_set_has_a_vector_per_step_and_padding_changes_no_real_vecto
     torch.manual_seed(0)
     enc = TimeSeriesEncoder(in_dim=4, d_model=16, positional="sinusoidal").eval()
     short, long = torch.randn(3, 4), torch.randn(5, 4)
-    enc.set_stats([short, long])
+    enc.set_global_stats([short, long])
     batch = collate_series([{"x": short, "y": 0, "id": 0}, {"x": long, "y": 1, "id": 1}])
     vs = enc(batch)
     assert vs.x.shape == (2, 5, 16) and vs.mask.tolist() == [[True] * 3 + [False] * 2, [True] * 5]
