@@ -155,6 +155,15 @@ def plot(rows: list[dict], out: Path, title: str) -> Path:
     return out
 
 
+def same_budget(previous: list[dict], rows: list[dict]) -> list[dict]:
+    """The runs one figure shows: the earlier rows of the JSON with this call's budget (device,
+    minutes, training images), then this call's."""
+    def key(r: dict) -> tuple:
+        return r["device"], r["minutes"], r["train_images"]
+
+    return [r for r in previous if key(r) == key(rows[0])] + rows
+
+
 def parse_epochs(ap: argparse.ArgumentParser, given: list[str] | None) -> dict[str, int]:
     """``--epochs``: one N for every variant ("*") or MODEL=N items."""
     out: dict[str, int] = {}
@@ -216,7 +225,7 @@ def main(argv: list[str] | None = None) -> Path:
     previous = json.loads(out.read_text())["rows"] if out.exists() and not a.dry else []
     out.parent.mkdir(parents=True, exist_ok=True)
     stem = f"{out.stem}_{a.device}_{minutes:g}min" + (f"_subset{a.subset}" if a.subset else "")
-    figure = plot(rows, out.with_name(stem + ".png"), f"Fashion-MNIST, {minutes:g} minutes each on {a.device}"
+    figure = plot(same_budget(previous, rows), out.with_name(stem + ".png"), f"Fashion-MNIST, {minutes:g} minutes each on {a.device}"
                   + (f", {a.subset:,} training images" if a.subset else ""))
     for r in rows:
         r["figure"] = figure.name

@@ -52,3 +52,14 @@ def test_epochs_bad_item_names_the_option(capsys):
     with pytest.raises(SystemExit):
         fet.main(["--dry", "--epochs", "vit=3"])
     assert "--epochs vit=3: unknown variant 'vit'" in capsys.readouterr().err
+
+
+def test_a_budget_figure_shows_every_run_of_that_budget_in_the_json():
+    from bench.fashion_equal_time import same_budget
+
+    def r(tag, minutes, images=54000, device="cpu"):
+        return {"tag": tag, "device": device, "minutes": minutes, "train_images": images}
+
+    previous = [r("cct", 30), r("cnn", 30), r("search", 5, 10000), r("gpu", 30, device="gpu")]
+    assert [x["tag"] for x in same_budget(previous, [r("new", 30)])] == ["cct", "cnn", "new"]
+    assert [x["tag"] for x in same_budget(previous, [r("s2", 5, 10000)])] == ["search", "s2"]
