@@ -294,14 +294,14 @@ trainer: {{max_epochs: {epochs}, accelerator: cpu, devices: 1, log_every_n_steps
             {{class_path: vecset.pipelines.reports.uncertainty.UncertaintyReport}},
             {{class_path: vecset.pipelines.molecules.reports.PoolingAttentionReport, init_args: {{molecules: 1}}}}]}}}}]}}
 model:
-  class_path: pipelines.TaskModule
+  class_path: vecset.pipelines.TaskModule
   init_args:
-    encoder: {{class_path: encoders.GraphEncoder, init_args: {{d_model: 16, node_dim: 42, attention: all_pairs, heads: 2, lap_pe_k: 2}}}}
-    backbone: {{class_path: backbone.Backbone, init_args: {{d_model: 16, depth: 1, heads: 2, mlp_ratio: 2.0}}}}
-    head: {{class_path: heads.SequenceHead, init_args: {{d_model: 16, num_outputs: 1, task: regression, pooling: attention}}}}
+    encoder: {{class_path: vecset.encoders.GraphEncoder, init_args: {{d_model: 16, node_dim: 42, attention: all_pairs, heads: 2, lap_pe_k: 2}}}}
+    backbone: {{class_path: vecset.backbone.Backbone, init_args: {{d_model: 16, depth: 1, heads: 2, mlp_ratio: 2.0}}}}
+    head: {{class_path: vecset.heads.SequenceHead, init_args: {{d_model: 16, num_outputs: 1, task: regression, pooling: attention}}}}
     lr: 0.003
 data:
-  class_path: pipelines.MoleculeDataModule
+  class_path: vecset.pipelines.MoleculeDataModule
   init_args: {{csv_path: {csv}, target_columns: [expt], batch_size: 32, lap_pe_k: 2{extra}}}
 """
 
