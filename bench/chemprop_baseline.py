@@ -175,7 +175,7 @@ def scores(task: str, split: str, pred: list[float], rows: list[dict]) -> dict:
     return {f"{split}_auc": s["roc_auc"], f"{split}_pr_auc": s["pr_auc"], f"{split}_accuracy": s["accuracy"]}
 
 
-def run_one(name: str, split_seed: int, seed: int, python: str, work: Path, epochs: int | None,
+def run_one(name: str, split_seed: int, seed: int, python: str, work: Path, epochs: int,
             accelerator: str, dry: bool) -> dict:
     """Chemprop trained and scored on one vecset split: the row."""
     task = SETS[name]["task"]
@@ -192,8 +192,7 @@ def run_one(name: str, split_seed: int, seed: int, python: str, work: Path, epoc
            "--target-columns", "target", "--splits-column", "split", "-t", task,
            "--data-seed", str(seed), "--pytorch-seed", str(seed), "-o", str(run_dir / "train"),
            "--accelerator", accelerator, "--devices", "1"]
-    if epochs is not None:
-        cmd += ["--epochs", str(epochs)]
+    cmd += ["--epochs", str(epochs)]
     if dry:  # Chemprop needs more epochs than warmup epochs (2 by default)
         cmd += ["--warmup-epochs", "1"]
     secs = run_logged(cmd, run_dir / "train.log")
@@ -242,7 +241,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--python", default=sys.executable, help="the interpreter that has chemprop 2.x")
     ap.add_argument("--accelerator", default="cpu", help="Lightning's accelerator for Chemprop")
     ap.add_argument("--work", default=None, help="Chemprop's files (default runs/chemprop_baseline, --dry: /tmp)")
-    ap.add_argument("--note", default="", help="stored with the results (e.g. how the machine was loaded)")
+    ap.add_argument("--note", default="", help="added to the results' notes (e.g. how the machine was loaded)")
     ap.add_argument("--dry", action="store_true", help="40 FreeSolv molecules of split 0, 2 epochs")
     ap.add_argument("--out", default=None, help="default bench/results/chemprop_baseline.json (--dry: /tmp)")
     args = ap.parse_args(argv)
@@ -255,18 +254,26 @@ def main(argv: list[str] | None = None) -> dict:
     work = Path(args.work or (tmp / "runs" if args.dry else ROOT / "runs" / "chemprop_baseline"))
     info = chemprop_settings(args.python)
     old = json.loads(out.read_text()) if out.exists() else {}
+    default_epochs = info["defaults"]["epochs"]
     kept = [r for r in old.get("rows", []) if old.get("chemprop_version") == info["chemprop_version"]]
-    result = {"command": "python bench/chemprop_baseline.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+    for r in kept:  # the epochs a row trained (Chemprop's default where none was given)
+        r["epochs"] = r["epochs"] if r["epochs"] is not None else default_epochs
+    command = "python bench/chemprop_baseline.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    # the invocations that wrote the kept rows, and their notes
+    earlier = [*old.get("earlier_commands", []), old["command"]] if kept else []
+    old_notes = old.get("notes", []) if kept else []
+    notes = [n for n in [*([old_notes] if isinstance(old_notes, str) else old_notes), args.note] if n]
+    result = {"command": command, "earlier_commands": earlier,
               "chemprop_version": info["chemprop_version"],
-              "settings": {"defaults": info["defaults"], "epochs_given": args.epochs,
-                           "b3db_epochs_given": args.b3db_epochs, "accelerator": args.accelerator,
+              "settings": {"defaults": info["defaults"], "accelerator": args.accelerator,
                            "threads": 1, "seeds": "--data-seed and --pytorch-seed = the row's seed",
                            "checkpoint": "Chemprop's best validation loss (its default tracking metric)",
                            "dry": args.dry},
-              "notes": args.note, "rows": kept}
+              "notes": list(dict.fromkeys(notes)), "rows": kept}
     out.parent.mkdir(parents=True, exist_ok=True)
     for name in args.sets:
-        epochs = args.b3db_epochs if (name == "b3db" and args.b3db_epochs is not None) else args.epochs
+        given = args.b3db_epochs if (name == "b3db" and args.b3db_epochs is not None) else args.epochs
+        epochs = given if given is not None else default_epochs
         for split_seed in (args.splits if args.splits is not None else SETS[name]["splits"]):
             for seed in args.seeds:
                 key = (name, split_seed, seed, epochs)
