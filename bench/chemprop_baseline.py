@@ -28,7 +28,7 @@ Install Chemprop into its own environment (it needs the ``lightning`` package, v
 release and pins it.) Writes ``bench/results/chemprop_baseline.json``: ``command``,
 ``chemprop_version``, ``settings``, ``rows`` (``set``, ``split``, ``seed``, ``val_*``,
 ``test_rmse`` or ``test_auc``, ``train_seconds``: the ``chemprop train`` process's wall time,
-featurization included) and ``summary`` (per set: mean and standard error over its rows). Rows
+featurization included) and ``summary`` (per set: mean, standard error and std over its rows). Rows
 already in the file (same set, split, seed and epochs) are kept, not run again. Prints a table.
 """
 
@@ -217,7 +217,8 @@ def run_one(name: str, split_seed: int, seed: int, python: str, work: Path, epoc
 
 
 def summary(rows: list[dict]) -> dict:
-    """Per set: mean and standard error (sample std / sqrt(n)) of each val/test metric."""
+    """Per set: mean, standard error (sample std / sqrt(n)) and sample std of each val/test metric
+    and of the training seconds."""
     out: dict = {}
     for name in dict.fromkeys(r["set"] for r in rows):
         mine = [r for r in rows if r["set"] == name]
@@ -225,8 +226,9 @@ def summary(rows: list[dict]) -> dict:
         out[name] = {"rows": len(mine)}
         for k in keys:
             vals = [r[k] for r in mine if r[k] is not None]
-            se = statistics.stdev(vals) / math.sqrt(len(vals)) if len(vals) > 1 else None
-            out[name][k] = {"mean": statistics.fmean(vals), "se": se}
+            std = statistics.stdev(vals) if len(vals) > 1 else None
+            out[name][k] = {"mean": statistics.fmean(vals), "se": std / math.sqrt(len(vals)) if std is not None else None,
+                            "std": std}
     return out
 
 

@@ -59,8 +59,9 @@ def test_summary_is_the_mean_and_standard_error_per_set():
             {"set": "freesolv", "val_rmse": 2.0, "test_rmse": 3.0, "train_seconds": 20.0},
             {"set": "b3db", "val_auc": 0.8, "test_auc": 0.9, "train_seconds": 5.0}]
     s = cb.summary(rows)
-    assert s["freesolv"]["test_rmse"] == {"mean": 2.0, "se": pytest.approx(math.sqrt(2) / math.sqrt(2))}
-    assert s["b3db"]["test_auc"] == {"mean": 0.9, "se": None} and s["b3db"]["rows"] == 1
+    assert s["freesolv"]["test_rmse"] == {"mean": 2.0, "se": pytest.approx(1.0), "std": pytest.approx(math.sqrt(2))}
+    assert s["freesolv"]["train_seconds"]["mean"] == 15.0 and s["freesolv"]["rows"] == 2
+    assert s["b3db"]["test_auc"] == {"mean": 0.9, "se": None, "std": None} and s["b3db"]["rows"] == 1
 
 
 @pytest.mark.skipif(CHEMPROP_PYTHON is None, reason="chemprop is not importable (set CHEMPROP_PYTHON to its interpreter)")
