@@ -25,11 +25,18 @@ Install Chemprop into its own environment (it needs the ``lightning`` package, v
     python bench/chemprop_baseline.py --dry              # 40 FreeSolv molecules, 2 epochs, under /tmp
 
 (``pip install chemprop`` also installs ``cuik_molmaker_pin``, which is built against one RDKit
-release and pins it.) Writes ``bench/results/chemprop_baseline.json``: ``command``,
-``chemprop_version``, ``settings``, ``rows`` (``set``, ``split``, ``seed``, ``val_*``,
-``test_rmse`` or ``test_auc``, ``train_seconds``: the ``chemprop train`` process's wall time,
-featurization included) and ``summary`` (per set: mean, standard error and std over its rows). Rows
-already in the file (same set, split, seed and epochs) are kept, not run again. Prints a table.
+release and pins it: 2.3.1 takes RDKit 2026.03.6.) The measured results reused vecset's torch: a
+``.pth`` file in the new venv's site-packages naming vecset's site-packages, then ``pip install
+--no-deps chemprop==2.3.1 cuik_molmaker_pin rdkit==2026.03.6 lightning`` and the pure-Python
+packages its import then asked for (multiprocess, psutil, descriptastorus, six, pandas_flavor,
+xarray, astartes, tabulate, configargparse, myerson).
+
+Writes ``bench/results/chemprop_baseline.json``: ``command`` (``earlier_commands``: those that
+wrote the kept rows), ``chemprop_version``, ``settings``, ``notes``, ``rows`` (``set``, ``split``,
+``seed``, ``val_*``, ``test_rmse`` or ``test_auc``, ``train_seconds``: the ``chemprop train``
+process's wall time, featurization included, ``best_epoch``, ``epochs``) and ``summary`` (per
+set: mean, standard error and std over its rows). Rows already in the file (same Chemprop
+version, set, split, seed and epochs) are kept, not run again. Prints a table.
 """
 
 from __future__ import annotations
