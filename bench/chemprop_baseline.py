@@ -220,7 +220,13 @@ def run_one(name: str, split_seed: int, seed: int, python: str, work: Path, epoc
             **scores(task, "test", pred[n_val:], held[n_val:]), "train_seconds": round(secs, 1),
             "best_epoch": best_epoch(model_dir), "epochs": epochs, "n": counts,
             "skipped_rows": len(dm.skipped), "max_abs_diff_vs_chemprop_test_predictions": same,
-            "run_dir": str(run_dir)}
+            "run_dir": shown(run_dir)}
+
+
+def shown(path: Path | str) -> str:
+    """``path`` relative to the repository where it is inside it."""
+    path = Path(path)
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def summary(rows: list[dict]) -> dict:
@@ -267,6 +273,7 @@ def main(argv: list[str] | None = None) -> dict:
     kept = [r for r in old.get("rows", []) if old.get("chemprop_version") == info["chemprop_version"]]
     for r in kept:  # the epochs a row trained (Chemprop's default where none was given)
         r["epochs"] = r["epochs"] if r["epochs"] is not None else default_epochs
+        r["run_dir"] = shown(r["run_dir"])
     command = "python bench/chemprop_baseline.py " + " ".join(argv if argv is not None else sys.argv[1:])
     # the invocations that wrote the kept rows, and their notes
     earlier = [*old.get("earlier_commands", []), old["command"]] if kept else []
