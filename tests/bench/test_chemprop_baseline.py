@@ -54,11 +54,13 @@ def test_freesolv_split_0_is_the_data_modules_and_the_published_permutation(tmp_
     assert [w["split"] for w in written] == [r["split"] for r in rows] and written[0].keys() == {"smiles", "target", "split"}
 
 
-def test_summary_is_the_mean_and_standard_error_per_set():
+def test_summary_is_the_mean_and_standard_error_per_set_and_epoch_count():
     rows = [{"set": "freesolv", "val_rmse": 1.0, "test_rmse": 1.0, "train_seconds": 10.0},
             {"set": "freesolv", "val_rmse": 2.0, "test_rmse": 3.0, "train_seconds": 20.0},
-            {"set": "b3db", "val_auc": 0.8, "test_auc": 0.9, "train_seconds": 5.0}]
-    s = cb.summary(rows)
+            {"set": "b3db", "val_auc": 0.8, "test_auc": 0.9, "train_seconds": 5.0},
+            {"set": "b3db", "epochs": 15, "val_auc": 0.7, "test_auc": 0.6, "train_seconds": 2.0}]
+    s = cb.summary(rows, default_epochs=50)
+    assert list(s) == ["freesolv", "b3db", "b3db, 15 epochs"] and s["b3db, 15 epochs"]["test_auc"]["mean"] == 0.6
     assert s["freesolv"]["test_rmse"] == {"mean": 2.0, "se": pytest.approx(1.0), "std": pytest.approx(math.sqrt(2))}
     assert s["freesolv"]["train_seconds"]["mean"] == 15.0 and s["freesolv"]["rows"] == 2
     assert s["b3db"]["test_auc"] == {"mean": 0.9, "se": None, "std": None} and s["b3db"]["rows"] == 1
