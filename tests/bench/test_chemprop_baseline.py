@@ -79,7 +79,7 @@ def test_dry_run_trains_chemprop_on_40_molecules_writes_a_scored_row_and_resumes
     assert math.isfinite(row["val_rmse"]) and math.isfinite(row["test_rmse"]) and row["best_epoch"] in (0, 1)
     # best.pt's test predictions are Chemprop's own (its trainer's best checkpoint)
     assert row["max_abs_diff_vs_chemprop_test_predictions"] < 1e-4
-    assert saved["settings"]["defaults"]["depth"] == [3] and saved["summary"]["freesolv"]["rows"] == 1
+    assert saved["settings"]["defaults"]["depth"] == [3] and saved["summary"]["freesolv, 2 epochs"]["rows"] == 1
     with open(Path(row["run_dir"]) / "data.csv", newline="") as f:
         assert sum(1 for _ in f) == 41  # header + 40 molecules
 
