@@ -214,7 +214,7 @@ def run_one(name: str, split_seed: int, seed: int, python: str, work: Path, epoc
     n_val = sum(r["split"] == "val" for r in held)
     # Chemprop's own test predictions (its trainer's best checkpoint) must be the same model's
     own = predictions(model_dir / "test_predictions.csv")
-    same = max((abs(a - b) for a, b in zip(own, pred[n_val:])), default=0.0)
+    same = max((abs(a - b) for a, b in zip(own, pred[n_val:], strict=True)), default=0.0)
     counts = {k: sum(r["split"] == k for r in rows) for k in ("train", "val", "test")}
     return {"set": name, "split": split_seed, "seed": seed, **scores(task, "val", pred[:n_val], held[:n_val]),
             **scores(task, "test", pred[n_val:], held[n_val:]), "train_seconds": round(secs, 1),
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"\nChemprop {result['chemprop_version']} on vecset's splits")
     print(f"{'set':<11} {'split':>5} {'seed':>4} {'val':>8} {'test':>8} {'epoch':>5} {'train s':>8}")
     for r in result["rows"]:
-        m = "rmse" if f"test_rmse" in r else "auc"
+        m = "rmse" if "test_rmse" in r else "auc"
         print(f"{r['set']:<11} {r['split']:>5} {r['seed']:>4} {r['val_' + m]:>8.3f} {r['test_' + m]:>8.3f} "
               f"{str(r['best_epoch']):>5} {r['train_seconds']:>8.1f}")
     for name, s in result["summary"].items():
