@@ -9,9 +9,9 @@ from torch import Tensor
 
 
 class GlobalStandardization:
-    """A mixin for an ``nn.Module`` encoder: buffers ``mean``, ``std`` (``dim``) and ``stats_fitted``,
-    whether they are fitted known on the host (``_stats_known``) so that a forward never reads a
-    device value (a host synchronization on a GPU).
+    """A mixin for an ``nn.Module`` encoder: buffers ``mean``, ``std`` (``dim``) and ``stats_fitted``.
+    Whether they are fitted is also kept on the host (``_stats_known``), so that a forward never
+    reads a device value (a host synchronization on a GPU).
 
     Shapes:
         standardize: x (..., dim) -> (..., dim)
