@@ -103,7 +103,8 @@ def test_molecule_bad_inputs_get_error_rows_and_the_rest_is_predicted():
     assert rows[2]["error"] == "invalid SMILES '': empty SMILES"
     assert rows[5]["error"] == "expected a SMILES string, got int"
     for bad in (rows[1], rows[2], rows[5]):
-        assert bad["expt"] == "" and bad["out_of_domain"] == ""
+        assert bad["expt"] == "" and bad["out_of_domain"] == "" and bad["conformer"] == ""
+    assert rows[0]["conformer"] is True and rows[4]["conformer"] is True  # the 3-D design: conformers embedded
     # an iron salt is nothing like FreeSolv's organic molecules: predicted, and flagged
     assert rows[3]["error"] == "" and math.isfinite(rows[3]["expt"])
     assert rows[3]["out_of_domain"] is True and rows[3]["train_similarity"] < p.threshold
@@ -231,7 +232,7 @@ def test_an_ensemble_bundle_reports_the_members_spread(tmp_path):
         torch.save(bundle, tmp_path / folder / "model.pt")
         shutil.copy(src / "card.json", tmp_path / folder / "card.json")
     p = pretrained("freesolv", tmp_path / "three")
-    assert p.columns == ["input", "expt", "expt_std", "train_similarity", "out_of_domain", "error"]
+    assert p.columns == ["input", "expt", "expt_std", "train_similarity", "out_of_domain", "conformer", "error"]
     one = pretrained("freesolv", tmp_path / "one").predict(["CCO"])[0]["expt"]
     row = p.predict(["CCO"])[0]
     # members: one, one, one + 0.5: the mean moves by a third of it, the std is their spread
