@@ -444,8 +444,8 @@ UNEMBEDDABLE = "C1#CC1"  # cyclopropyne: RDKit cannot embed it in 3-D (encoders/
 def geometry_run(tmp_path_factory):
     """A 2-step ``vecset fit`` of the tiny 3-D config on 30 FreeSolv molecules, packed by
     ``scripts/ship_predictors.py --from-run``; (its run directory, the predictor, the config)."""
+    import contextlib
     import importlib.util
-    import os
 
     from vecset.pipelines.cli import run_cli
 
@@ -454,14 +454,8 @@ def geometry_run(tmp_path_factory):
         (tmp / "fs.csv").write_text("".join(f.readlines()[:31]))
     cfg = tmp / "tiny_geometry.yaml"
     cfg.write_text(GEOMETRY_CONFIG.format(csv=tmp / "fs.csv", cache=tmp / "cache"))
-    cwd, env = os.getcwd(), {k: os.environ.get(k) for k in ("VECSET_RUN_NAME", "VECSET_RUN_VERSION")}
-    os.chdir(tmp)
-    try:
+    with contextlib.chdir(tmp):
         run_cli(["fit", "--config", str(cfg)])
-    finally:
-        os.chdir(cwd)
-        for k, v in env.items():  # run_cli names its run in the environment: leave none behind
-            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
     run = tmp / "runs" / "tiny_geometry" / "version_0"
     spec = importlib.util.spec_from_file_location("ship_predictors", ROOT / "scripts" / "ship_predictors.py")
     ship = importlib.util.module_from_spec(spec)
@@ -506,21 +500,15 @@ def test_a_geometry_predictor_flags_a_molecule_without_a_conformer(geometry_run)
     assert rows[1]["error"] == "" and math.isfinite(rows[1]["expt"])
     assert rows[3]["error"].startswith("invalid SMILES")
     # the data module's path: vecset predict --ckpt_path with a predict_csv, the same values
-    import os
+    import contextlib
 
     from vecset.pipelines.cli import run_cli
 
     src = run.parents[2] / "new.csv"
     src.write_text(f"smiles\nCCO\n{UNEMBEDDABLE}\nC\n")
-    cwd = os.getcwd()
-    os.chdir(run.parents[2])
-    try:
+    with contextlib.chdir(run.parents[2]):
         run_cli(["predict", "--config", str(cfg), "--ckpt_path", str(run / "checkpoints" / p.card["checkpoint"]),
                  "--data.init_args.predict_csv", str(src), "--trainer.enable_progress_bar=false"])
-    finally:
-        os.chdir(cwd)
-        os.environ.pop("VECSET_RUN_NAME", None)
-        os.environ.pop("VECSET_RUN_VERSION", None)
     with open(run.parent / "version_1" / "predictions.csv") as f:
         preds = list(csv.DictReader(f))
     assert [r["smiles"] for r in preds] == ["CCO", UNEMBEDDABLE, "C"]
