@@ -507,6 +507,10 @@ def command_main(argv: list[str]) -> int:
     if flagged:
         sys.stderr.write(f"{flagged} of {len(rows)} molecules are out of the training domain (out_of_domain: nearest "
                          f"training molecule's similarity below {predictor.threshold})\n")
+    flat = sum(r.get("conformer") is False for r in rows)
+    if flat:
+        sys.stderr.write(f"{flat} of {len(rows)} molecules have no 3-D conformer (conformer: False; RDKit could not "
+                         "embed them, predicted from the 2-D graph alone)\n")
     return 0
 
 

@@ -499,6 +499,9 @@ def test_a_geometry_predictor_flags_a_molecule_without_a_conformer(geometry_run)
     assert [r["conformer"] for r in rows] == [True, False, True, ""]  # methane: one atom, nothing to embed
     assert rows[1]["error"] == "" and math.isfinite(rows[1]["expt"])
     assert rows[3]["error"].startswith("invalid SMILES")
+    rc, _, err = run_command(["--model", "freesolv", "--smiles", "CCO", UNEMBEDDABLE])  # the shipped 3-D one
+    assert rc == 0 and ("1 of 2 molecules have no 3-D conformer (conformer: False; RDKit could not embed them, "
+                        "predicted from the 2-D graph alone)") in err.splitlines()
     # the data module's path: vecset predict --ckpt_path with a predict_csv, the same values
     import contextlib
 
