@@ -91,7 +91,8 @@ def data_module(name: str, split_seed: int) -> MoleculeDataModule:
     """The shipped config's data module (``data.init_args`` of ``SETS[name]["config"]``) with
     ``split_seed``, set up: its splits are the ones ``vecset fit --config`` trains on."""
     cfg = yaml.safe_load((ROOT / SETS[name]["config"]).read_text())["data"]
-    args = {**cfg["init_args"], "split_seed": split_seed}
+    # Chemprop reads the SMILES only: the config's 3-D conformers (geometry) play no part in the split
+    args = {**cfg["init_args"], "split_seed": split_seed, "geometry": False}
     args["csv_path"] = str(ROOT / args["csv_path"])
     dm = MoleculeDataModule(**args)
     dm.setup("fit")

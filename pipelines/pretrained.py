@@ -225,7 +225,10 @@ class MoleculePredictor(Predictor):
     where the head predicts a variance or the predictor is an ensemble; classification: the class, its probability,
     an ensemble's ``probability_std`` (its members' spread) and ``P(<class>)``), with the applicability domain: ``train_similarity``, the Tanimoto
     similarity of the molecule's Morgan fingerprint to the nearest training molecule, and
-    ``out_of_domain`` when it is below the card's threshold."""
+    ``out_of_domain`` when it is below the card's threshold. A model trained with 3-D geometry
+    (``extra["geometry"]``; a bundle without the key is 2-D) embeds a conformer per SMILES, as
+    its training did, and adds ``conformer``: False where RDKit could not embed the molecule, so
+    that it was predicted from its 2-D graph alone (a single atom needs no conformer: True)."""
 
     def __init__(self, name: str, path: Path, bundle: dict, card: dict) -> None:
         super().__init__(name, path, bundle, card)
@@ -234,7 +237,9 @@ class MoleculePredictor(Predictor):
         from vecset.encoders.graph.similarity import NearestNeighbours
 
         e = self.extra
-        self.featurizer = MoleculeFeaturizer(e["max_atoms"], e["max_dist"], e["lap_pe_k"], e["descriptors"])
+        self.geometry = bool(e.get("geometry", False))  # bundles packed before geometry have no key: 2-D
+        self.featurizer = MoleculeFeaturizer(e["max_atoms"], e["max_dist"], e["lap_pe_k"], e["descriptors"],
+                                             self.geometry)
         self.scaler = None
         if e["descriptors"]:
             self.scaler = DescriptorScaler(e["descriptor_clip"])
@@ -250,7 +255,8 @@ class MoleculePredictor(Predictor):
             targets = e["targets"]
             spread = e.get("has_std") or bundle.get("members")
             self.values = [*targets, *((f"{t}_std" for t in targets) if spread else ())]
-        self.columns = ["input", *self.values, "train_similarity", "out_of_domain", "error"]
+        self.columns = ["input", *self.values, "train_similarity", "out_of_domain",
+                        *(["conformer"] if self.geometry else []), "error"]
 
     def prepare(self, value: Any) -> dict:
         from vecset.encoders.graph.molecules import InvalidMolecule
@@ -288,6 +294,11 @@ class MoleculePredictor(Predictor):
         outs = [m(batch).float() for m in self.models]
         rows = [{"train_similarity": round(it["similarity"], 4), "out_of_domain": it["similarity"] < self.threshold}
                 for it in items]
+        if self.geometry:  # the embedding failed: the 2-D graph alone (geometry.py), said in the row
+            from vecset.encoders.graph.geometry import FAILED
+
+            for r, it in zip(rows, items, strict=True):
+                r["conformer"] = int(it["geometry"]) != FAILED
         if self.classes is not None:
             probs = torch.stack([o.softmax(-1) for o in outs])  # (K, B, classes)
             prob, spread = probs.mean(0), probs.std(0, correction=0)  # the members' mean and spread
@@ -496,6 +507,10 @@ def command_main(argv: list[str]) -> int:
     if flagged:
         sys.stderr.write(f"{flagged} of {len(rows)} molecules are out of the training domain (out_of_domain: nearest "
                          f"training molecule's similarity below {predictor.threshold})\n")
+    flat = sum(r.get("conformer") is False for r in rows)
+    if flat:
+        sys.stderr.write(f"{flat} of {len(rows)} molecules have no 3-D conformer (conformer: False; RDKit could not "
+                         "embed them, predicted from the 2-D graph alone)\n")
     return 0
 
 

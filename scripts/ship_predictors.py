@@ -96,6 +96,7 @@ def molecule_extra(cfg: dict, name: str) -> tuple[dict, dict]:
     test = dm.splits["test"]
     train = [it["smiles"] for it in dm.splits["train"]]
     extra = {"max_atoms": dm.max_atoms, "max_dist": dm.max_dist, "lap_pe_k": dm.lap_pe_k, "descriptors": dm.descriptors,
+             "geometry": dm.featurizer.geometry,
              "train_smiles": train, "train_fingerprints": NearestNeighbours(train).binary(),
              "domain_threshold": DOMAIN_THRESHOLD,
              "targets": dm.target_names, "classes": dm.class_names}
@@ -247,6 +248,8 @@ def ship(name: str, run_dirs: list[Path], out_root: Path, build_seconds: float |
         flagged = sims < DOMAIN_THRESHOLD
         card["domain"] = {"threshold": DOMAIN_THRESHOLD, "test_out_of_domain": int(flagged.sum()),
                           "test_count": len(full_rows), "test_similarity_median": float(np.median(sims))}
+        if extra["geometry"]:  # test molecules predicted from their 2-D graph alone (no 3-D conformer)
+            card["domain"]["test_without_conformer"] = sum(not r["conformer"] for r in full_rows)
         if classes is None and 0 < flagged.sum() < len(flagged):
             err = np.array([[r[t] for t in targets] for r in full_rows]) - np.array(test["targets"])
             card["domain"] |= {"rmse_in_domain": float(np.sqrt(np.mean(err[~flagged] ** 2))),

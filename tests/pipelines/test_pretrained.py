@@ -78,7 +78,7 @@ def check_card(p) -> None:
     for k, v in want.items():
         assert got[k] == pytest.approx(v, abs=1e-4), k
     # the card's numbers are this model's: the run's own test metric, measured by the training
-    assert card["test_through_predictor"]["count"] >= sl["first"]
+    assert len(sl["targets"]) == min(sl["first"], card["test_through_predictor"]["count"])  # the test split's first
     known = card["known"]
     if image:
         rows = p.predict(image_inputs(name, [k["index"] for k in known]))
@@ -103,7 +103,8 @@ def test_molecule_bad_inputs_get_error_rows_and_the_rest_is_predicted():
     assert rows[2]["error"] == "invalid SMILES '': empty SMILES"
     assert rows[5]["error"] == "expected a SMILES string, got int"
     for bad in (rows[1], rows[2], rows[5]):
-        assert bad["expt"] == "" and bad["out_of_domain"] == ""
+        assert bad["expt"] == "" and bad["out_of_domain"] == "" and bad["conformer"] == ""
+    assert rows[0]["conformer"] is True and rows[4]["conformer"] is True  # the 3-D design: conformers embedded
     # an iron salt is nothing like FreeSolv's organic molecules: predicted, and flagged
     assert rows[3]["error"] == "" and math.isfinite(rows[3]["expt"])
     assert rows[3]["out_of_domain"] is True and rows[3]["train_similarity"] < p.threshold
@@ -231,7 +232,7 @@ def test_an_ensemble_bundle_reports_the_members_spread(tmp_path):
         torch.save(bundle, tmp_path / folder / "model.pt")
         shutil.copy(src / "card.json", tmp_path / folder / "card.json")
     p = pretrained("freesolv", tmp_path / "three")
-    assert p.columns == ["input", "expt", "expt_std", "train_similarity", "out_of_domain", "error"]
+    assert p.columns == ["input", "expt", "expt_std", "train_similarity", "out_of_domain", "conformer", "error"]
     one = pretrained("freesolv", tmp_path / "one").predict(["CCO"])[0]["expt"]
     row = p.predict(["CCO"])[0]
     # members: one, one, one + 0.5: the mean moves by a third of it, the std is their spread
@@ -414,3 +415,124 @@ def test_instantiate_reads_init_args_dict_kwargs_and_nested_class_paths():
         "d_model": 8, "decoder": {"class_path": "vecset.heads.TransformerDecoder", "init_args": {"d_model": 8, "depth": 1}}},
         "dict_kwargs": {"max_len": 5}}, "head")
     assert isinstance(head, Seq2SeqHead) and head.max_len == 5 and len(head.decoder.blocks) == 1
+
+
+# -- a predictor trained with 3-D geometry ------------------------------------------------
+
+# a debug-sized FreeSolv model with the 3-D design (configs/freesolv.yaml's settings, tiny sizes)
+GEOMETRY_CONFIG = """
+seed_everything: 0
+trainer: {{max_steps: 2, max_epochs: 1, accelerator: cpu, devices: 1, log_every_n_steps: 1,
+          enable_progress_bar: false, enable_model_summary: false}}
+model:
+  class_path: vecset.pipelines.TaskModule
+  init_args:
+    encoder: {{class_path: vecset.encoders.GraphEncoder, init_args: {{attention: all_pairs, heads: 2,
+              geometry: distance_gaussian}}}}
+    backbone: {{class_path: vecset.backbone.Backbone, init_args: {{d_model: 16, depth: 1, heads: 2, mlp_ratio: 2.0}}}}
+    head: {{class_path: vecset.heads.SequenceHead, init_args: {{task: regression, pooling: attention}}}}
+    lr: 0.003
+data:
+  class_path: vecset.pipelines.MoleculeDataModule
+  init_args: {{csv_path: {csv}, target_columns: [expt], descriptors: true, geometry: true, batch_size: 8,
+              cache_dir: {cache}}}
+"""
+UNEMBEDDABLE = "C1#CC1"  # cyclopropyne: RDKit cannot embed it in 3-D (encoders/graph/geometry.py)
+
+
+@pytest.fixture(scope="module")
+def geometry_run(tmp_path_factory):
+    """A 2-step ``vecset fit`` of the tiny 3-D config on 30 FreeSolv molecules, packed by
+    ``scripts/ship_predictors.py --from-run``; (its run directory, the predictor, the config)."""
+    import contextlib
+    import importlib.util
+
+    from vecset.pipelines.cli import run_cli
+
+    tmp = tmp_path_factory.mktemp("geometry")
+    with open(ROOT / "data" / "molecules" / "freesolv.csv") as f:
+        (tmp / "fs.csv").write_text("".join(f.readlines()[:31]))
+    cfg = tmp / "tiny_geometry.yaml"
+    cfg.write_text(GEOMETRY_CONFIG.format(csv=tmp / "fs.csv", cache=tmp / "cache"))
+    with contextlib.chdir(tmp):
+        run_cli(["fit", "--config", str(cfg)])
+    run = tmp / "runs" / "tiny_geometry" / "version_0"
+    spec = importlib.util.spec_from_file_location("ship_predictors", ROOT / "scripts" / "ship_predictors.py")
+    ship = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ship)
+    ship.main(["freesolv", "--from-run", str(run), "--out", str(tmp / "models")])
+    return run, pretrained("freesolv", tmp / "models" / "freesolv"), cfg
+
+
+def test_a_geometry_predictor_equals_the_model_through_the_data_module(geometry_run):
+    """The packed 3-D predictor's values are the trained model's on the data module's own
+    featurized (3-D) test molecules, and its card's numbers reproduce."""
+    import torch
+    import yaml
+
+    from vecset.pipelines.molecules.data import MoleculeDataModule
+    from vecset.pipelines.training.task import TaskModule
+
+    run, p, _ = geometry_run
+    assert p.featurizer.geometry and p.columns[-2:] == ["conformer", "error"]
+    assert p.card["domain"]["test_without_conformer"] == 0 and p.card["domain"]["test_count"] == 3
+    check_card(p)
+
+    dm = MoleculeDataModule(**yaml.safe_load((run / "config.yaml").read_text())["data"]["init_args"])
+    dm.setup("test")
+    items = dm.splits["test"]
+    assert "dist3d" in items[0]
+    model = TaskModule.load_from_checkpoint(run / "checkpoints" / p.card["checkpoint"], map_location="cpu",
+                                            weights_only=True).eval()
+    with torch.inference_mode():
+        want = model.head.to_units(model(dm.collate(items)))[:, 0]
+    rows = p.predict([it["smiles"] for it in items])
+    assert [r["error"] for r in rows] == [""] * len(items) and all(r["conformer"] is True for r in rows)
+    np.testing.assert_allclose([r["expt"] for r in rows], want.numpy(), rtol=0, atol=1e-5)
+
+
+def test_a_geometry_predictor_flags_a_molecule_without_a_conformer(geometry_run):
+    """A molecule RDKit cannot embed in 3-D is predicted from its 2-D graph, its row saying so
+    (``conformer`` False), as ``vecset predict`` from the run's checkpoint predicts it."""
+    run, p, cfg = geometry_run
+    rows = p.predict(["CCO", UNEMBEDDABLE, "C", "not a smiles"])
+    assert [r["conformer"] for r in rows] == [True, False, True, ""]  # methane: one atom, nothing to embed
+    assert rows[1]["error"] == "" and math.isfinite(rows[1]["expt"])
+    assert rows[3]["error"].startswith("invalid SMILES")
+    rc, _, err = run_command(["--model", "freesolv", "--smiles", "CCO", UNEMBEDDABLE])  # the shipped 3-D one
+    assert rc == 0 and ("1 of 2 molecules have no 3-D conformer (conformer: False; RDKit could not embed them, "
+                        "predicted from the 2-D graph alone)") in err.splitlines()
+    # the data module's path: vecset predict --ckpt_path with a predict_csv, the same values
+    import contextlib
+
+    from vecset.pipelines.cli import run_cli
+
+    src = run.parents[2] / "new.csv"
+    src.write_text(f"smiles\nCCO\n{UNEMBEDDABLE}\nC\n")
+    with contextlib.chdir(run.parents[2]):
+        run_cli(["predict", "--config", str(cfg), "--ckpt_path", str(run / "checkpoints" / p.card["checkpoint"]),
+                 "--data.init_args.predict_csv", str(src), "--trainer.enable_progress_bar=false"])
+    with open(run.parent / "version_1" / "predictions.csv") as f:
+        preds = list(csv.DictReader(f))
+    assert [r["smiles"] for r in preds] == ["CCO", UNEMBEDDABLE, "C"]
+    np.testing.assert_allclose([float(r["expt"]) for r in preds], [r["expt"] for r in rows[:3]], rtol=0, atol=1e-5)
+
+
+def test_a_bundle_without_the_geometry_key_is_2d(tmp_path):
+    """Bundles packed before geometry have no ``geometry`` key: they load as 2-D predictors
+    (no conformer is embedded, no ``conformer`` column) and predict as before."""
+    import shutil
+
+    import torch
+
+    src = models_dir() / "b3db"
+    bundle = {k: v for k, v in torch.load(src / "model.pt", weights_only=True).items() if k != "members"}
+    bundle["predictor"].pop("geometry", None)
+    torch.save(bundle, tmp_path / "model.pt")
+    shutil.copy(src / "card.json", tmp_path / "card.json")
+    p = pretrained("b3db", tmp_path)
+    assert not p.featurizer.geometry and "geometry" not in p.featurizer.settings()
+    assert p.columns == ["input", "prediction", "probability", "P(BBB-)", "P(BBB+)", "train_similarity",
+                         "out_of_domain", "error"]
+    row = p.predict(["CCO"])[0]
+    assert row["error"] == "" and "dist3d" not in p.prepare("CCO")
