@@ -2,12 +2,14 @@
 
 scikit-learn's SVC() with default settings, KNeighborsClassifier(3) and an MLPClassifier
 on the 64 raw pixel values (the usual scikit-learn recipe: pixels / 16), against vecset's
-pixel and patch models trained from their configs (``vecset fit``). Prints one table
-(test accuracy, train seconds) and writes ``bench/results/digits_baselines.json``.
+models trained from their configs (``vecset fit``): the CCT of ``digits.yaml``, the same model
+with 2x2 patches instead of its convolutional tokenizer (``PATCH``), and the pixel model.
+Prints one table (validation and test accuracy, train seconds) and writes
+``bench/results/digits_baselines.json``.
 
-    python bench/digits_baselines.py                  # trains both vecset models (~2 x 10 min)
-    python bench/digits_baselines.py --runs runs/digits/version_3 runs/digits_pixel/version_2 [--cpu 410 579]
-                                                      # reuse finished runs (their results.json)
+    python bench/digits_baselines.py                  # trains the three vecset models (~3 x 10 min)
+    python bench/digits_baselines.py --runs runs/digits/version_3 runs/digits/version_4 runs/digits_pixel/version_2
+                                      [--cpu 410 400 579]   # reuse finished runs (their results.json)
     python bench/digits_baselines.py --sklearn-only
 
 Train seconds of the vecset models are their ``results.json`` ``wall_seconds`` (fit only,
@@ -32,8 +34,14 @@ sys.path.insert(0, str(ROOT))
 from bench.common import fit_in_child  # noqa: E402
 from vecset.pipelines.images.data import digits_split  # noqa: E402
 
-CONFIGS = {"vecset patch (configs/digits.yaml)": "configs/digits.yaml",
-           "vecset pixel (configs/digits_pixel.yaml)": "configs/digits_pixel.yaml"}
+# digits.yaml with 2x2 patches for its convolutional tokenizer and no stochastic depth
+PATCH = ["--model.init_args.encoder",
+         "{class_path: vecset.encoders.PatchEncoder, init_args: {patch_size: 2, positional: sinusoidal}}",
+         "--model.init_args.backbone.init_args.drop_path", "0"]
+# the row's name -> (config, more vecset fit arguments)
+CONFIGS = {"vecset CCT (configs/digits.yaml)": ("configs/digits.yaml", []),
+           "vecset patch (digits.yaml, 2x2 patches)": ("configs/digits.yaml", PATCH),
+           "vecset pixel (configs/digits_pixel.yaml)": ("configs/digits_pixel.yaml", [])}
 
 
 def sklearn_rows() -> list[dict]:
@@ -63,18 +71,19 @@ def sklearn_rows() -> list[dict]:
     return rows
 
 
-def vecset_row(name: str, run_dir: Path, cpu_seconds: float | None) -> dict:
+def vecset_row(name: str, run_dir: Path, cpu_seconds: float | None, args: list[str]) -> dict:
     res = json.loads((run_dir / "results.json").read_text())
-    return {"model": name, "test_acc": res["test"]["test_acc"], "train_seconds": res["wall_seconds"],
+    return {"model": name, "val_acc": res["best_val"], "test_acc": res["test"]["test_acc"],
+            "args": args, "train_seconds": res["wall_seconds"],
             "cpu_seconds": cpu_seconds, "epochs": res["epochs"], "run": str(run_dir),
             "train_images": 1293, "test_images": 360}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", nargs=2, metavar=("PATCH_RUN", "PIXEL_RUN"),
-                    help="finished run directories (patch, pixel) to read instead of training")
-    ap.add_argument("--cpu", nargs=2, type=float, metavar=("PATCH_CPU", "PIXEL_CPU"),
+    ap.add_argument("--runs", nargs=3, metavar=("CCT_RUN", "PATCH_RUN", "PIXEL_RUN"),
+                    help="finished run directories (CCT, patch, pixel) to read instead of training")
+    ap.add_argument("--cpu", nargs=3, type=float, metavar=("CCT_CPU", "PATCH_CPU", "PIXEL_CPU"),
                     help="with --runs: CPU seconds measured for those runs (e.g. /usr/bin/time -v)")
     ap.add_argument("--sklearn-only", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "digits_baselines.json"))
@@ -82,18 +91,20 @@ def main() -> None:
 
     rows = sklearn_rows()
     if not args.sklearn_only:
-        cpus = args.cpu or [None, None]
-        for (name, cfg), given, cpu in zip(CONFIGS.items(), args.runs or [None, None], cpus, strict=True):
+        cpus = args.cpu or [None] * len(CONFIGS)
+        for (name, (cfg, more)), given, cpu in zip(CONFIGS.items(), args.runs or [None] * len(CONFIGS), cpus,
+                                                   strict=True):
             if given:
-                rows.append(vecset_row(name, Path(given), cpu))
+                rows.append(vecset_row(name, Path(given), cpu, more))
             else:
-                run_dir, cpu = fit_in_child(cfg)
-                rows.append(vecset_row(name, run_dir, cpu))
+                run_dir, cpu = fit_in_child(cfg, more)
+                rows.append(vecset_row(name, run_dir, cpu, more))
 
-    print(f"{'model':<46} {'test acc':>9} {'train s':>9} {'cpu s':>8}")
+    print(f"{'model':<46} {'val acc':>8} {'test acc':>9} {'train s':>9} {'cpu s':>8}")
     for r in rows:
         cpu = f"{r['cpu_seconds']:.0f}" if r["cpu_seconds"] is not None else "-"
-        print(f"{r['model']:<46} {r['test_acc']:>9.4f} {r['train_seconds']:>9.1f} {cpu:>8}")
+        val = f"{r['val_acc']:.4f}" if r.get("val_acc") is not None else "-"
+        print(f"{r['model']:<46} {val:>8} {r['test_acc']:>9.4f} {r['train_seconds']:>9.1f} {cpu:>8}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"split": "digits_split: test 20% stratified rs=0, val 10% of rest rs=0",
