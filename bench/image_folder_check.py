@@ -83,9 +83,27 @@ def fit_args(folder: Path, epochs: int, seed: int, extra: list[str]) -> list[str
             *extra]
 
 
+def run_summary(run_dir: Path) -> dict:
+    """A run's ``results.json``; for a run that ended before writing it (after its test), the same
+    fields from Lightning's ``metrics.csv`` and its best checkpoint (no ``wall_seconds`` then)."""
+    if (run_dir / "results.json").is_file():
+        return json.loads((run_dir / "results.json").read_text())
+    import csv
+
+    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    val = [float(r["val_acc"]) for r in rows if r.get("val_acc")]
+    test = [float(r["test_acc"]) for r in rows if r.get("test_acc")]
+    best = sorted((run_dir / "checkpoints").glob("best-*.ckpt"))
+    if not val or len(test) != 1 or len(best) != 1:
+        raise SystemExit(f"{run_dir}: no results.json, and metrics.csv / checkpoints/best-*.ckpt do not give one "
+                         f"best validation, one test accuracy and one best checkpoint")
+    return {"best_val": max(val), "test": {"test_acc": test[0]}, "epochs": len(val), "wall_seconds": None,
+            "checkpoint": str(best[0])}
+
+
 def run_row(key: str, run_dir: Path, seed: int, args: list[str], folder: Path, cpu_seconds: float | None) -> dict:
-    """One run's row from its ``results.json``."""
-    out = json.loads((run_dir / "results.json").read_text())
+    """One run's row from its ``results.json`` (``run_summary``)."""
+    out = run_summary(run_dir)
     return {"variant": VARIANTS[key][0], "seed": seed, "epochs": out["epochs"], "params": params(out["checkpoint"]),
             "val_acc": out["best_val"], "test_acc": out["test"]["test_acc"], "train_seconds": out["wall_seconds"],
             "cpu_seconds": cpu_seconds, "run": str(run_dir),
@@ -127,16 +145,18 @@ def main(argv: list[str] | None = None) -> Path:
                     rows.append(run_row(key, res["run_dir"], seed, a, folder, res["cpu_seconds"]))
                 r = rows[-1]
                 print(f"  {r['variant']}, seed {seed}: val {r['val_acc']:.4f} test {r['test_acc']:.4f} "
-                      f"({r['train_seconds']:.0f} s)", flush=True)
+                      f"({r['train_seconds']} s)", flush=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     print(f"\n{'variant':<40}{'val acc (mean)':>16}{'test acc (mean)':>17}{'train s':>9}")
     summary = {}
     for name in dict.fromkeys(r["variant"] for r in rows):
         mine = [r for r in rows if r["variant"] == name]
-        summary[name] = {k: statistics.mean(r[k] for r in mine) for k in ("val_acc", "test_acc", "train_seconds")}
+        summary[name] = {k: statistics.mean(r[k] for r in mine) for k in ("val_acc", "test_acc")}
+        secs = [r["train_seconds"] for r in mine if r["train_seconds"] is not None]
+        summary[name]["train_seconds"] = statistics.mean(secs) if secs else None
         s = summary[name]
-        print(f"{name:<40}{s['val_acc']:>16.4f}{s['test_acc']:>17.4f}{s['train_seconds']:>9.0f}")
+        print(f"{name:<40}{s['val_acc']:>16.4f}{s['test_acc']:>17.4f}{s['train_seconds'] or '-':>9}")
     chosen = max(summary, key=lambda n: summary[n]["val_acc"])
     print(f"validation chooses: {chosen}")
     path = Path(args.out)

@@ -73,3 +73,16 @@ def test_runs_of_an_unknown_variant_is_an_error(capsys):
     with pytest.raises(SystemExit):
         ifc.main(["--runs", "resnet=runs/x"])
     assert "--runs: unknown variant(s) ['resnet']" in capsys.readouterr().err
+
+
+def test_a_run_without_results_json_is_read_from_its_metrics(tmp_path):
+    run = tmp_path / "version_0"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "best-epoch001-val_acc0.7000.ckpt").touch()
+    (run / "metrics.csv").write_text("epoch,step,test_acc,val_acc\n0,10,,0.5\n1,20,,0.7\n2,30,,0.6\n3,31,0.65,\n")
+    out = ifc.run_summary(run)
+    assert out["best_val"] == 0.7 and out["test"] == {"test_acc": 0.65} and out["epochs"] == 3
+    assert out["wall_seconds"] is None and out["checkpoint"].endswith("best-epoch001-val_acc0.7000.ckpt")
+    (run / "metrics.csv").write_text("epoch,step,test_acc,val_acc\n0,10,,0.5\n")  # stopped before its test
+    with pytest.raises(SystemExit, match="one test accuracy"):
+        ifc.run_summary(run)
