@@ -6,8 +6,8 @@ Fashion-MNIST's training images (``--per-class`` a class) and its whole test set
 PNG files in the ImageFolder layout (``<root>/train/<class>/*.png``, ``<root>/test/<class>/*.png``),
 then trains the config as shipped (32x32 RGB: ``convert: true`` turns the grey files into RGB; 4x4
 patches; its flip + affine augmentation; validation 10% of train) against the same config with
-the CCT's tokenizer in the encoder's slot (``configs/fashion_mnist_cct.yaml``'s: 2 x [conv, ReLU,
-max-pool], 32 channels -> 8x8 = 64 vectors, as many as the patches), equal epochs, each seed.
+a CCT tokenizer in the encoder's slot (``ConvTokenizer``: 2 x [conv, ReLU, max-pool], 32
+channels -> 8x8 = 64 vectors, as many as the patches), equal epochs, each seed.
 Validation decides; test is read after.
 
     python bench/image_folder_check.py                       # 500 a class, 15 epochs, seed 0
