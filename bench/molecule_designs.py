@@ -2,7 +2,9 @@
 distances of one conformer per molecule as a per-head Gaussian-basis bias (``3d``: the data
 module's ``geometry: true`` and ``GraphEncoder(geometry: distance_gaussian)``), plus GINE message
 passing beside every block's attention (``gps``: ``Backbone(local_mp: gine)``), and both
-(``both``). Each run is ``vecset fit`` with the shipped config and its design's three options:
+(``both``); and ``3d`` with solvation atom features: Gasteiger partial charges (``3d+charges``: the
+data module's ``charges: true``), and charges plus each atom's solvent-accessible surface
+(``3d+surface``: ``surface: true`` too). Each run is ``vecset fit`` with the shipped config and its design's three options:
 
     FreeSolv     configs/freesolv.yaml    random splits 0-4 x seeds 0-2   val_rmse, test_rmse
     solubility   configs/solubility.yaml  its published split x seeds 0-2 val_rmse, test_rmse
@@ -38,13 +40,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 ENC, BB, DATA = "--model.init_args.encoder.init_args", "--model.init_args.backbone.init_args", "--data.init_args"
 
-# every design sets all three options: the shipped configs hold each set's winner, not the 2-D model
+# every design sets all its options: the shipped configs hold each set's winner, not the 2-D model
 GEO_ON, GEO_OFF = [f"{DATA}.geometry=true", f"{ENC}.geometry=distance_gaussian"], [f"{DATA}.geometry=false", f"{ENC}.geometry=none"]
+# the solvation atom features (encoders/graph/solvation.py): Gasteiger charges, then the atoms' surface too
+PLAIN, CHARGES, SURFACE = ([f"{DATA}.charges={c}", f"{DATA}.surface={s}"]
+                           for c, s in (("false", "false"), ("true", "false"), ("true", "true")))
 DESIGNS: dict[str, list[str]] = {
-    "2d": [*GEO_OFF, f"{BB}.local_mp=none"],
-    "3d": [*GEO_ON, f"{BB}.local_mp=none"],
-    "gps": [*GEO_OFF, f"{BB}.local_mp=gine"],
-    "both": [*GEO_ON, f"{BB}.local_mp=gine"],
+    "2d": [*GEO_OFF, f"{BB}.local_mp=none", *PLAIN],
+    "3d": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN],
+    "gps": [*GEO_OFF, f"{BB}.local_mp=gine", *PLAIN],
+    "both": [*GEO_ON, f"{BB}.local_mp=gine", *PLAIN],
+    "3d+charges": [*GEO_ON, f"{BB}.local_mp=none", *CHARGES],
+    "3d+surface": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE],
 }
 
 
@@ -194,9 +201,10 @@ def figure(rows: list[dict], path: Path) -> None:
         metric = SETS[name].test
         mine = [r for r in rows if r["set"] == name]
         cells = list(dict.fromkeys((r["split"], r["seed"]) for r in mine))
-        for k, design in enumerate(dict.fromkeys(r["design"] for r in mine)):
+        designs = list(dict.fromkeys(r["design"] for r in mine))
+        for k, design in enumerate(designs):
             pts = [(cells.index((r["split"], r["seed"])), r[metric]) for r in mine if r["design"] == design]
-            ax.scatter([x + 0.12 * (k - 1.5) for x, _ in pts], [y for _, y in pts], label=design, s=18)
+            ax.scatter([x + 0.1 * (k - (len(designs) - 1) / 2) for x, _ in pts], [y for _, y in pts], label=design, s=18)
         ax.set_xticks(range(len(cells)), [f"{s}/{e}" for s, e in cells], fontsize=7)
         ax.set_xlabel("split / seed")
         ax.set_ylabel(metric)
@@ -258,8 +266,8 @@ def main(argv: list[str] | None = None) -> Path:
         ms = SETS[run.set]
         print(f"{run.set} {run.design} split {run.split} seed {run.seed}: {ms.val} {row[ms.val]:.4f} "
               f"{ms.test} {row[ms.test]:.4f}", flush=True)
-        # after every run: a cut-off study keeps what it finished
-        out.write_text(json.dumps({"command": "python bench/molecule_designs.py " + " ".join(sys.argv[1:]),
+        # after every run: a cut-off study keeps what it finished (and the file's other keys: notes, commands)
+        out.write_text(json.dumps(old | {"command": "python bench/molecule_designs.py " + " ".join(sys.argv[1:]),
                                    "dry": args.dry, "designs": DESIGNS, "loadavg_at_start": load,
                                    "rows": rows, "chosen": choose(rows)}, indent=1))
     if skipped:

@@ -228,7 +228,9 @@ class MoleculePredictor(Predictor):
     ``out_of_domain`` when it is below the card's threshold. A model trained with 3-D geometry
     (``extra["geometry"]``; a bundle without the key is 2-D) embeds a conformer per SMILES, as
     its training did, and adds ``conformer``: False where RDKit could not embed the molecule, so
-    that it was predicted from its 2-D graph alone (a single atom needs no conformer: True)."""
+    that it was predicted from its 2-D graph alone (a single atom needs no conformer: True). A
+    model trained with the solvation atom features (``extra["charges"]``, ``extra["surface"]``)
+    computes them as its training did."""
 
     def __init__(self, name: str, path: Path, bundle: dict, card: dict) -> None:
         super().__init__(name, path, bundle, card)
@@ -238,8 +240,10 @@ class MoleculePredictor(Predictor):
 
         e = self.extra
         self.geometry = bool(e.get("geometry", False))  # bundles packed before geometry have no key: 2-D
+        # and those packed before the solvation features have no charges / surface keys: without them
         self.featurizer = MoleculeFeaturizer(e["max_atoms"], e["max_dist"], e["lap_pe_k"], e["descriptors"],
-                                             self.geometry)
+                                             self.geometry, bool(e.get("charges", False)),
+                                             bool(e.get("surface", False)))
         self.scaler = None
         if e["descriptors"]:
             self.scaler = DescriptorScaler(e["descriptor_clip"])

@@ -96,7 +96,7 @@ def molecule_extra(cfg: dict, name: str) -> tuple[dict, dict]:
     test = dm.splits["test"]
     train = [it["smiles"] for it in dm.splits["train"]]
     extra = {"max_atoms": dm.max_atoms, "max_dist": dm.max_dist, "lap_pe_k": dm.lap_pe_k, "descriptors": dm.descriptors,
-             "geometry": dm.featurizer.geometry,
+             "geometry": dm.featurizer.geometry, "charges": dm.featurizer.charges, "surface": dm.featurizer.surface,
              "train_smiles": train, "train_fingerprints": NearestNeighbours(train).binary(),
              "domain_threshold": DOMAIN_THRESHOLD,
              "targets": dm.target_names, "classes": dm.class_names}

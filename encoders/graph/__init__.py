@@ -39,6 +39,7 @@ from vecset.encoders.graph.featurize import (
     BOND_EDGE_TYPES,
     BOND_TYPES,
     NodeFeaturizer,
+    atom_feature_width,
     graph_tensors,
     laplacian_pe,
 )
@@ -62,7 +63,7 @@ from vecset.encoders.graph.structure import GraphStructure
 __all__ = [
     "GraphStructure","ATOM_CATEGORICAL", "ATOM_FEATURE_WIDTH", "ATOM_NUMERIC", "BOND_EDGE_TYPES", "BOND_TYPES",
            "DESCRIPTOR_NAMES", "DescriptorScaler", "FeatureCache", "GraphAttention",
-           "GraphEncoder", "InvalidMolecule", "Molecule", "MoleculeFeaturizer", "MoleculeTable", "NodeFeaturizer",
+           "GraphEncoder", "InvalidMolecule", "atom_feature_width", "Molecule", "MoleculeFeaturizer", "MoleculeTable", "NodeFeaturizer",
            "canonical_smiles", "default_cache_dir", "featurize_smiles", "graph_tensors",
            "laplacian_pe", "mol_to_graph", "molecule_descriptors", "murcko_scaffold", "pad_graphs", "parse_smiles",
            "read_molecule_csv", "scaffold_groups", "smiles_to_graph"]

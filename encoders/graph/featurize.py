@@ -16,6 +16,9 @@ ATOM_CATEGORICAL: dict[str, list] = {
     "num_hs": [0, 1, 2, 3, 4],
 }
 ATOM_NUMERIC: list[str] = ["aromatic", "in_ring", "mass"]
+# the solvation features, optional (``MoleculeFeaturizer(charges=..., surface=...)``; solvation.py)
+CHARGE_NUMERIC: list[str] = ["charge"]
+SURFACE_NUMERIC: list[str] = ["surface", "no_surface"]
 BOND_TYPES: list[str] = ["SINGLE", "DOUBLE", "TRIPLE", "AROMATIC"]
 
 
@@ -28,6 +31,16 @@ def node_feature_width(categorical: dict[str, list], numeric: list[str]) -> int:
 def edge_type_count(edge_vocab: list) -> int:
     """Edge types of the pairwise bias: none, each type of the vocabulary, other."""
     return len(edge_vocab) + 2
+
+
+def atom_numeric(charges: bool = False, surface: bool = False) -> list[str]:
+    """The molecule featurizer's numeric atom attributes, the solvation ones included when asked."""
+    return ATOM_NUMERIC + (CHARGE_NUMERIC if charges else []) + (SURFACE_NUMERIC if surface else [])
+
+
+def atom_feature_width(charges: bool = False, surface: bool = False) -> int:
+    """The molecule featurizer's node width: 42, one more with charges, two more with the surface."""
+    return node_feature_width(ATOM_CATEGORICAL, atom_numeric(charges, surface))
 
 
 # The default (atom) featurizer's widths, known without reading a molecule: the molecule data's

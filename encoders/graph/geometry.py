@@ -20,6 +20,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from vecset.encoders.graph.solvation import atom_surface
+
 SEED = 42  # ETKDG's randomSeed: the same conformer on every run and machine
 # ETKDG's maxIterations (embedding attempts per try; RDKit's default is 10 x the atom count): a
 # molecule that cannot be embedded spent minutes failing at the default (B3DB: 186 s of CPU for
@@ -78,33 +80,47 @@ def heavy_atom_distances(molh, n_heavy: int, fragments: np.ndarray) -> np.ndarra
     return d
 
 
-def conformer_tensors(mol, seed: int = SEED) -> dict[str, Tensor]:
+def conformer_tensors(mol, seed: int = SEED, surface: bool = False) -> dict[str, Tensor]:
     """One molecule's 3-D tensors for the featurization cache.
 
     Shapes (N heavy atoms):
         dist3d (N, N) float32 Angstrom, ``NO_DISTANCE`` where there is none (see the module
-        docstring); geometry () long, the status (``STATUS``).
+        docstring); geometry () long, the status (``STATUS``). With ``surface``: surface (N,)
+        float32, each heavy atom's solvent-accessible surface with its hydrogens'
+        (``solvation.atom_surface``; a single atom is embedded for it), 0 where there is no
+        conformer; surface_missing () long, 1 then (counted by ``geometry_counts``).
     """
     from rdkit import Chem
 
     n = mol.GetNumAtoms()
     if n == 1:
-        return {"dist3d": torch.zeros(1, 1), "geometry": torch.tensor(SINGLE_ATOM)}
-    molh, status = embed(mol, seed)
-    if molh is None:
-        return {"dist3d": torch.full((n, n), NO_DISTANCE), "geometry": torch.tensor(FAILED)}
-    fragments = np.zeros(n, dtype=np.int64)
-    for f, atoms in enumerate(Chem.GetMolFrags(mol)):
-        fragments[list(atoms)] = f
-    return {"dist3d": torch.from_numpy(heavy_atom_distances(molh, n, fragments)), "geometry": torch.tensor(status)}
+        out = {"dist3d": torch.zeros(1, 1), "geometry": torch.tensor(SINGLE_ATOM)}
+        molh = embed(mol, seed)[0] if surface else None  # its distance needs none, its surface does
+    else:
+        molh, status = embed(mol, seed)
+        if molh is None:
+            out = {"dist3d": torch.full((n, n), NO_DISTANCE), "geometry": torch.tensor(FAILED)}
+        else:
+            fragments = np.zeros(n, dtype=np.int64)
+            for f, atoms in enumerate(Chem.GetMolFrags(mol)):
+                fragments[list(atoms)] = f
+            out = {"dist3d": torch.from_numpy(heavy_atom_distances(molh, n, fragments)),
+                   "geometry": torch.tensor(status)}
+    if surface:
+        area = atom_surface(molh, n) if molh is not None else None
+        out["surface"] = torch.zeros(n) if area is None else torch.from_numpy(area)
+        out["surface_missing"] = torch.tensor(int(area is None))
+    return out
 
 
 def geometry_counts(graphs: list[dict[str, Tensor]]) -> dict[str, int]:
     """How many molecules got which geometry, over featurized graphs with ``dist3d``:
     ``embedded`` (with ``mmff`` of them MMFF-optimized), ``failed`` (2-D only),
     ``single_atom``, and ``multi_fragment`` (salts and mixtures: embedded, without 3-D
-    distances between fragments)."""
+    distances between fragments); with a surface, ``no_surface`` (surface 0 and its indicator)."""
     out = {"molecules": 0, "embedded": 0, "mmff": 0, "failed": 0, "single_atom": 0, "multi_fragment": 0}
+    if graphs and "surface_missing" in graphs[0]:
+        out["no_surface"] = sum(int(g["surface_missing"]) for g in graphs)
     for g in graphs:
         status = int(g["geometry"])
         out["molecules"] += 1

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import networkx as nx
 import numpy as np
 import torch
 
@@ -22,10 +23,11 @@ from vecset.encoders.files import read_csv_rows
 from vecset.encoders.graph.cache import FeatureCache
 from vecset.encoders.graph.collate import pad_graphs
 from vecset.encoders.graph.descriptors import molecule_descriptors
-from vecset.encoders.graph.featurize import NodeFeaturizer, graph_tensors
+from vecset.encoders.graph.featurize import NodeFeaturizer, atom_numeric, graph_tensors
 from vecset.encoders.graph.geometry import FAILED, SEED, conformer_tensors, geometry_counts
 from vecset.encoders.graph.identity import mol_canonical_smiles
 from vecset.encoders.graph.molecules import InvalidMolecule, Molecule, mol_to_graph, parse_smiles
+from vecset.encoders.graph.solvation import gasteiger_charges
 from vecset.encoders.graph.structure import GraphStructure
 
 if TYPE_CHECKING:
@@ -52,16 +54,27 @@ class MoleculeFeaturizer:
             where it converges) and keep its heavy-atom distances, ``dist3d`` (``geometry.py``;
             a molecule that cannot be embedded keeps its 2-D graph, counted in
             ``MoleculeTable.geometry``).
+        charges: one more numeric atom feature, ``charge``: the atom's Gasteiger charge with its
+            hydrogens' (``solvation.gasteiger_charges``; an atom RDKit gives NaN is 0, counted in
+            ``MoleculeTable.charges_failed``).
+        surface: two more, ``surface`` (the atom's solvent-accessible surface with its hydrogens',
+            A^2 / 100, from the conformer: ``solvation.atom_surface``) and ``no_surface`` (1 where
+            there is no conformer, the surface then 0; counted in ``MoleculeTable.geometry``).
+            Needs ``geometry``.
 
     ``structure`` is what the graph encoder's tables must fit (handed over in the DataSpec),
     ``settings`` everything the tensors depend on (the cache's key).
     """
 
     def __init__(self, max_atoms: int | None = 100, max_dist: int = 8, lap_pe_k: int = 0,
-                 descriptors: bool = False, geometry: bool = False) -> None:
+                 descriptors: bool = False, geometry: bool = False, charges: bool = False,
+                 surface: bool = False) -> None:
+        if surface and not geometry:
+            raise ValueError("surface: true needs geometry: true (the solvent-accessible surface is measured on "
+                             "the 3-D conformer that geometry embeds)")
         self.max_atoms, self.max_dist, self.lap_pe_k, self.descriptors = max_atoms, max_dist, lap_pe_k, descriptors
-        self.geometry = geometry
-        self.nodes = NodeFeaturizer()
+        self.geometry, self.charges, self.surface = geometry, charges, surface
+        self.nodes = NodeFeaturizer(numeric=atom_numeric(charges, surface))
 
     @property
     def structure(self) -> GraphStructure:
@@ -73,7 +86,9 @@ class MoleculeFeaturizer:
         return {"max_atoms": self.max_atoms, "max_dist": self.max_dist, "lap_pe_k": self.lap_pe_k,
                 "descriptors": self.descriptors, "categorical": n.categorical, "numeric": n.numeric,
                 "edge_attribute": n.edge_attribute, "edge_vocab": n.edge_vocab,
-                **({"geometry": "etkdg_mmff", "geometry_seed": SEED} if self.geometry else {})}
+                **({"geometry": "etkdg_mmff", "geometry_seed": SEED} if self.geometry else {}),
+                **({"charges": "gasteiger"} if self.charges else {}),
+                **({"surface": "freesasa_rvdw"} if self.surface else {})}
 
     def collate(self, items: list[dict]) -> dict:
         """A batch of this featurizer's items: ``pad_graphs`` with its "unreachable" (``max_dist + 1``)."""
@@ -83,9 +98,16 @@ class MoleculeFeaturizer:
         """One SMILES featurized; ``InvalidMolecule`` with RDKit's reason when it cannot be."""
         mol = parse_smiles(smiles, self.max_atoms)
         canonical = mol_canonical_smiles(mol)  # from the one parse, before anything else touches the molecule
-        graph = graph_tensors(mol_to_graph(mol), self.nodes, self.max_dist, self.lap_pe_k)
-        if self.geometry:
-            graph |= conformer_tensors(mol)
+        g = mol_to_graph(mol)
+        extra: dict = conformer_tensors(mol, surface=self.surface) if self.geometry else {}
+        if self.charges:
+            charge, failed = gasteiger_charges(mol)
+            nx.set_node_attributes(g, dict(enumerate(charge.tolist())), "charge")
+            extra["charges_failed"] = torch.tensor(failed)
+        if self.surface:  # node features now; surface_missing stays, for the count
+            nx.set_node_attributes(g, dict(enumerate(extra.pop("surface").tolist())), "surface")
+            nx.set_node_attributes(g, float(extra["surface_missing"]), "no_surface")
+        graph = graph_tensors(g, self.nodes, self.max_dist, self.lap_pe_k) | extra
         return Molecule(smiles, canonical, graph, molecule_descriptors(mol) if self.descriptors else None)
 
 
@@ -124,7 +146,9 @@ class MoleculeTable:
     ``split_value`` with a ``split_column``); ``skipped``: ``{"line", "smiles", "reason"}`` of
     every row that is not used; ``rows``: the file's data rows; ``geometry``: with a featurizer
     that embeds conformers, how many of the used molecules got which geometry
-    (``geometry_counts``), else None.
+    (``geometry_counts``; with the surface, ``no_surface`` too), else None; ``charges_failed``:
+    with charges, the atoms of the used molecules whose Gasteiger charge RDKit could not compute
+    (set to 0), else None.
     """
 
     path: Path
@@ -132,6 +156,7 @@ class MoleculeTable:
     skipped: list[dict] = field(default_factory=list)
     rows: int = 0
     geometry: dict[str, int] | None = None
+    charges_failed: int | None = None
 
 
 def _report_geometry(table: MoleculeTable) -> None:
@@ -143,12 +168,26 @@ def _report_geometry(table: MoleculeTable) -> None:
     text = (f"{table.path}: 3-D conformers for {counts['embedded']} of {counts['molecules']} molecules "
             f"({counts['mmff']} MMFF-optimized), {counts['single_atom']} single atoms (distance 0), "
             f"{counts['multi_fragment']} with several fragments (no 3-D bias between fragments), "
-            f"{counts['failed']} that RDKit could not embed (2-D graph only)")
+            f"{counts['failed']} that RDKit could not embed (2-D graph only)"
+            + (f", {counts['no_surface']} without a solvent-accessible surface (0, flagged by no_surface)"
+               if "no_surface" in counts else ""))
     if failed:
         log.warning("%s: %s%s", text, ", ".join(map(repr, failed[:SHOWN_FAILED])),
                     " ..." if len(failed) > SHOWN_FAILED else "")
     else:
         log.info(text)
+
+
+def _report_charges(table: MoleculeTable) -> None:
+    """Count the used molecules' atoms without a Gasteiger charge into ``table.charges_failed``; a
+    warning naming the first few molecules when there are any."""
+    failed = [it for it in table.items if int(it["charges_failed"])]
+    table.charges_failed = sum(int(it["charges_failed"]) for it in failed)
+    if failed:
+        log.warning("%s: %d atoms in %d molecules have no Gasteiger charge (RDKit gives NaN for their element; "
+                    "charge 0): %s%s", table.path, table.charges_failed, len(failed),
+                    ", ".join(repr(it["smiles"]) for it in failed[:SHOWN_FAILED]),
+                    " ..." if len(failed) > SHOWN_FAILED else "")
 
 
 def _target_problem(df: pd.DataFrame, row: int, names: list[str], y: np.ndarray) -> str | None:
@@ -231,4 +270,6 @@ def read_molecule_csv(path: str | Path, featurizer: MoleculeFeaturizer, smiles_c
         table.items.append(molecule.item(**fields))
     if featurizer.geometry:
         _report_geometry(table)
+    if featurizer.charges:
+        _report_charges(table)
     return table

@@ -63,6 +63,7 @@ from vecset.encoders.graph import (
     FeatureCache,
     MoleculeFeaturizer,
     MoleculeTable,
+    atom_feature_width,
     canonical_smiles,
     read_molecule_csv,
     scaffold_groups,
@@ -137,11 +138,21 @@ def graph_links() -> list[ModelLink]:
             for name in ("max_dist", "lap_pe_k")]
 
 
-def atom_links() -> list[ModelLink]:
-    """The molecule featurizer's atom feature width (42) and bond type count (6), constants of
-    ``encoders/graph``, -> the ``GraphEncoder``'s ``node_dim`` and ``num_edge_types``."""
-    return [fixed("atom feature width", "encoder", "node_dim", ATOM_FEATURE_WIDTH,
-                  f"{ATOM_FEATURE_WIDTH} atom features"),
+def atom_width(charges: bool, surface: bool) -> tuple[int, str, str]:
+    """The atom feature width: 42, one more with ``charges``, two more with ``surface``."""
+    n = atom_feature_width(bool(charges), bool(surface))
+    return n, "surface" if surface else "charges", f"{'true' if surface else 'false'} ({n} atom features with " \
+        f"charges {'true' if charges else 'false'}, surface {'true' if surface else 'false'})"
+
+
+def atom_links(solvation: bool = False) -> list[ModelLink]:
+    """The molecule featurizer's atom feature width (42; with ``solvation``, from the data's
+    ``charges`` and ``surface``: ``atom_width``) and bond type count (6), -> the
+    ``GraphEncoder``'s ``node_dim`` and ``num_edge_types``."""
+    width = (ModelLink("atom feature width", ("charges", "surface"), "encoder", "node_dim", atom_width)
+             if solvation else fixed("atom feature width", "encoder", "node_dim", ATOM_FEATURE_WIDTH,
+                                     f"{ATOM_FEATURE_WIDTH} atom features"))
+    return [width,
             fixed("bond type count", "encoder", "num_edge_types", BOND_EDGE_TYPES, f"{BOND_EDGE_TYPES} bond types")]
 
 
@@ -193,6 +204,12 @@ class MoleculeDataModule(VecsetDataModule):
         geometry: also embed one 3-D conformer per molecule (RDKit ETKDG with a fixed seed, then
             MMFF where it converges) for ``GraphEncoder(geometry="distance_gaussian")``; molecules
             that cannot be embedded keep their 2-D graph and are counted in the log.
+        charges: one more atom feature, the Gasteiger partial charge with the atom's hydrogens'
+            (``encoders/graph/solvation.py``); atoms RDKit has no charge for get 0, counted in the log.
+        surface: two more, the atom's solvent-accessible surface (FreeSASA on the conformer, with
+            its hydrogens', A^2 / 100) and a "no surface" flag where there is no conformer
+            (counted in the log); needs ``geometry``. The encoder's ``node_dim`` follows both
+            (a linked value).
         cache_dir: the cache's folder; None: ``$VECSET_CACHE/molecules``, else
             ``$XDG_CACHE_HOME/vecset/molecules``, else ``~/.cache/vecset/molecules``.
         on_device: keep the featurized splits on the training device, packed into padded
@@ -218,8 +235,12 @@ class MoleculeDataModule(VecsetDataModule):
                  descriptors: bool = False, batch_size: int = 32, predict_csv: str | None = None,
                  num_workers: int = 0, cache: bool = True, cache_dir: str | None = None,
                  geometry: bool = False, on_device: bool | Literal["auto"] = False, device_memory_share: float = 0.5,
-                 length_buckets: Literal["pow2"] | list[int] | None = None, bucket_batches: bool = False) -> None:
+                 length_buckets: Literal["pow2"] | list[int] | None = None, bucket_batches: bool = False,
+                 charges: bool = False, surface: bool = False) -> None:
         super().__init__()
+        if surface and not geometry:
+            raise ValueError("MoleculeDataModule: surface: true needs geometry: true (the solvent-accessible "
+                             "surface is measured on the 3-D conformer)")
         self.buckets = LengthBuckets(length_buckets)
         self.placement = MoleculePlacement(on_device, device_memory_share, self.buckets, bucket_batches)
         if split not in ("random", "scaffold", "scaffold_random", "column"):
@@ -243,7 +264,7 @@ class MoleculeDataModule(VecsetDataModule):
         self.lap_pe_k, self.descriptors, self.batch_size = lap_pe_k, descriptors, batch_size
         self.predict_csv = Path(predict_csv) if predict_csv else None
         self.num_workers = num_workers
-        self.featurizer = MoleculeFeaturizer(max_atoms, max_dist, lap_pe_k, descriptors, geometry)
+        self.featurizer = MoleculeFeaturizer(max_atoms, max_dist, lap_pe_k, descriptors, geometry, charges, surface)
         self.cache = FeatureCache(cache_dir) if cache else None
         self.items: list[dict] | None = None
         self.splits: dict[str, list[dict]] = {}
@@ -535,7 +556,7 @@ class MoleculeDataModule(VecsetDataModule):
         are the graph encoder's (its tables are sized by them); the descriptor count (with
         ``descriptors``) is the head's ``extra_features``, the target columns' or classes' count
         its ``num_outputs``: each given once, at the data."""
-        return [*graph_links(), *atom_links(),
+        return [*graph_links(), *atom_links(solvation=True),
                 ModelLink("descriptor count", ("descriptors",), "head", "extra_features", descriptor_count),
                 ModelLink("output count", ("target_columns", "label_column", "classes"), "head", "num_outputs",
                           output_count)]

@@ -260,6 +260,12 @@ def test_the_molecule_widths_and_outputs_follow_the_data(tmp_path, monkeypatch):
     model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.descriptors=false",
                      "--data.init_args.target_columns=[expt, calc]")
     assert (model.head.extra_features, model.head.num_outputs) == (0, 2)
+    # the solvation atom features widen the atoms: charges one column, the surface two more
+    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.charges=true")
+    assert model.encoder.node_dim == 43
+    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.charges=true",
+                     "--data.init_args.surface=true")
+    assert model.encoder.proj.weight.shape[1] == 45
     # multitask_molecules.yaml and pretrain_molecules.yaml: test_every_config_gives_each_linked_value_once_and_builds
 
 
@@ -274,9 +280,9 @@ def test_a_molecule_width_given_differently_is_one_line_naming_both(tmp_path, mo
     edit = lambda c: c["model"]["init_args"]["encoders"]["b3db"]["init_args"].update(node_dim=40)  # noqa: E731
     err = rejected(tmp_path, monkeypatch, capsys, "--config", str(edited(tmp_path, "multitask_molecules.yaml", edit)))
     assert err.splitlines()[0] == (
-        "error: atom feature width given twice: model.init_args.encoders.b3db.init_args.node_dim=40 but the data, "
-        "MoleculeDataModule (data.init_args.tasks.b3db.class_path), has 42 atom features; leave "
-        f"model.init_args.encoders.b3db.init_args.node_dim out (it follows the data: {DOCS})")
+        "error: atom feature width given twice: model.init_args.encoders.b3db.init_args.node_dim=40 but "
+        "data.init_args.tasks.b3db.init_args.charges=false (42 atom features with charges false, surface false); "
+        f"give it once, at data.init_args.tasks.b3db.init_args.charges (the other follows it: {DOCS})")
     edit = lambda c: c["model"]["init_args"]["head"]["init_args"].update(num_outputs=3)  # noqa: E731
     err = rejected(tmp_path, monkeypatch, capsys, "--config", str(edited(tmp_path, "b3db.yaml", edit)))
     assert err.splitlines()[0] == (

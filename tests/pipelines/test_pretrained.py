@@ -419,7 +419,7 @@ def test_instantiate_reads_init_args_dict_kwargs_and_nested_class_paths():
 
 # -- a predictor trained with 3-D geometry ------------------------------------------------
 
-# a debug-sized FreeSolv model with the 3-D design (configs/freesolv.yaml's settings, tiny sizes)
+# a debug-sized FreeSolv model with the 3-D design and the solvation atom features (charges, surface)
 GEOMETRY_CONFIG = """
 seed_everything: 0
 trainer: {{max_steps: 2, max_epochs: 1, accelerator: cpu, devices: 1, log_every_n_steps: 1,
@@ -435,7 +435,7 @@ model:
 data:
   class_path: vecset.pipelines.MoleculeDataModule
   init_args: {{csv_path: {csv}, target_columns: [expt], descriptors: true, geometry: true, batch_size: 8,
-              cache_dir: {cache}}}
+              charges: true, surface: true, cache_dir: {cache}}}
 """
 UNEMBEDDABLE = "C1#CC1"  # cyclopropyne: RDKit cannot embed it in 3-D (encoders/graph/geometry.py)
 
@@ -475,13 +475,14 @@ def test_a_geometry_predictor_equals_the_model_through_the_data_module(geometry_
 
     run, p, _ = geometry_run
     assert p.featurizer.geometry and p.columns[-2:] == ["conformer", "error"]
+    assert p.featurizer.charges and p.featurizer.surface and p.featurizer.nodes.dim == 45
     assert p.card["domain"]["test_without_conformer"] == 0 and p.card["domain"]["test_count"] == 3
     check_card(p)
 
     dm = MoleculeDataModule(**yaml.safe_load((run / "config.yaml").read_text())["data"]["init_args"])
     dm.setup("test")
     items = dm.splits["test"]
-    assert "dist3d" in items[0]
+    assert "dist3d" in items[0] and items[0]["x"].shape[1] == 45
     model = TaskModule.load_from_checkpoint(run / "checkpoints" / p.card["checkpoint"], map_location="cpu",
                                             weights_only=True).eval()
     with torch.inference_mode():
@@ -519,7 +520,7 @@ def test_a_geometry_predictor_flags_a_molecule_without_a_conformer(geometry_run)
 
 
 def test_a_bundle_without_the_geometry_key_is_2d(tmp_path):
-    """Bundles packed before geometry have no ``geometry`` key: they load as 2-D predictors
+    """Bundles packed before geometry have no ``geometry`` key (nor ``charges``, ``surface``): 2-D predictors
     (no conformer is embedded, no ``conformer`` column) and predict as before."""
     import shutil
 
@@ -527,11 +528,13 @@ def test_a_bundle_without_the_geometry_key_is_2d(tmp_path):
 
     src = models_dir() / "b3db"
     bundle = {k: v for k, v in torch.load(src / "model.pt", weights_only=True).items() if k != "members"}
-    bundle["predictor"].pop("geometry", None)
+    for key in ("geometry", "charges", "surface"):
+        bundle["predictor"].pop(key, None)
     torch.save(bundle, tmp_path / "model.pt")
     shutil.copy(src / "card.json", tmp_path / "card.json")
     p = pretrained("b3db", tmp_path)
     assert not p.featurizer.geometry and "geometry" not in p.featurizer.settings()
+    assert not p.featurizer.charges and not p.featurizer.surface and p.featurizer.nodes.dim == 42
     assert p.columns == ["input", "prediction", "probability", "P(BBB-)", "P(BBB+)", "train_similarity",
                          "out_of_domain", "error"]
     row = p.predict(["CCO"])[0]
