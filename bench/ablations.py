@@ -152,7 +152,7 @@ PLAN: dict[str, Job] = {j.name: j for j in [
                          {**{str(w): {f"{BB}.window": w} for w in (2, 4, 8, 16, 32)}, "full": {f"{BB}.window": None}}),
                   heads_switch()),
         overhead_s=10),
-    Job("fashion_mnist", "configs/fashion_mnist.yaml", "test_acc", True, budget_s=40, max_epochs=None, seeds=(0, 1, 2),
+    Job("fashion_mnist", "configs/fashion_mnist_patches.yaml", "test_acc", True, budget_s=40, max_epochs=None, seeds=(0, 1, 2),
         switches=(score_switch(), normalize_switch(),
                   Switch("positional", (f"{ENC}.positional", f"{ENC}.max_h", f"{ENC}.max_w"), {
                       "none": {f"{ENC}.positional": "none"}, "sinusoidal 2-D": {f"{ENC}.positional": "sinusoidal"},

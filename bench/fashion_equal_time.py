@@ -43,8 +43,8 @@ sys.path.insert(0, str(ROOT))
 from bench.common import RESULTS, machine, table  # noqa: E402
 
 VARIANTS = {
-    "cct": "configs/fashion_mnist_cct.yaml",  # ConvTokenizer, sequence pooling, stochastic depth
-    "attention": "configs/fashion_mnist.yaml",  # conv stem + 4x4 patches, CLS pooling
+    "cct": "configs/fashion_mnist.yaml",  # ConvTokenizer, sequence pooling, stochastic depth
+    "attention": "configs/fashion_mnist_patches.yaml",  # conv stem + 4x4 patches, CLS pooling
     "cnn": "configs/fashion_mnist_cnn.yaml",  # GridResNet in the backbone's slot
 }
 # the same recipe with the data on the device: the crop and flip per image on whole batches there

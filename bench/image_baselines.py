@@ -7,7 +7,7 @@ Every model trains on the same training images and is scored on the same test im
 - scikit-learn baselines from the dataset's own benchmark family (its ``benchmark/runner.py``
   and ``baselines.json``: pixels standardized with ``StandardScaler``): ``LogisticRegression()``
   and ``MLPClassifier(hidden_layer_sizes=(100,))`` with default settings;
-- ``configs/fashion_mnist.yaml`` (patch self-attention) and ``configs/fashion_mnist_cnn.yaml``
+- ``configs/fashion_mnist_patches.yaml`` (patch self-attention) and ``configs/fashion_mnist_cnn.yaml``
   (a small ResNet in the backbone's slot) through ``vecset fit``, one after the other, each
   with ``trainer.max_time`` at the budget (default 30 minutes), its best checkpoint by
   validation accuracy tested.
@@ -52,7 +52,7 @@ import numpy as np  # noqa: E402
 
 from bench.common import RESULTS, fit_in_child, machine, table, write_json  # noqa: E402
 
-CONFIGS = {"self-attention (configs/fashion_mnist.yaml)": "configs/fashion_mnist.yaml",
+CONFIGS = {"self-attention (configs/fashion_mnist_patches.yaml)": "configs/fashion_mnist_patches.yaml",
            "CNN: GridResNet (configs/fashion_mnist_cnn.yaml)": "configs/fashion_mnist_cnn.yaml"}
 QUICK = {"max_train": 2000, "max_val": 500, "max_test": 1000}
 COLS = ["model", "test_acc", "train_seconds", "cpu_seconds", "parameters", "epochs", "precision", "train_images",

@@ -67,7 +67,7 @@ REGISTRY: dict[str, Entry] = {
     "b3db": Entry("molecule", "configs/b3db.yaml", "docs/molecules.md"),
     "g2p": Entry("g2p", "configs/g2p.yaml", "docs/text.md"),
     "digits": Entry("image", "configs/digits.yaml", "docs/images.md"),
-    "fashion_mnist": Entry("image", "configs/fashion_mnist_cct.yaml", "docs/images.md"),
+    "fashion_mnist": Entry("image", "configs/fashion_mnist.yaml", "docs/images.md"),
 }
 
 
