@@ -4,10 +4,10 @@ Fashion-MNIST? The config run as a user runs it, on an ImageFolder set written f
 No photo set ships with vecset or a Debian package, so the check writes a stratified subset of
 Fashion-MNIST's training images (``--per-class`` a class) and its whole test set as 28x28 grey
 PNG files in the ImageFolder layout (``<root>/train/<class>/*.png``, ``<root>/test/<class>/*.png``),
-then trains the config as shipped (32x32 RGB: ``convert: true`` turns the grey files into RGB; 4x4
-patches; its flip + affine augmentation; validation 10% of train) against the same config with
-a CCT tokenizer in the encoder's slot (``ConvTokenizer``: 2 x [conv, ReLU, max-pool], 32
-channels -> 8x8 = 64 vectors, as many as the patches), equal epochs, each seed.
+then trains the config as shipped (32x32 RGB: ``convert: true`` turns the grey files into RGB; its
+CCT tokenizer, ``ConvTokenizer``: 2 x [conv, ReLU, max-pool], 32 channels -> 8x8 = 64 vectors;
+its flip + affine augmentation; validation 10% of train) against the same config with 4x4
+patches in the encoder's slot (as many vectors), equal epochs, each seed.
 Validation decides; test is read after.
 
     python bench/image_folder_check.py                       # 500 a class, 15 epochs, seed 0
@@ -38,10 +38,10 @@ sys.path.insert(0, str(ROOT))
 from bench.common import run_fit  # noqa: E402
 
 CONFIG = "configs/image_folder.yaml"
-CCT = ["--model.init_args.encoder",
-       "{class_path: vecset.encoders.ConvTokenizer, init_args: {layers: 2, hidden_channels: 32, positional: sinusoidal}}"]
-# key -> (the row's name, more vecset fit arguments)
-VARIANTS = {"patches": ("patches 4x4 (the config)", []), "cct": ("CCT tokenizer (2 layers, 32 channels)", CCT)}
+PATCHES = ["--model.init_args.encoder",
+           "{class_path: vecset.encoders.PatchEncoder, init_args: {patch_size: 4, positional: sinusoidal}}"]
+# key -> (the row's name, more vecset fit arguments): the config's CCT tokenizer, and 4x4 patches instead
+VARIANTS = {"patches": ("patches 4x4", PATCHES), "cct": ("CCT tokenizer (2 layers, 32 channels)", [])}
 
 
 def write_folder(root: Path, fashion_root: str, per_class: int, seed: int = 0) -> dict[str, int]:

@@ -1,6 +1,6 @@
 """bench/image_folder_check.py: the ImageFolder set it writes holds the Fashion-MNIST images it
-drew, one folder a class, and ImageFolderDataModule reads it back with those labels; its CCT
-variant puts the tokenizer in the config's encoder slot."""
+drew, one folder a class, and ImageFolderDataModule reads it back with those labels; its patch
+variant puts 4x4 patches in the config's encoder slot."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_the_config_reads_the_folder_as_rgb_with_its_classes(tmp_path):
     torch.testing.assert_close(batch["image"][:, 0], batch["image"][:, 2])
 
 
-def test_cct_variant_swaps_the_encoder_only(tmp_path, monkeypatch):
+def test_the_patch_variant_swaps_the_encoder_only(tmp_path, monkeypatch):
     from vecset.encoders import ConvTokenizer, PatchEncoder
     from vecset.pipelines.cli import run_cli
 

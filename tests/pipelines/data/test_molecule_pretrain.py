@@ -117,18 +117,22 @@ def test_fine_tuning_your_own_csv_from_the_pretrained_checkpoint(pretrained, cap
 DESIGN_PARTS = {"freesolv.yaml": {"encoder": r"distance_bias\.", "backbone": None},
                 "solubility.yaml": {"encoder": r"distance_bias\.", "backbone": None},
                 "b3db.yaml": {"encoder": None, "backbone": r"blocks\.\d+\.(local_mp|norm_mp)\."}}
+# what a config's wider atom features skip (another shape, documented: kept as initialized):
+# solubility's charges and surface make 45 atom features against the checkpoint's 42
+SKIPPED = {"solubility.yaml": {"encoder": ["proj.weight (64, 42) -> (64, 45)"]}}
 
 
 @pytest.mark.parametrize("config", ["freesolv.yaml", "solubility.yaml", "b3db.yaml"])
 def test_the_shipped_checkpoint_fits_every_molecule_config(config, capsys):
     """The documented command with the shipped checkpoint: every encoder and backbone tensor of
-    the 2-D model loads; only the config's design parts (DESIGN_PARTS) start new."""
+    the 2-D model loads but an input projection the config widens (SKIPPED); only the config's
+    design parts (DESIGN_PARTS) start new."""
     cli = run_cli(["--config", str(ROOT / "configs" / config), "--model.init_args.init_from",
                    str(ROOT / "data" / "molecules" / "pretrained_moses_10k.ckpt"),
                    "--model.init_args.init_parts", "[encoder,backbone]"], run=False)
     report = cli.model.apply_warm_start()  # what a fit from scratch does at its start
     for part in ("encoder", "backbone"):
-        assert report[part].skipped == [] and report[part].loaded
+        assert report[part].skipped == SKIPPED.get(config, {}).get(part, []) and report[part].loaded
         pattern, new = DESIGN_PARTS[config][part], report[part].new
         assert (new and all(re.match(pattern, k) for k in new)) if pattern else new == [], (part, new)
     assert "warm start from" in capsys.readouterr().out
