@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import run_fit  # noqa: E402
+from bench.image_baselines import trainable_parameters  # noqa: E402
 
 CONFIG = "configs/image_folder.yaml"
 PATCHES = ["--model.init_args.encoder",
@@ -69,14 +70,6 @@ def write_folder(root: Path, fashion_root: str, per_class: int, seed: int = 0) -
     return counts
 
 
-def params(checkpoint: str) -> int:
-    """The floating-point values in the checkpoint's state_dict: the parameters (and any float buffer)."""
-    import torch
-
-    state = torch.load(ROOT / checkpoint, map_location="cpu", weights_only=False)["state_dict"]
-    return int(sum(t.numel() for t in state.values() if t.is_floating_point()))
-
-
 def fit_args(folder: Path, epochs: int, seed: int, extra: list[str]) -> list[str]:
     return ["--data.init_args.root", str(folder), "--data.init_args.convert", "true", "--trainer.max_epochs",
             str(epochs), "--trainer.enable_progress_bar", "false", "--seed_everything", str(seed), "--plots", "false",
@@ -104,7 +97,7 @@ def run_summary(run_dir: Path) -> dict:
 def run_row(key: str, run_dir: Path, seed: int, args: list[str], folder: Path, cpu_seconds: float | None) -> dict:
     """One run's row from its ``results.json`` (``run_summary``)."""
     out = run_summary(run_dir)
-    return {"variant": VARIANTS[key][0], "seed": seed, "epochs": out["epochs"], "params": params(out["checkpoint"]),
+    return {"variant": VARIANTS[key][0], "seed": seed, "epochs": out["epochs"], "params": trainable_parameters(out["checkpoint"]),
             "val_acc": out["best_val"], "test_acc": out["test"]["test_acc"], "train_seconds": out["wall_seconds"],
             "cpu_seconds": cpu_seconds, "run": str(run_dir),
             "command": f"vecset fit --config {CONFIG} " + " ".join(
