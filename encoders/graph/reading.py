@@ -61,6 +61,11 @@ class MoleculeFeaturizer:
             A^2 / 100, from the conformer: ``solvation.atom_surface``) and ``no_surface`` (1 where
             there is no conformer, the surface then 0; counted in ``MoleculeTable.geometry``).
             Needs ``geometry``.
+        conformers: with ``geometry``, the conformers embedded per molecule (``geometry.py``): 1
+            (the default) keeps one; k > 1 keeps all k distance matrices as ``conformers3d``
+            (C, N, N), conformer 0 (the single-conformer one) also as ``dist3d``, for a random
+            one per training draw; molecules with fewer than k are counted in
+            ``MoleculeTable.geometry`` (``fewer_conformers``). The surface stays conformer 0's.
 
     ``structure`` is what the graph encoder's tables must fit (handed over in the DataSpec),
     ``settings`` everything the tensors depend on (the cache's key).
@@ -68,12 +73,17 @@ class MoleculeFeaturizer:
 
     def __init__(self, max_atoms: int | None = 100, max_dist: int = 8, lap_pe_k: int = 0,
                  descriptors: bool = False, geometry: bool = False, charges: bool = False,
-                 surface: bool = False) -> None:
+                 surface: bool = False, conformers: int = 1) -> None:
+        if isinstance(conformers, bool) or not isinstance(conformers, int) or conformers < 1:
+            raise ValueError(f"conformers must be a whole number of at least 1 (conformers embedded per molecule), "
+                             f"got {conformers!r}")
+        if conformers > 1 and not geometry:
+            raise ValueError(f"conformers: {conformers} needs geometry: true (the conformers are 3-D embeddings)")
         if surface and not geometry:
             raise ValueError("surface: true needs geometry: true (the solvent-accessible surface is measured on "
                              "the 3-D conformer that geometry embeds)")
         self.max_atoms, self.max_dist, self.lap_pe_k, self.descriptors = max_atoms, max_dist, lap_pe_k, descriptors
-        self.geometry, self.charges, self.surface = geometry, charges, surface
+        self.geometry, self.charges, self.surface, self.conformers = geometry, charges, surface, conformers
         self.nodes = NodeFeaturizer(numeric=atom_numeric(charges, surface))
 
     @property
@@ -86,9 +96,17 @@ class MoleculeFeaturizer:
         return {"max_atoms": self.max_atoms, "max_dist": self.max_dist, "lap_pe_k": self.lap_pe_k,
                 "descriptors": self.descriptors, "categorical": n.categorical, "numeric": n.numeric,
                 "edge_attribute": n.edge_attribute, "edge_vocab": n.edge_vocab,
-                **({"geometry": "etkdg_mmff", "geometry_seed": SEED} if self.geometry else {}),
+                **({"geometry": "etkdg_mmff", "geometry_seed": SEED, "conformers": self.conformers}
+                   if self.geometry else {}),
                 **({"charges": "gasteiger"} if self.charges else {}),
                 **({"surface": "freesasa_rvdw"} if self.surface else {})}
+
+    def one_conformer(self) -> MoleculeFeaturizer:
+        """This featurizer with ``conformers`` 1: conformer 0 alone (prediction needs no others)."""
+        if self.conformers == 1:
+            return self
+        return MoleculeFeaturizer(self.max_atoms, self.max_dist, self.lap_pe_k, self.descriptors, self.geometry,
+                                  self.charges, self.surface)
 
     def collate(self, items: list[dict]) -> dict:
         """A batch of this featurizer's items: ``pad_graphs`` with its "unreachable" (``max_dist + 1``)."""
@@ -99,7 +117,7 @@ class MoleculeFeaturizer:
         mol = parse_smiles(smiles, self.max_atoms)
         canonical = mol_canonical_smiles(mol)  # from the one parse, before anything else touches the molecule
         g = mol_to_graph(mol)
-        extra: dict = conformer_tensors(mol, surface=self.surface) if self.geometry else {}
+        extra: dict = conformer_tensors(mol, surface=self.surface, conformers=self.conformers) if self.geometry else {}
         if self.charges:
             charge, failed = gasteiger_charges(mol)
             nx.set_node_attributes(g, dict(enumerate(charge.tolist())), "charge")
@@ -146,7 +164,8 @@ class MoleculeTable:
     ``split_value`` with a ``split_column``); ``skipped``: ``{"line", "smiles", "reason"}`` of
     every row that is not used; ``rows``: the file's data rows; ``geometry``: with a featurizer
     that embeds conformers, how many of the used molecules got which geometry
-    (``geometry_counts``; with the surface, ``no_surface`` too), else None; ``charges_failed``:
+    (``geometry_counts``; with the surface, ``no_surface`` too; with several conformers,
+    ``fewer_conformers``), else None; ``charges_failed``:
     with charges, the atoms of the used molecules whose Gasteiger charge RDKit could not compute
     (set to 0), else None.
     """
@@ -159,10 +178,10 @@ class MoleculeTable:
     charges_failed: int | None = None
 
 
-def _report_geometry(table: MoleculeTable) -> None:
+def _report_geometry(table: MoleculeTable, conformers: int = 1) -> None:
     """Count the used molecules' geometries into ``table.geometry`` and log them; those without
     a conformer (their 2-D graph only) as a warning naming the first few."""
-    counts = geometry_counts(table.items)
+    counts = geometry_counts(table.items, conformers)
     failed = [it["smiles"] for it in table.items if int(it["geometry"]) == FAILED]
     table.geometry = counts
     text = (f"{table.path}: 3-D conformers for {counts['embedded']} of {counts['molecules']} molecules "
@@ -170,7 +189,9 @@ def _report_geometry(table: MoleculeTable) -> None:
             f"{counts['multi_fragment']} with several fragments (no 3-D bias between fragments), "
             f"{counts['failed']} that RDKit could not embed (2-D graph only)"
             + (f", {counts['no_surface']} without a solvent-accessible surface (0, flagged by no_surface)"
-               if "no_surface" in counts else ""))
+               if "no_surface" in counts else "")
+            + (f", {counts['fewer_conformers']} embedded with fewer than {conformers} conformers (those embedded "
+               "used)" if "fewer_conformers" in counts else ""))
     if failed:
         log.warning("%s: %s%s", text, ", ".join(map(repr, failed[:SHOWN_FAILED])),
                     " ..." if len(failed) > SHOWN_FAILED else "")
@@ -269,7 +290,7 @@ def read_molecule_csv(path: str | Path, featurizer: MoleculeFeaturizer, smiles_c
             fields["split_value"] = df[split_column].iat[row].strip().lower()
         table.items.append(molecule.item(**fields))
     if featurizer.geometry:
-        _report_geometry(table)
+        _report_geometry(table, featurizer.conformers)
     if featurizer.charges:
         _report_charges(table)
     return table
