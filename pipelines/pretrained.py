@@ -230,7 +230,9 @@ class MoleculePredictor(Predictor):
     its training did, and adds ``conformer``: False where RDKit could not embed the molecule, so
     that it was predicted from its 2-D graph alone (a single atom needs no conformer: True). A
     model trained with the solvation atom features (``extra["charges"]``, ``extra["surface"]``)
-    computes them as its training did."""
+    computes them as its training did. One trained with several conformers per molecule
+    (``extra["conformers"]`` > 1) predicts, as its validation did, from conformer 0, the one a
+    single-conformer embedding gives: the others are not embedded."""
 
     def __init__(self, name: str, path: Path, bundle: dict, card: dict) -> None:
         super().__init__(name, path, bundle, card)
@@ -243,7 +245,7 @@ class MoleculePredictor(Predictor):
         # and those packed before the solvation features have no charges / surface keys: without them
         self.featurizer = MoleculeFeaturizer(e["max_atoms"], e["max_dist"], e["lap_pe_k"], e["descriptors"],
                                              self.geometry, bool(e.get("charges", False)),
-                                             bool(e.get("surface", False)))
+                                             bool(e.get("surface", False)))  # conformers: 1, conformer 0
         self.scaler = None
         if e["descriptors"]:
             self.scaler = DescriptorScaler(e["descriptor_clip"])

@@ -97,6 +97,7 @@ def molecule_extra(cfg: dict, name: str) -> tuple[dict, dict]:
     train = [it["smiles"] for it in dm.splits["train"]]
     extra = {"max_atoms": dm.max_atoms, "max_dist": dm.max_dist, "lap_pe_k": dm.lap_pe_k, "descriptors": dm.descriptors,
              "geometry": dm.featurizer.geometry, "charges": dm.featurizer.charges, "surface": dm.featurizer.surface,
+             "conformers": dm.featurizer.conformers,  # for the record: the predictor embeds conformer 0 alone
              "train_smiles": train, "train_fingerprints": NearestNeighbours(train).binary(),
              "domain_threshold": DOMAIN_THRESHOLD,
              "targets": dm.target_names, "classes": dm.class_names}

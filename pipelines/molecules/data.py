@@ -71,6 +71,7 @@ from vecset.encoders.graph import (
 from vecset.pipelines.console import track
 from vecset.pipelines.data.base import ModelLink, VecsetDataModule, fixed
 from vecset.pipelines.data.gathered import BucketedCollate, LengthBuckets
+from vecset.pipelines.molecules.conformers import ConformerDraw
 from vecset.pipelines.molecules.device import NO_DISTANCE, MoleculeDeviceLoader, MoleculePlacement
 from vecset.pipelines.molecules.predictions import MoleculeRows
 
@@ -210,6 +211,12 @@ class MoleculeDataModule(VecsetDataModule):
             its hydrogens', A^2 / 100) and a "no surface" flag where there is no conformer
             (counted in the log); needs ``geometry``. The encoder's ``node_dim`` follows both
             (a linked value).
+        conformers: with ``geometry``, the conformers embedded per molecule (Uni-Mol style
+            augmentation): 1, the default, embeds one; k > 1 embeds k (same ETKDG seed, MMFF
+            each; cached with k in the key) and each training draw takes one of a molecule's at
+            random (seeded: ``molecules/conformers.py``), while validation, test and predict
+            take conformer 0, the single-conformer one (``predict_csv`` embeds only it). The
+            surface stays conformer 0's. Molecules with fewer than k embedded are counted in the log.
         cache_dir: the cache's folder; None: ``$VECSET_CACHE/molecules``, else
             ``$XDG_CACHE_HOME/vecset/molecules``, else ``~/.cache/vecset/molecules``.
         on_device: keep the featurized splits on the training device, packed into padded
@@ -236,11 +243,14 @@ class MoleculeDataModule(VecsetDataModule):
                  num_workers: int = 0, cache: bool = True, cache_dir: str | None = None,
                  geometry: bool = False, on_device: bool | Literal["auto"] = False, device_memory_share: float = 0.5,
                  length_buckets: Literal["pow2"] | list[int] | None = None, bucket_batches: bool = False,
-                 charges: bool = False, surface: bool = False) -> None:
+                 charges: bool = False, surface: bool = False, conformers: int = 1) -> None:
         super().__init__()
         if surface and not geometry:
             raise ValueError("MoleculeDataModule: surface: true needs geometry: true (the solvent-accessible "
                              "surface is measured on the 3-D conformer)")
+        if conformers != 1 and not geometry:
+            raise ValueError(f"MoleculeDataModule: conformers: {conformers} needs geometry: true (the conformers are "
+                             "3-D embeddings)")
         self.buckets = LengthBuckets(length_buckets)
         self.placement = MoleculePlacement(on_device, device_memory_share, self.buckets, bucket_batches)
         if split not in ("random", "scaffold", "scaffold_random", "column"):
@@ -264,7 +274,8 @@ class MoleculeDataModule(VecsetDataModule):
         self.lap_pe_k, self.descriptors, self.batch_size = lap_pe_k, descriptors, batch_size
         self.predict_csv = Path(predict_csv) if predict_csv else None
         self.num_workers = num_workers
-        self.featurizer = MoleculeFeaturizer(max_atoms, max_dist, lap_pe_k, descriptors, geometry, charges, surface)
+        self.featurizer = MoleculeFeaturizer(max_atoms, max_dist, lap_pe_k, descriptors, geometry, charges, surface,
+                                             conformers)
         self.cache = FeatureCache(cache_dir) if cache else None
         self.items: list[dict] | None = None
         self.splits: dict[str, list[dict]] = {}
@@ -285,8 +296,10 @@ class MoleculeDataModule(VecsetDataModule):
         return track
 
     def _read(self, path: Path, labelled: bool) -> MoleculeTable:
+        # what is predicted reads conformer 0 alone: the others (conformers > 1) are not embedded
+        featurizer = self.featurizer if labelled else self.featurizer.one_conformer()
         return read_molecule_csv(
-            path, self.featurizer, self.smiles_column,
+            path, featurizer, self.smiles_column,
             target_columns=self.target_names if labelled else (),
             label_column=self.label_column if labelled else None, classes=self.class_names,
             split_column=self.split_column if labelled and self.split == "column" else None,
@@ -449,7 +462,7 @@ class MoleculeDataModule(VecsetDataModule):
         ``max_dist + 1``); the loaders call the featurizer's directly."""
         return self.featurizer.collate(items)
 
-    def _loader(self, items: list[dict], shuffle: bool = False) -> DataLoader:
+    def _loader(self, items: list[dict] | ConformerDraw, shuffle: bool = False) -> DataLoader:
         collate = self.featurizer.collate
         if self.buckets.on:  # pad_graphs, then padded on to the batch's length bucket
             unreachable = self.featurizer.max_dist + 1
@@ -465,7 +478,10 @@ class MoleculeDataModule(VecsetDataModule):
         device = self.trainer.strategy.root_device if self.trainer is not None else torch.device("cpu")
         if (loader := self.placement.loader(self, split, shuffle, device)) is not None:
             return loader
-        return self._loader(self.splits[split], shuffle=shuffle)
+        items = self.splits[split]
+        if split == "train" and self.featurizer.conformers > 1:  # a random conformer at each draw
+            items = ConformerDraw(items)
+        return self._loader(items, shuffle=shuffle)
 
     def train_dataloader(self) -> DataLoader | MoleculeDeviceLoader:
         return self._split_loader("train", shuffle=True)

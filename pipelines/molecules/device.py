@@ -11,6 +11,10 @@ collate) for the same molecules, tensor by tensor. The order is drawn on the hos
 Pairwise tensors (distances, bond types) are stored in the smallest integer type that holds
 their values (uint8 for max_dist < 254) and widened to ``pad_graphs``' long on the gather: a
 B3DB split padded to 100 atoms then takes 10 KB a molecule per pairwise tensor, not 80 KB.
+
+A training split featurized with several conformers (``conformers`` > 1) is packed with all of
+them, ``conformers3d`` (n, C, W, W), instead of ``dist3d``; its loader draws one per molecule and
+batch (``conformers.pick_conformers``). The other splits hold conformer 0 (``dist3d``).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from vecset.pipelines.data.device_loader import (
     share_that_fits,
 )
 from vecset.pipelines.data.gathered import GatherLoader, Placement, gather_loader
+from vecset.pipelines.molecules.conformers import pick_conformers
 
 NO_DISTANCE = -1.0  # pad_graphs' 3-D distance padding (geometry.NO_DISTANCE)
 
@@ -49,7 +54,9 @@ class ResidentGraphs:
     Shapes:
         x (n, W, F) float; dist, edge (n, W, W) small ints (padding: ``unreachable``, 0); degree
         (n, W) small int; lap (n, W, k) float; dist3d (n, W, W) float (padding -1); features
-        (n, Fd) float; y (n, T) float or (n,) long; ids (n,) long; all on one device.
+        (n, Fd) float; y (n, T) float or (n,) long; ids (n,) long; all on one device. Packed with
+        conformers: conformers3d (n, C, W, W) float (C the most of any molecule, padding -1) and
+        conformer_count (n,) long, in place of dist3d.
         host_lengths: the n atom counts as Python ints (what the host reads to size a batch).
     """
 
@@ -59,13 +66,16 @@ class ResidentGraphs:
 
     # the pairwise (dims 1 and 2) and per-atom (dim 1) tensors, cut to a batch's width on the gather
     PAIRS = ("dist", "edge", "dist3d")
+    STACKS = ("conformers3d",)  # pairwise, one matrix per conformer (dims 2 and 3)
     ATOMS = ("x", "degree", "lap")
     LONG = ("dist", "edge", "degree")  # stored small, gathered as pad_graphs' long
 
     @classmethod
-    def pack(cls, items: Sequence[dict], unreachable: int, width: int | None = None) -> ResidentGraphs:
+    def pack(cls, items: Sequence[dict], unreachable: int, width: int | None = None,
+             conformers: bool = False) -> ResidentGraphs:
         """Featurized items (``pad_graphs``' input) packed on the CPU, ``width`` wide (at least the
-        largest molecule; default: the largest)."""
+        largest molecule; default: the largest); ``conformers``: their ``conformers3d`` in place
+        of ``dist3d`` (a training split's, for ``pick_conformers``)."""
         if not items:
             raise ValueError("cannot pack an empty split")
         lengths = [int(it["x"].shape[0]) for it in items]
@@ -83,7 +93,11 @@ class ResidentGraphs:
              "ids": torch.tensor([int(it["id"]) for it in items], dtype=torch.long)}
         if "lap" in first:
             t["lap"] = torch.zeros(n, W, first["lap"].shape[1])
-        if "dist3d" in first:
+        if conformers:
+            counts = [int(it["conformers3d"].shape[0]) for it in items]
+            t["conformers3d"] = torch.full((n, max(counts), W, W), NO_DISTANCE)
+            t["conformer_count"] = torch.tensor(counts, dtype=torch.long)
+        elif "dist3d" in first:
             t["dist3d"] = torch.full((n, W, W), NO_DISTANCE)
         for i, (it, k) in enumerate(zip(items, lengths, strict=True)):
             t["x"][i, :k] = it["x"]
@@ -94,6 +108,9 @@ class ResidentGraphs:
                 t["lap"][i, :k] = it["lap"]
             if "dist3d" in t:
                 t["dist3d"][i, :k, :k] = it["dist3d"]
+            if conformers:
+                c = it["conformers3d"]
+                t["conformers3d"][i, : c.shape[0], :k, :k] = c
         if "y" in first:
             ys = [torch.as_tensor(it["y"]) for it in items]
             if ys[0].dtype == torch.long and ys[0].dim() > 0:
@@ -136,6 +153,8 @@ class ResidentGraphs:
         for key, t in self.tensors.items():
             if key in self.PAIRS:
                 v = t[:, :N, :N][b]  # slice first (a view), then gather B rows: B x N x N copied
+            elif key in self.STACKS:
+                v = t[:, :, :N, :N][b]
             elif key in self.ATOMS:
                 v = t[:, :N][b]
             else:
@@ -161,15 +180,18 @@ class MoleculePlacement(Placement):
         graphs = self.placed(dm, split, device)
         if graphs is None:
             return None
+        draw = (pick_conformers,) if "conformers3d" in graphs.tensors else ()  # training with conformers
         return gather_loader(MoleculeDeviceLoader, graphs, dm.batch_size, train=split == "train", shuffle=shuffle,
-                             buckets=self.buckets, within_buckets=self.within_buckets and split == "train")
+                             transforms=draw, buckets=self.buckets,
+                             within_buckets=self.within_buckets and split == "train")
 
     def pack(self, dm, split: str) -> ResidentGraphs:
         """A split packed on the CPU, checked for NaN/inf (naming the molecule's file, line and
         SMILES): device batches skip the per-batch host checks."""
         items = dm.splits[split]
         width = self.buckets.length(max(int(it["x"].shape[0]) for it in items))
-        graphs = ResidentGraphs.pack(items, dm.featurizer.max_dist + 1, width)
+        several = split == "train" and dm.featurizer.conformers > 1  # a random conformer per draw
+        graphs = ResidentGraphs.pack(items, dm.featurizer.max_dist + 1, width, conformers=several)
         check_finite(split, graphs.tensors, dm.describe)
         return graphs
 
