@@ -52,6 +52,7 @@ DESIGNS: dict[str, list[str]] = {
     "both": [*GEO_ON, f"{BB}.local_mp=gine", *PLAIN],
     "3d+charges": [*GEO_ON, f"{BB}.local_mp=none", *CHARGES],
     "3d+surface": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE],
+    "3d+confs": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, f"{DATA}.conformers=10"],
 }
 
 

@@ -19,7 +19,7 @@ from bench import molecule_designs as md  # noqa: E402
 
 def test_the_plan_covers_every_design_split_and_seed_with_its_overrides():
     runs = md.plan(list(md.SETS), list(md.DESIGNS), None, list(md.SEEDS))
-    assert len(runs) == (5 * 3 + 3 + 3) * 6
+    assert len(runs) == (5 * 3 + 3 + 3) * len(md.DESIGNS)
     assert {(r.split, r.seed) for r in runs if r.set == "freesolv"} == {(s, e) for s in range(5) for e in range(3)}
     args = {r.design: md.fit_args(r, Path("/x.csv"), []) for r in runs if r.set == "b3db" and r.seed == 1}
     assert "--seed_everything=1" in args["2d"] and "--data.init_args.split_seed=0" in args["2d"]
@@ -37,6 +37,7 @@ def test_the_plan_covers_every_design_split_and_seed_with_its_overrides():
     assert all(set(plain) <= set(args[d]) for d in ("2d", "3d", "gps", "both"))
     assert set(geo + no_mp + ["--data.init_args.charges=true", "--data.init_args.surface=false"]) <= set(args["3d+charges"])
     assert set(geo + no_mp + ["--data.init_args.charges=true", "--data.init_args.surface=true"]) <= set(args["3d+surface"])
+    assert set(geo + no_mp + plain + ["--data.init_args.conformers=10"]) <= set(args["3d+confs"])
     assert "--plots=false" not in args["2d"]  # B3DB's ROC-AUC comes from its test report
 
 
