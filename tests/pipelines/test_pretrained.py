@@ -419,7 +419,8 @@ def test_instantiate_reads_init_args_dict_kwargs_and_nested_class_paths():
 
 # -- a predictor trained with 3-D geometry ------------------------------------------------
 
-# a debug-sized FreeSolv model with the 3-D design and the solvation atom features (charges, surface)
+# a debug-sized FreeSolv model with the 3-D design, 2 conformers per molecule (a random one per training
+# draw, conformer 0 to validate and predict) and the solvation atom features (charges, surface)
 GEOMETRY_CONFIG = """
 seed_everything: 0
 trainer: {{max_steps: 2, max_epochs: 1, accelerator: cpu, devices: 1, log_every_n_steps: 1,
@@ -435,7 +436,7 @@ model:
 data:
   class_path: vecset.pipelines.MoleculeDataModule
   init_args: {{csv_path: {csv}, target_columns: [expt], descriptors: true, geometry: true, batch_size: 8,
-              charges: true, surface: true, cache_dir: {cache}}}
+              charges: true, surface: true, conformers: 2, cache_dir: {cache}}}
 """
 UNEMBEDDABLE = "C1#CC1"  # cyclopropyne: RDKit cannot embed it in 3-D (encoders/graph/geometry.py)
 
@@ -476,13 +477,14 @@ def test_a_geometry_predictor_equals_the_model_through_the_data_module(geometry_
     run, p, _ = geometry_run
     assert p.featurizer.geometry and p.columns[-2:] == ["conformer", "error"]
     assert p.featurizer.charges and p.featurizer.surface and p.featurizer.nodes.dim == 45
+    assert p.extra["conformers"] == 2 and p.featurizer.conformers == 1  # conformer 0 alone is embedded
     assert p.card["domain"]["test_without_conformer"] == 0 and p.card["domain"]["test_count"] == 3
     check_card(p)
 
     dm = MoleculeDataModule(**yaml.safe_load((run / "config.yaml").read_text())["data"]["init_args"])
     dm.setup("test")
     items = dm.splits["test"]
-    assert "dist3d" in items[0] and items[0]["x"].shape[1] == 45
+    assert "dist3d" in items[0] and items[0]["x"].shape[1] == 45 and items[0]["conformers3d"].shape[0] == 2
     model = TaskModule.load_from_checkpoint(run / "checkpoints" / p.card["checkpoint"], map_location="cpu",
                                             weights_only=True).eval()
     with torch.inference_mode():
