@@ -248,7 +248,7 @@ class MoleculeDataModule(VecsetDataModule):
         if surface and not geometry:
             raise ValueError("MoleculeDataModule: surface: true needs geometry: true (the solvent-accessible "
                              "surface is measured on the 3-D conformer)")
-        if conformers != 1 and not geometry:
+        if isinstance(conformers, int) and conformers > 1 and not geometry:  # other values: the featurizer's error
             raise ValueError(f"MoleculeDataModule: conformers: {conformers} needs geometry: true (the conformers are "
                              "3-D embeddings)")
         self.buckets = LengthBuckets(length_buckets)
