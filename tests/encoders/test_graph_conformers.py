@@ -11,7 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from vecset.encoders.graph import FeatureCache, MoleculeFeaturizer, featurize_smiles, read_molecule_csv
+from vecset.encoders.graph import (
+    FeatureCache,
+    MoleculeFeaturizer,
+    featurize_smiles,
+    read_molecule_csv,
+)
 from vecset.encoders.graph import geometry as geo
 from vecset.encoders.graph.geometry import EMBED_ATTEMPTS, FAILED, MMFF, MMFF_ITERS, SEED
 
