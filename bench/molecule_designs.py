@@ -39,6 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENC, BB, DATA = "--model.init_args.encoder.init_args", "--model.init_args.backbone.init_args", "--data.init_args"
+HEAD = "--model.init_args.head.init_args"
 
 # every design sets all its options: the shipped configs hold each set's winner, not the 2-D model
 GEO_ON, GEO_OFF = [f"{DATA}.geometry=true", f"{ENC}.geometry=distance_gaussian"], [f"{DATA}.geometry=false", f"{ENC}.geometry=none"]
@@ -52,6 +53,8 @@ DESIGNS: dict[str, list[str]] = {
     "both": [*GEO_ON, f"{BB}.local_mp=gine", *PLAIN],
     "3d+charges": [*GEO_ON, f"{BB}.local_mp=none", *CHARGES],
     "3d+surface": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE],
+    # the atomwise readout (SequenceHead's additive): the pooled prediction plus a sum over atoms
+    "3d+additive": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, f"{HEAD}.additive=true"],
 }
 
 
