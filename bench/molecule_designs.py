@@ -4,7 +4,9 @@ module's ``geometry: true`` and ``GraphEncoder(geometry: distance_gaussian)``), 
 passing beside every block's attention (``gps``: ``Backbone(local_mp: gine)``), and both
 (``both``); and ``3d`` with solvation atom features: Gasteiger partial charges (``3d+charges``: the
 data module's ``charges: true``), and charges plus each atom's solvent-accessible surface
-(``3d+surface``: ``surface: true`` too). Each run is ``vecset fit`` with the shipped config and its design's three options:
+(``3d+surface``: ``surface: true`` too); and ``3d`` with an atomwise readout, the pooled prediction
+plus a sum of per-atom contributions (``3d+additive``: ``SequenceHead(additive: true)``). Each run
+is ``vecset fit`` with the shipped config and its design's options:
 
     FreeSolv     configs/freesolv.yaml    random splits 0-4 x seeds 0-2   val_rmse, test_rmse
     solubility   configs/solubility.yaml  its published split x seeds 0-2 val_rmse, test_rmse
