@@ -4,7 +4,11 @@ module's ``geometry: true`` and ``GraphEncoder(geometry: distance_gaussian)``), 
 passing beside every block's attention (``gps``: ``Backbone(local_mp: gine)``), and both
 (``both``); and ``3d`` with solvation atom features: Gasteiger partial charges (``3d+charges``: the
 data module's ``charges: true``), and charges plus each atom's solvent-accessible surface
-(``3d+surface``: ``surface: true`` too). Each run is ``vecset fit`` with the shipped config and its design's three options:
+(``3d+surface``: ``surface: true`` too); and ``3d`` with an atomwise readout, the pooled prediction
+plus a sum of per-atom contributions (``3d+additive``: ``SequenceHead(additive: true)``); and ``3d``
+trained on ten conformers per molecule, a random one at each draw (``3d+confs``: the data
+module's ``conformers: 10``). Each run
+is ``vecset fit`` with the shipped config and its design's options:
 
     FreeSolv     configs/freesolv.yaml    random splits 0-4 x seeds 0-2   val_rmse, test_rmse
     solubility   configs/solubility.yaml  its published split x seeds 0-2 val_rmse, test_rmse
@@ -39,6 +43,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ENC, BB, DATA = "--model.init_args.encoder.init_args", "--model.init_args.backbone.init_args", "--data.init_args"
+HEAD = "--model.init_args.head.init_args"
 
 # every design sets all its options: the shipped configs hold each set's winner, not the 2-D model
 GEO_ON, GEO_OFF = [f"{DATA}.geometry=true", f"{ENC}.geometry=distance_gaussian"], [f"{DATA}.geometry=false", f"{ENC}.geometry=none"]
@@ -52,7 +57,10 @@ DESIGNS: dict[str, list[str]] = {
     "both": [*GEO_ON, f"{BB}.local_mp=gine", *PLAIN],
     "3d+charges": [*GEO_ON, f"{BB}.local_mp=none", *CHARGES],
     "3d+surface": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE],
+    # ten conformers per molecule, a random one at each training draw (Uni-Mol's augmentation)
     "3d+confs": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, f"{DATA}.conformers=10"],
+    # the atomwise readout (SequenceHead's additive): the pooled prediction plus a sum over atoms
+    "3d+additive": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, f"{HEAD}.additive=true"],
 }
 
 

@@ -10,6 +10,11 @@ Regression with ``regression_loss: gaussian_nll`` is a mean-variance head (Nix &
 Lakshminarayanan et al. 2017, "Simple and Scalable Predictive Uncertainty Estimation using Deep
 Ensembles"): per target a mean and a variance (softplus, so positive), trained with the Gaussian
 negative log-likelihood (``torch.nn.GaussianNLLLoss``) on standardized targets.
+
+``additive=True`` adds a sum of per-vector contributions to the pooled prediction,
+y = MLP(pool(x)) + sum_i MLP_a(x_i): the atomwise readout of SchNet (Schuett et al. 2018) and
+PaiNN, whose energies are sums over atoms. For extensive targets (a free energy grows with the
+molecule) the sum carries the size that mean or attention pooling normalizes away.
 """
 
 from __future__ import annotations
@@ -60,6 +65,9 @@ class SequenceHead(Head):
             and saved with the model; ``none``: unweighted.
         regression_loss: ``mse`` (one value per target) or ``gaussian_nll`` (a mean and a
             variance per target; predictions add ``std`` in the target's units).
+        additive: add ``sum_i MLP_a(x_i)`` over the real vectors to the logits or the means
+            (not the variances): an atomwise readout for extensive targets. Its last layer
+            starts at zero, so training starts from the pooled model.
 
     Shapes:
         VectorSet (B, N, D) -> (B, num_outputs), or (B, 2 num_outputs) with ``gaussian_nll``
@@ -69,7 +77,7 @@ class SequenceHead(Head):
     def __init__(self, d_model: int, num_outputs: int, task: Task = "classification",
                  pooling: Pooling = "mean", extra_features: int = 0, dropout: float = 0.0,
                  label_smoothing: float = 0.0, class_weights: ClassWeights = "none",
-                 regression_loss: RegressionLoss = "mse") -> None:
+                 regression_loss: RegressionLoss = "mse", additive: bool = False) -> None:
         super().__init__()
         if task not in ("classification", "regression"):
             raise ValueError(f"task must be 'classification' or 'regression', got {task!r}")
@@ -98,6 +106,12 @@ class SequenceHead(Head):
         width = d_model + extra_features
         self.mlp = nn.Sequential(nn.LayerNorm(width), nn.Dropout(dropout), nn.Linear(width, d_model),
                                  nn.GELU(), nn.Dropout(dropout), nn.Linear(d_model, num_outputs * self.values))
+        self.additive = additive
+        if additive:  # only then: checkpoints of other heads keep their keys
+            self.contribution = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, d_model), nn.GELU(),
+                                              nn.Linear(d_model, num_outputs))
+            nn.init.zeros_(self.contribution[-1].weight)
+            nn.init.zeros_(self.contribution[-1].bias)
         self.register_buffer("target_mean", torch.zeros(num_outputs))
         self.register_buffer("target_std", torch.ones(num_outputs))
         if class_weights == "balanced":  # only then: checkpoints of unweighted heads keep their keys
@@ -134,7 +148,16 @@ class SequenceHead(Head):
                 got = None if features is None else tuple(features.shape)
                 raise ValueError(f"SequenceHead expects batch['features'] of width {self.extra_features}, got {got}")
             h = torch.cat([h, features.to(h.dtype)], dim=-1)
-        return self.mlp(h)
+        out = self.mlp(h)
+        if self.additive:
+            out = out + F.pad(self.contributions(vs).sum(1), (0, out.shape[-1] - self.num_outputs))
+        return out
+
+    def contributions(self, vs: VectorSet) -> Tensor:
+        """``additive`` only: each real vector's contribution (B, N, num_outputs), 0 on padding
+        and on a class token."""
+        x, mask = (vs.x[:, 1:], vs.mask[:, 1:]) if vs.cls else (vs.x, vs.mask)
+        return self.contribution(x).masked_fill(~mask[..., None], 0.0)
 
     # -- the hand-over: class count, feature width, regression scaler ----------------------
     def receive(self, spec: DataSpec) -> str | None:

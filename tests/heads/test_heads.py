@@ -80,3 +80,20 @@ def test_label_smoothing_mixes_the_uniform_target():
     torch.testing.assert_close(SequenceHead(8, num_outputs=4, label_smoothing=0.1).loss(out, {"y": y}), want)
     with pytest.raises(ValueError, match=r"label_smoothing must be in \[0, 1\), got 1.0"):
         SequenceHead(8, num_outputs=4, label_smoothing=1.0)
+
+
+@pytest.mark.parametrize("loss", ["mse", "gaussian_nll"])
+def test_additive_readout_adds_the_sum_of_per_vector_contributions(loss):
+    torch.manual_seed(2)
+    head = SequenceHead(8, 2, task="regression", pooling="attention", additive=True, regression_loss=loss).eval()
+    plain = SequenceHead(8, 2, task="regression", pooling="attention", regression_loss=loss).eval()
+    plain.load_state_dict(head.state_dict(), strict=False)  # the same pooled model, without the sum
+    s = torch.randn(3, 8)
+    torch.testing.assert_close(head(VectorSet.from_list([s])), plain(VectorSet.from_list([s])))  # last layer 0
+    torch.nn.init.normal_(head.contribution[-1].weight)
+    per = head.contribution(s)  # (3, 2): each vector's contribution, by hand
+    padded = VectorSet(x=torch.cat([s, torch.randn(2, 8)])[None], mask=torch.tensor([[True] * 3 + [False] * 2]))
+    out, base = head(padded), plain(VectorSet.from_list([s]))
+    torch.testing.assert_close(out[:, :2], base[:, :2] + per.sum(0))  # the means (or values) get the sum
+    torch.testing.assert_close(out[:, 2:], base[:, 2:])  # the variances do not
+    assert head.contributions(padded).shape == (1, 5, 2) and head.contributions(padded)[0, 3:].eq(0).all()
