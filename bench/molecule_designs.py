@@ -5,7 +5,8 @@ passing beside every block's attention (``gps``: ``Backbone(local_mp: gine)``), 
 (``both``); and ``3d`` with solvation atom features: Gasteiger partial charges (``3d+charges``: the
 data module's ``charges: true``), and charges plus each atom's solvent-accessible surface
 (``3d+surface``: ``surface: true`` too); and ``3d`` with an atomwise readout, the pooled prediction
-plus a sum of per-atom contributions (``3d+additive``: ``SequenceHead(additive: true)``); and ``3d``
+plus a sum of per-atom contributions (``3d+additive``: ``SequenceHead(additive: true)``; with the
+solvation features too: ``3d+surface+additive``); and ``3d``
 trained on ten conformers per molecule, a random one at each draw (``3d+confs``: the data
 module's ``conformers: 10``). Each run
 is ``vecset fit`` with the shipped config and its design's options:
@@ -61,6 +62,7 @@ DESIGNS: dict[str, list[str]] = {
     "3d+confs": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, f"{DATA}.conformers=10"],
     # the atomwise readout (SequenceHead's additive): the pooled prediction plus a sum over atoms
     "3d+additive": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, f"{HEAD}.additive=true"],
+    "3d+surface+additive": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, f"{HEAD}.additive=true"],
 }
 
 
