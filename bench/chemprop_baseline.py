@@ -91,8 +91,9 @@ def data_module(name: str, split_seed: int) -> MoleculeDataModule:
     """The shipped config's data module (``data.init_args`` of ``SETS[name]["config"]``) with
     ``split_seed``, set up: its splits are the ones ``vecset fit --config`` trains on."""
     cfg = yaml.safe_load((ROOT / SETS[name]["config"]).read_text())["data"]
-    # Chemprop reads the SMILES only: the config's 3-D conformers (geometry) play no part in the split
-    args = {**cfg["init_args"], "split_seed": split_seed, "geometry": False}
+    # Chemprop reads the SMILES only: the config's 3-D conformers (geometry) and the atom features
+    # measured on them (surface) play no part in the split
+    args = {**cfg["init_args"], "split_seed": split_seed, "geometry": False, "surface": False}
     args["csv_path"] = str(ROOT / args["csv_path"])
     dm = MoleculeDataModule(**args)
     dm.setup("fit")

@@ -51,18 +51,20 @@ GEO_ON, GEO_OFF = [f"{DATA}.geometry=true", f"{ENC}.geometry=distance_gaussian"]
 # the solvation atom features (encoders/graph/solvation.py): Gasteiger charges, then the atoms' surface too
 PLAIN, CHARGES, SURFACE = ([f"{DATA}.charges={c}", f"{DATA}.surface={s}"]
                            for c, s in (("false", "false"), ("true", "false"), ("true", "true")))
+# the readout: the pooled prediction alone, or plus a sum over atoms (SequenceHead's additive: the
+# atomwise readout); conformers per molecule: one, or ten with a random one at each training draw
+POOLED, ADDITIVE = [f"{HEAD}.additive=false"], [f"{HEAD}.additive=true"]
+ONE, TEN = [f"{DATA}.conformers=1"], [f"{DATA}.conformers=10"]
 DESIGNS: dict[str, list[str]] = {
-    "2d": [*GEO_OFF, f"{BB}.local_mp=none", *PLAIN],
-    "3d": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN],
-    "gps": [*GEO_OFF, f"{BB}.local_mp=gine", *PLAIN],
-    "both": [*GEO_ON, f"{BB}.local_mp=gine", *PLAIN],
-    "3d+charges": [*GEO_ON, f"{BB}.local_mp=none", *CHARGES],
-    "3d+surface": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE],
-    # ten conformers per molecule, a random one at each training draw (Uni-Mol's augmentation)
-    "3d+confs": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, f"{DATA}.conformers=10"],
-    # the atomwise readout (SequenceHead's additive): the pooled prediction plus a sum over atoms
-    "3d+additive": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, f"{HEAD}.additive=true"],
-    "3d+surface+additive": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, f"{HEAD}.additive=true"],
+    "2d": [*GEO_OFF, f"{BB}.local_mp=none", *PLAIN, *POOLED, *ONE],
+    "3d": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *POOLED, *ONE],
+    "gps": [*GEO_OFF, f"{BB}.local_mp=gine", *PLAIN, *POOLED, *ONE],
+    "both": [*GEO_ON, f"{BB}.local_mp=gine", *PLAIN, *POOLED, *ONE],
+    "3d+charges": [*GEO_ON, f"{BB}.local_mp=none", *CHARGES, *POOLED, *ONE],
+    "3d+surface": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, *POOLED, *ONE],
+    "3d+confs": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *POOLED, *TEN],  # Uni-Mol's augmentation
+    "3d+additive": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *ADDITIVE, *ONE],
+    "3d+surface+additive": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, *ADDITIVE, *ONE],
 }
 
 

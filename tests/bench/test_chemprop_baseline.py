@@ -35,9 +35,10 @@ def test_freesolv_split_0_is_the_data_modules_and_the_published_permutation(tmp_
     got = lines_by_split(rows)
     # the data module `vecset fit --config configs/freesolv.yaml` builds, set up on its own
     monkeypatch.chdir(ROOT)
-    # (its 3-D conformers play no part in the split: left out, seconds faster)
+    # (its 3-D conformers and the surface measured on them play no part in the split: left out, seconds faster)
     dm = run_cli(["--config", "configs/freesolv.yaml", "--trainer.enable_progress_bar=false",
-                  "--data.init_args.geometry=false", "--model.init_args.encoder.init_args.geometry=none"],
+                  "--data.init_args.geometry=false", "--data.init_args.surface=false",
+                  "--model.init_args.encoder.init_args.geometry=none"],
                  run=False).datamodule
     dm.setup("fit")
     assert got == {k: sorted(it["line"] for it in dm.splits[k]) for k in ("train", "val", "test")}

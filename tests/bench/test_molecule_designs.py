@@ -38,6 +38,13 @@ def test_the_plan_covers_every_design_split_and_seed_with_its_overrides():
     assert set(geo + no_mp + ["--data.init_args.charges=true", "--data.init_args.surface=false"]) <= set(args["3d+charges"])
     assert set(geo + no_mp + ["--data.init_args.charges=true", "--data.init_args.surface=true"]) <= set(args["3d+surface"])
     assert set(geo + no_mp + plain + ["--data.init_args.conformers=10"]) <= set(args["3d+confs"])
+    # the readout and the conformers too: the shipped FreeSolv and solubility configs read out additively
+    pooled, additive = "--model.init_args.head.init_args.additive=false", "--model.init_args.head.init_args.additive=true"
+    assert all(pooled in args[d] for d in ("2d", "3d", "gps", "both", "3d+charges", "3d+surface", "3d+confs"))
+    assert additive in args["3d+additive"] and pooled not in args["3d+additive"]
+    assert set(geo + no_mp + ["--data.init_args.charges=true", "--data.init_args.surface=true", additive]) \
+        <= set(args["3d+surface+additive"])
+    assert all("--data.init_args.conformers=1" in a for d, a in args.items() if d != "3d+confs")
     assert "--plots=false" not in args["2d"]  # B3DB's ROC-AUC comes from its test report
 
 

@@ -253,19 +253,19 @@ def test_the_molecule_widths_and_outputs_follow_the_data(tmp_path, monkeypatch):
     from rdkit.Chem import Descriptors
 
     monkeypatch.chdir(tmp_path)
+    # freesolv.yaml's atoms: 42 features, one more with the Gasteiger charge, two more with the surface
     model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"))
-    assert (model.encoder.node_dim, model.encoder.num_edge_types) == (42, 6)
-    assert model.encoder.proj.weight.shape[1] == 42
+    assert (model.encoder.node_dim, model.encoder.num_edge_types) == (45, 6)
+    assert model.encoder.proj.weight.shape[1] == 45
     assert (model.head.extra_features, model.head.num_outputs) == (len(Descriptors._descList), 1)
     model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.descriptors=false",
                      "--data.init_args.target_columns=[expt, calc]")
     assert (model.head.extra_features, model.head.num_outputs) == (0, 2)
-    # the solvation atom features widen the atoms: charges one column, the surface two more
-    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.charges=true")
+    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.surface=false")
     assert model.encoder.node_dim == 43
-    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.charges=true",
-                     "--data.init_args.surface=true")
-    assert model.encoder.proj.weight.shape[1] == 45
+    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.charges=false",
+                     "--data.init_args.surface=false")
+    assert model.encoder.proj.weight.shape[1] == 42
     # multitask_molecules.yaml and pretrain_molecules.yaml: test_every_config_gives_each_linked_value_once_and_builds
 
 

@@ -118,8 +118,8 @@ DESIGN_PARTS = {"freesolv.yaml": {"encoder": r"distance_bias\.", "backbone": Non
                 "solubility.yaml": {"encoder": r"distance_bias\.", "backbone": None},
                 "b3db.yaml": {"encoder": None, "backbone": r"blocks\.\d+\.(local_mp|norm_mp)\."}}
 # what a config's wider atom features skip (another shape, documented: kept as initialized):
-# solubility's charges and surface make 45 atom features against the checkpoint's 42
-SKIPPED = {"solubility.yaml": {"encoder": ["proj.weight (64, 42) -> (64, 45)"]}}
+# FreeSolv's and solubility's charges and surface make 45 atom features against the checkpoint's 42
+SKIPPED = {c: {"encoder": ["proj.weight (64, 42) -> (64, 45)"]} for c in ("freesolv.yaml", "solubility.yaml")}
 
 
 @pytest.mark.parametrize("config", ["freesolv.yaml", "solubility.yaml", "b3db.yaml"])
