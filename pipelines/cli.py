@@ -44,6 +44,7 @@ from vecset.pipelines.config_links import (
     unset_target,
 )
 from vecset.pipelines.console import ModelSummary, ProgressBar
+from vecset.pipelines.data_errors import data_error, missing_input
 from vecset.pipelines.predict.writer import PredictionWriter
 from vecset.pipelines.reports.callback import ReportWriter
 from vecset.pipelines.signals import stop_on_signals
@@ -128,6 +129,13 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
     def instantiate_classes(self) -> None:
         """As LightningCLI's; a constructor that raises is reported as its own message on the
         first line, after the object's config path and class (pipelines/config_errors.py)."""
+        # a file or folder the data names that is not there: found now, before any model is built
+        missing = None if debug_mode() else missing_input(self._subcommand_config())
+        if missing is not None:
+            if not self.parser.exit_on_error:
+                raise SettingError(missing)
+            sys.stderr.write(f"error: {missing}\n")
+            sys.exit(2)
         try:
             super().instantiate_classes()
         except Exception as ex:
@@ -398,10 +406,19 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
         # a new run that failed before writing anything (e.g. at data setup) leaves no empty
         # run directory, which --ckpt_path last would take for the newest
         if own_run and resumed is None and "VECSET_RUN_VERSION" in os.environ:
-            remove_unused_run_dir(Path(RUNS_DIR) / name / f"version_{os.environ['VECSET_RUN_VERSION']}")
+            version_dir = Path(RUNS_DIR) / name / f"version_{os.environ['VECSET_RUN_VERSION']}"
+            if remove_unused_run_dir(version_dir):
+                for folder in (version_dir.parent, version_dir.parent.parent):  # runs/<name>, runs: when empty
+                    if folder.is_dir() and not any(folder.iterdir()):
+                        folder.rmdir()
         if isinstance(ex, SettingError) and not debug_mode():
             # a setting found wrong once the run started: its one line, as a constructor's error
             sys.stderr.write(f"error: {ex}\n  ({DEBUG_ENV}=true shows the traceback)\n")
+            raise SystemExit(2) from None
+        # a data file a data module could not read (pipelines/data_errors.py): its one line too
+        report = None if debug_mode() or not isinstance(ex, Exception) else data_error(ex)
+        if report is not None:
+            sys.stderr.write("".join(f"{line}\n" for line in report.lines()))
             raise SystemExit(2) from None
         raise
     finally:

@@ -129,6 +129,10 @@ def check_intervals(path: Path, intervals: list[Interval], n_samples: int, sampl
                     audio: Path | None, contiguous: bool = True) -> None:
     """Each interval ends after it starts and within the audio, none overlaps the previous one,
     and with ``contiguous`` each starts where the previous ended (a phone tier has no gaps)."""
+    for before, iv in zip(intervals, intervals[1:]):
+        if iv.start < before.start:
+            raise ValueError(f"{path}: {iv.where}: {iv.label!r} starts before the previous interval ({before.where}) "
+                             "starts: the intervals are not in time order (sort them by start time)")
     prev: Interval | None = None
     for iv in intervals:
         if iv.end <= iv.start:

@@ -172,6 +172,13 @@ class VecsetDataModule(pl.LightningDataModule):
         parse, before anything is built, so a config gives each once). Here none."""
         return []
 
+    @classmethod
+    def input_paths(cls, init_args: dict[str, Any]) -> dict[str, Path]:
+        """The files and folders this data's arguments (``init_args``, as the config gives them)
+        name, which must exist: argument -> the path as the data module opens it. The CLI checks
+        them when the config is read, before any model is built. Here none."""
+        return {}
+
     def label_key(self) -> str:
         """What this data's targets are: two data modules with one key label their items alike
         (the same file and columns). Here: this object alone."""

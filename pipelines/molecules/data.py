@@ -48,7 +48,7 @@ import logging
 import math
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -235,6 +235,11 @@ class MoleculeDataModule(VecsetDataModule):
 
     Batches: see ``encoders.graph.pad_graphs``; ``y`` (B, T) float, or (B,) long class indices.
     """
+
+    @classmethod
+    def input_paths(cls, init_args: dict[str, Any]) -> dict[str, Path]:
+        """The CSV files."""
+        return {k: Path(init_args[k]) for k in ("csv_path", "predict_csv") if init_args.get(k)}
 
     def __init__(self, csv_path: str, smiles_column: str = "smiles", target_columns: list[str] | None = None,
                  label_column: str | None = None, classes: list[str] | None = None, split: Split = "random", split_seed: int = 0, split_column: str = "split",

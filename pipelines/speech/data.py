@@ -17,7 +17,7 @@ import logging
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
@@ -205,6 +205,12 @@ class SpeechFramesDataModule(VecsetDataModule):
         bucket_batches: draw each training batch from one length bucket (less padding), the
             batches in a seeded order; needs ``length_buckets`` and the data on the device.
     """
+
+    @classmethod
+    def input_paths(cls, init_args: dict[str, Any]) -> dict[str, Path]:
+        """``root``, and the CTM files (relative to it) where given."""
+        root = Path(init_args.get("root") or "data/speech")
+        return {"root": root, **{k: root / init_args[k] for k in ("phone_ctm", "word_ctm") if init_args.get(k)}}
 
     def __init__(self, root: str = "data/speech", train: str = "train.lst", val: str = "dev.lst",
                  test: str = "test.lst", phone_set: PhoneSet = "festival",

@@ -19,6 +19,7 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
+from vecset.contracts.data_errors import DataFileError, MissingDataFile
 from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.timeseries import (
     LabelRow,
@@ -72,6 +73,11 @@ class TimeSeriesDataModule(VecsetDataModule):
     Batches: ``x`` (B, T, C) float, ``mask`` (B, T) bool, ``y`` (B,) long, ``ids`` (B,).
     """
 
+    @classmethod
+    def input_paths(cls, init_args: dict[str, Any]) -> dict[str, Path]:
+        """The series folder where one is given (None: the shipped one)."""
+        return {"root": Path(init_args["root"])} if init_args.get("root") else {}
+
     def __init__(self, root: str | None = None, labels: str = "labels.csv", val_fraction: float = 0.2,
                  test_fraction: float = 0.2, split_seed: int = 0, batch_size: int = 32, num_workers: int = 0,
                  predict_files: list[str] | None = None) -> None:
@@ -105,7 +111,7 @@ class TimeSeriesDataModule(VecsetDataModule):
         counts = Counter(r.label for r in rows)
         few = sorted(c for c, n in counts.items() if n < 2)
         if few:
-            raise ValueError(f"{self.root / self.labels}: class(es) {few} have fewer than 2 training series, too few "
+            raise DataFileError(self.root / self.labels, f"class(es) {few} have fewer than 2 training series, too few "
                              f"to hold out {what} series of each class (add series or give a split column)")
         kept, held = train_test_split(rows, test_size=fraction, random_state=self.split_seed,
                                       stratify=[r.label for r in rows])
@@ -123,20 +129,20 @@ class TimeSeriesDataModule(VecsetDataModule):
         else:
             train, val, test = ([r for r in rows if r.split == s] for s in ("train", "val", "test"))
             if not train:
-                raise ValueError(f"{path}: no row has split 'train' (a model needs training series)")
+                raise DataFileError(path, "no row has split 'train' (a model needs training series)")
         if not val:
             train, val = self._split(train, self.val_fraction, "validation")
         index = {c: i for i, c in enumerate(self.class_names)}
         for split, chosen in (("val", val), ("test", test)):
             for r in chosen:
                 if r.label not in index:
-                    raise ValueError(f"{path} line {r.line}: label {r.label!r} of {split} series {r.file} is not a "
-                                     f"training label ({', '.join(self.class_names)}); a model cannot predict a class "
-                                     "it never saw")
+                    raise DataFileError(path, f"label {r.label!r} of {split} series {r.file} is not a training label "
+                                        f"({', '.join(self.class_names)}); a model cannot predict a class it never "
+                                        "saw", r.line)
         for split, chosen in (("train", train), ("val", val), ("test", test)):
             for r in chosen:
                 if not (self.root / r.file).is_file():
-                    raise FileNotFoundError(f"{path} line {r.line}: series file {r.file} not found in {self.root}")
+                    raise MissingDataFile(path, f"series file {r.file} not found in {self.root}", r.line)
             self.splits[split] = [self._read(self.root / r.file, r.file, r.label, index[r.label]) for r in chosen]
         if self.predict_files:
             self.splits["predict"] = [self._read(p, str(p), None, None) for p in self._predict_paths()]

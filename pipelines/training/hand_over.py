@@ -11,6 +11,7 @@ from pytorch_lightning.utilities import rank_zero_info
 from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
+from vecset.pipelines.config_errors import SettingError
 from vecset.pipelines.data.base import VecsetDataModule
 
 
@@ -25,7 +26,10 @@ def hand_over(dm: pl.LightningDataModule, stage: str, encoder: Encoder, head: He
         spec = DataSpec(source=type(dm).__name__, fit=stage == "fit")
     spec = replace(spec, task=task)
     for name, part in (("encoder", encoder), ("head", head)):
-        took = part.receive(spec)
+        try:
+            took = part.receive(spec)
+        except ValueError as ex:  # the model's settings and the data's disagree: the user's config, one line
+            raise SettingError(str(ex)) from ex
         if took:
             rank_zero_info(f"{spec.where}{name} {took}")
     return spec

@@ -33,12 +33,12 @@ def test_a_series_is_its_rows_of_channels(tmp_path):
 
 
 @pytest.mark.parametrize("text,expected", [
-    ("x,y,z\n1,2,3\n4,5\n", "a.csv line 3: 2 values, the header names 3 channels"),
-    ("x,y,z\n1,abc,3\n", "a.csv line 2, column y: 'abc' is not a number"),
-    ("x,y,z\n1,2,3\n1,2,nan\n", "a.csv line 3, column z: nan is not a finite number"),
-    ("x,y,z\n1,inf,3\n", "a.csv line 2, column y: inf is not a finite number"),
+    ("x,y,z\n1,2,3\n4,5\n", "a.csv:3: 2 values, the header names 3 channels"),
+    ("x,y,z\n1,abc,3\n", "a.csv:2: column y: 'abc' is not a number"),
+    ("x,y,z\n1,2,3\n1,2,nan\n", "a.csv:3: column z: nan is not a finite number"),
+    ("x,y,z\n1,inf,3\n", "a.csv:2: column y: inf is not a finite number"),
     ("x,y,z\n", "a.csv: an empty series (a header and no rows)"),
-    ("x,,z\n1,2,3\n", "a.csv line 1: the header must name every channel"),
+    ("x,,z\n1,2,3\n", "a.csv:1: the header must name every channel"),
 ])
 def test_a_bad_series_names_its_file_line_and_column(tmp_path, text, expected):
     with pytest.raises(ValueError) as e:
@@ -49,7 +49,7 @@ def test_a_bad_series_names_its_file_line_and_column(tmp_path, text, expected):
 def test_channels_differing_from_the_other_files_are_an_error(tmp_path):
     with pytest.raises(ValueError) as e:
         read_series(write(tmp_path / "b.csv", "x,z,y\n1,2,3\n"), channels=["x", "y", "z"])
-    assert first_line(e) == (f"{tmp_path / 'b.csv'} line 1: channels ['x', 'z', 'y'] differ from the other files' "
+    assert first_line(e) == (f"{tmp_path / 'b.csv'}:1: channels ['x', 'z', 'y'] differ from the other files' "
                              "['x', 'y', 'z'] (every series names the same channels in the same order)")
 
 
@@ -65,13 +65,13 @@ def test_labels_rows_and_their_errors(tmp_path):
     assert class_names_of(rows) == ["a", "b"]  # the training labels: z is a test row's
     with pytest.raises(ValueError) as e:
         read_labels(write(tmp_path / "l2.csv", "file,label,split\na.csv,b,dev\n"))
-    assert first_line(e) == f"{tmp_path / 'l2.csv'} line 2, column split: 'dev' (expected one of train, val, test)"
+    assert first_line(e) == f"{tmp_path / 'l2.csv'}:2: column split: 'dev' (expected one of train, val, test)"
     with pytest.raises(ValueError) as e:
         read_labels(write(tmp_path / "l3.csv", "name,class\na.csv,b\n"))
-    assert first_line(e).startswith(f"{tmp_path / 'l3.csv'} line 1: header ['name', 'class']")
+    assert first_line(e).startswith(f"{tmp_path / 'l3.csv'}:1: header ['name', 'class']")
     with pytest.raises(ValueError) as e:
         read_labels(write(tmp_path / "l4.csv", "file,label\na.csv,b\na.csv,c\n"))
-    assert first_line(e) == f"{tmp_path / 'l4.csv'} line 3: a.csv is listed again (first on line 2)"
+    assert first_line(e) == f"{tmp_path / 'l4.csv'}:3: a.csv is listed again (first on line 2)"
 
 
 def test_the_encoded_set_has_a_vector_per_step_and_padding_changes_no_real_vector():

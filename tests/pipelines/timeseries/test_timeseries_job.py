@@ -121,7 +121,7 @@ def test_splits_of_a_folder_without_a_split_column_and_its_errors(tmp_path):
                                                 f"{lines[-1].split(',')[0]},sideways,test"]) + "\n")
     with pytest.raises(ValueError) as e:
         TimeSeriesDataModule(str(root)).setup("fit")
-    assert str(e.value).splitlines()[0] == (f"{root / 'labels.csv'} line 41: label 'sideways' of test series s39.csv "
+    assert str(e.value).splitlines()[0] == (f"{root / 'labels.csv'}:41: label 'sideways' of test series s39.csv "
                                             "is not a training label (down, up); a model cannot predict a class it "
                                             "never saw")
     # a listed file that is not there
@@ -129,4 +129,4 @@ def test_splits_of_a_folder_without_a_split_column_and_its_errors(tmp_path):
     (root / "labels.csv").write_text("\n".join(["file,label,split", *[f"{ln},train" for ln in lines[1:]]]) + "\n")
     with pytest.raises(FileNotFoundError) as e:
         TimeSeriesDataModule(str(root)).setup("fit")
-    assert str(e.value).splitlines()[0] == f"{root / 'labels.csv'} line 41: series file s39.csv not found in {root}"
+    assert str(e.value).splitlines()[0] == f"{root / 'labels.csv'}:41: series file s39.csv not found in {root}"

@@ -1,0 +1,289 @@
+"""A bad data file reaches the user as one line (issue 57): ``error: <file>[:line]: <reason>``, one
+hint line, exit 2, nothing left under runs/: the command's one mechanism (pipelines/data_errors.py),
+for every job's data module. Each case builds its bad file in tmp_path and runs ``vecset fit`` in
+the process; the errors surface at setup, before any step."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import soundfile as sf
+
+from vecset.pipelines.cli import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / "configs"
+QUIET = ["--trainer.enable_progress_bar=false", "--trainer.max_epochs=1", "--trainer.limit_train_batches=1",
+         "--trainer.limit_val_batches=1", "--trainer.limit_test_batches=1"]
+
+
+def run(tmp_path: Path, monkeypatch, capsys, argv: list[str]) -> list[str]:
+    """``vecset fit`` in ``tmp_path``; the lines it wrote to stderr (it must exit 2, leave no run)."""
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        run_cli(["fit", *argv, *QUIET])
+    err = capsys.readouterr().err
+    assert e.value.code == 2, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) <= 4, err
+    if len(lines) > 1:  # one hint line, last
+        assert lines[-1].strip().startswith("(") and "JSONARGPARSE_DEBUG=true shows the traceback" in lines[-1]
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("*")), list((tmp_path / "runs").rglob("*"))
+    return lines
+
+
+# -- time series: the shipped Japanese Vowels copied, one file made bad ---------------------------
+TS = ["--config", str(CONFIGS / "timeseries_debug.yaml"), "--data.init_args.root=jv"]
+
+
+def jv(tmp_path: Path) -> Path:
+    out = tmp_path / "jv"
+    shutil.copytree(ROOT / "data" / "japanese_vowels", out)
+    return out
+
+
+def set_line(path: Path, number: int, text: str) -> None:
+    lines = path.read_text().splitlines()
+    lines[number - 1] = text
+    path.write_text("\n".join(lines) + "\n")
+
+
+def ts_missing_file(root: Path) -> str:
+    set_line(root / "labels.csv", 4, "missing.csv,1,train")
+    return r"^error: jv/labels\.csv:4: series file missing\.csv not found in jv$"
+
+
+def ts_nan(root: Path) -> str:
+    row = (root / "train_005.csv").read_text().splitlines()[2].split(",")
+    set_line(root / "train_005.csv", 3, ",".join(["nan", *row[1:]]))
+    return r"^error: jv/train_005\.csv:3: column \w+: nan is not a finite number"
+
+
+def ts_ragged(root: Path) -> str:
+    row = (root / "train_005.csv").read_text().splitlines()[3].split(",")
+    set_line(root / "train_005.csv", 4, ",".join(row[:-2]))
+    return r"^error: jv/train_005\.csv:4: 10 values, the header names 12 channels"
+
+
+def ts_header_only(root: Path) -> str:
+    path = root / "train_005.csv"
+    path.write_text(path.read_text().splitlines()[0] + "\n")
+    return r"^error: jv/train_005\.csv: an empty series \(a header and no rows\)"
+
+
+def ts_other_channels(root: Path) -> str:
+    path = root / "train_005.csv"
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([",".join(f"x{i}" for i in range(12)), *lines[1:]]) + "\n")
+    return r"^error: jv/train_005\.csv:1: channels \['x0', .* differ from the other files'"
+
+
+def ts_abc(root: Path) -> str:
+    row = (root / "train_005.csv").read_text().splitlines()[1].split(",")
+    set_line(root / "train_005.csv", 2, ",".join([row[0], "abc", *row[2:]]))
+    return r"^error: jv/train_005\.csv:2: column \w+: 'abc' is not a number$"
+
+
+def ts_unseen_label(root: Path) -> str:
+    lines = (root / "labels.csv").read_text().splitlines()
+    n = next(i for i, line in enumerate(lines, 1) if line.endswith(",test"))
+    set_line(root / "labels.csv", n, lines[n - 1].split(",")[0] + ",sideways,test")
+    return rf"^error: jv/labels\.csv:{n}: label 'sideways' of test series \S+ is not a training label"
+
+
+# -- speech: 2 utterances of each split of the sample, as TextGrids, CTM or .phn -------------------
+SPEECH = ["--config", str(CONFIGS / "speech_frames_debug.yaml"), "--data.init_args.root=sp"]
+
+
+def speech(tmp_path: Path) -> Path:
+    """The first 2 utterances of each list of the sample (audio, .phn, .wrd), in ``tmp_path/sp``."""
+    src, out = ROOT / "data" / "speech", tmp_path / "sp"
+    for lst in ("train.lst", "dev.lst", "test.lst"):
+        ids = (src / lst).read_text().split()[:2]
+        (out / lst).parent.mkdir(parents=True, exist_ok=True)
+        (out / lst).write_text("\n".join(ids) + "\n")
+        for u in ids:
+            (out / u).parent.mkdir(parents=True, exist_ok=True)
+            for ext in (".flac", ".phn", ".wrd", ".txt"):
+                if (src / u).with_suffix(ext).exists():
+                    shutil.copy((src / u).with_suffix(ext), (out / u).with_suffix(ext))
+    return out
+
+
+def first_utterance(root: Path) -> Path:
+    return root / ((root / "train.lst").read_text().split()[0] + ".flac")
+
+
+def phones_of(audio: Path) -> tuple[int, int, list[tuple[int, int, str]]]:
+    """(rate, samples, the .phn's rows) of ``audio``."""
+    info = sf.info(str(audio))
+    rows = [(int(a), int(b), c) for a, b, c in (line.split() for line in audio.with_suffix(".phn").read_text().splitlines())]
+    return info.samplerate, info.frames, rows
+
+
+def textgrid(tiers: dict[str, list[tuple[float, float, str]]], end: float) -> str:
+    """A long-format Praat TextGrid of interval tiers, written as given (nothing checked)."""
+    out = ['File type = "ooTextFile"', 'Object class = "TextGrid"', "", "xmin = 0", f"xmax = {end!r}",
+           "tiers? <exists>", f"size = {len(tiers)}", "item []:"]
+    for i, (name, rows) in enumerate(tiers.items(), 1):
+        out += [f"    item [{i}]:", '        class = "IntervalTier"', f'        name = "{name}"', "        xmin = 0",
+                f"        xmax = {end!r}", f"        intervals: size = {len(rows)}"]
+        for j, (a, b, label) in enumerate(rows, 1):
+            out += [f"        intervals [{j}]:", f"            xmin = {a!r}", f"            xmax = {b!r}",
+                    f'            text = "{label}"']
+    return "\n".join(out) + "\n"
+
+
+def to_textgrids(root: Path, change=None, tiers: tuple[str, ...] = ("phones", "words")) -> Path:
+    """Every utterance's .phn/.wrd as a TextGrid instead; ``change(rows)`` edits the first training
+    utterance's phone rows (seconds). The first training utterance's TextGrid path."""
+    first = first_utterance(root)
+    for phn in sorted(root.rglob("*.phn")):
+        audio = phn.with_suffix(".flac")
+        rate, n, rows = phones_of(audio)
+        phones = [(a / rate, b / rate, c) for a, b, c in rows]
+        words = [(int(a) / rate, int(b) / rate, c) for a, b, c in
+                 (line.split() for line in phn.with_suffix(".wrd").read_text().splitlines())]
+        # the words tier without gaps, as Praat writes it
+        filled, t = [], 0.0
+        for a, b, w in words:
+            if a > t:
+                filled.append((t, a, ""))
+            filled.append((a, b, w))
+            t = b
+        if t < n / rate:
+            filled.append((t, n / rate, ""))
+        if audio == first and change is not None:
+            phones = change(phones)
+        chosen = {"phones": phones, "words": filled}
+        phn.with_suffix(".TextGrid").write_text(textgrid({k: chosen[k] for k in tiers}, n / rate))
+        phn.unlink()
+        phn.with_suffix(".wrd").unlink()
+    return first.with_suffix(".TextGrid")
+
+
+def rel(path: Path, root: Path) -> str:
+    return re.escape(str(path.relative_to(root.parent)))
+
+
+def sp_overlap(root: Path) -> str:
+    tg = to_textgrids(root, lambda p: [p[0], (p[1][0] - 0.02, p[1][1], p[1][2]), *p[2:]])
+    return rf"^error: {rel(tg, root)}: tier 'phones', interval 2 .* overlaps the previous interval"
+
+
+def sp_unsorted(root: Path) -> str:
+    tg = to_textgrids(root, lambda p: [p[0], p[2], p[1], *p[3:]])
+    return rf"^error: {rel(tg, root)}: tier 'phones', interval 3 .* starts before the previous interval .* not in time order"
+
+
+def sp_past_end(root: Path) -> str:
+    tg = to_textgrids(root, lambda p: [*p[:-1], (p[-1][0], p[-1][1] + 0.5, p[-1][2])])
+    return rf"^error: {rel(tg, root)}: tier 'phones', interval \d+ .* runs past the end of the audio"
+
+
+def sp_unknown_label(root: Path) -> str:
+    tg = to_textgrids(root, lambda p: [p[0], (p[1][0], p[1][1], "zz"), *p[2:]])
+    return rf"^error: {rel(tg, root)}: tier 'phones', interval 2 .* label 'zz' maps to no phone of the festival set"
+
+
+def sp_empty_tier(root: Path) -> str:
+    tg = to_textgrids(root, lambda p: [])
+    return rf"^error: {rel(tg, root)}: no phone intervals"
+
+
+def sp_no_phones_tier(root: Path) -> str:
+    first = first_utterance(root)
+    to_textgrids(root)
+    tg = first.with_suffix(".TextGrid")
+    tg.write_text(tg.read_text().replace('name = "phones"', 'name = "segments"'))
+    return rf"^error: {rel(tg, root)}: no tier 'phones' \(its tiers: 'segments', 'words'\)"
+
+
+def sp_truncated(root: Path) -> str:
+    tg = to_textgrids(root)
+    text = tg.read_text()
+    tg.write_text(text[:len(text) // 2])
+    return rf"^error: {rel(tg, root)}: cannot read it as a Praat TextGrid"
+
+
+def sp_phn_past_end(root: Path) -> str:
+    audio = first_utterance(root)
+    rate, n, rows = phones_of(audio)
+    a, b, c = rows[-1]
+    rows[-1] = (a, b + rate // 2, c)
+    audio.with_suffix(".phn").write_text("".join(f"{a} {b} {c}\n" for a, b, c in rows))
+    return rf"^error: {rel(audio.with_suffix('.phn'), root)}:{len(rows)}: .*past the end of the audio"
+
+
+def sp_missing_ctm(root: Path) -> tuple[str, list[str]]:
+    return r"^error: data\.init_args\.phone_ctm: sp/phones\.ctm does not exist", ["--data.init_args.phone_ctm=phones.ctm"]
+
+
+def sp_no_words_tier(root: Path) -> str:
+    tg = to_textgrids(root, tiers=("phones",))
+    return rf"^error: {rel(tg, root)}: no tier 'words' \(its tiers: 'phones'\); set the data module's phone_tier / word_tier"
+
+
+# -- molecules: a tiny FreeSolv CSV --------------------------------------------------------------
+MOL = ["--config", str(CONFIGS / "freesolv.yaml"), "--data.init_args.csv_path=mol.csv", "--data.init_args.cache=false",
+       "--data.init_args.batch_size=4", "--trainer.max_time=null"]
+
+
+def molecules(tmp_path: Path) -> Path:
+    lines = (ROOT / "data" / "molecules" / "freesolv.csv").read_text().splitlines()
+    (tmp_path / "mol.csv").write_text("\n".join(lines[:31]) + "\n")
+    return tmp_path / "mol.csv"
+
+
+def mol_no_geometry(path: Path) -> tuple[str, list[str]]:
+    return (r"^error: GraphEncoder has geometry='distance_gaussian' but MoleculeDataModule made the graphs without "
+            r"3-D distances \(set its geometry: true\)", ["--data.init_args.geometry=false", "--data.init_args.surface=false"])
+
+
+def mol_one_row(path: Path) -> str:
+    path.write_text("\n".join(path.read_text().splitlines()[:2]) + "\n")
+    return r"^error: mol\.csv: "
+
+
+def mol_no_target(path: Path) -> str:
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0].replace("expt", "measured"), *lines[1:]]) + "\n")
+    return r"^error: mol\.csv: .*expt"
+
+
+CASES = {
+    "ts-missing-file": (jv, TS, ts_missing_file),
+    "ts-nan": (jv, TS, ts_nan),
+    "ts-ragged-row": (jv, TS, ts_ragged),
+    "ts-header-only": (jv, TS, ts_header_only),
+    "ts-other-channels": (jv, TS, ts_other_channels),
+    "ts-abc": (jv, TS, ts_abc),
+    "ts-unseen-test-label": (jv, TS, ts_unseen_label),
+    "sp-textgrid-overlap": (speech, SPEECH, sp_overlap),
+    "sp-textgrid-unsorted": (speech, SPEECH, sp_unsorted),
+    "sp-textgrid-past-end": (speech, SPEECH, sp_past_end),
+    "sp-textgrid-unknown-label": (speech, SPEECH, sp_unknown_label),
+    "sp-textgrid-empty-phone-tier": (speech, SPEECH, sp_empty_tier),
+    "sp-textgrid-no-phones-tier": (speech, SPEECH, sp_no_phones_tier),
+    "sp-textgrid-truncated": (speech, SPEECH, sp_truncated),
+    "sp-phn-past-end": (speech, SPEECH, sp_phn_past_end),
+    "sp-missing-ctm": (speech, SPEECH, sp_missing_ctm),
+    "sp-textgrid-no-words-tier": (speech, SPEECH, sp_no_words_tier),
+    "mol-geometry-false": (molecules, MOL, mol_no_geometry),
+    "mol-one-row": (molecules, MOL, mol_one_row),
+    "mol-missing-target": (molecules, MOL, mol_no_target),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_bad_data_file_is_one_error_line(case, tmp_path, monkeypatch, capsys):
+    build, argv, spoil = CASES[case]
+    made = spoil(build(tmp_path))
+    expected, extra = made if isinstance(made, tuple) else (made, [])
+    lines = run(tmp_path, monkeypatch, capsys, [*argv, *extra])
+    assert re.search(expected, lines[0]), lines
