@@ -27,7 +27,6 @@ from typing import Any
 from vecset.contracts.data_errors import DataError
 from vecset.pipelines.config_errors import DEBUG_ENV, _chain, _frames, _where
 
-
 # what a reader raises about a file it cannot use; a bug raises other types
 USER_TYPES = (ValueError, OSError, KeyError)
 USER_TYPE_NAMES = frozenset(["ValueError", "OSError", "FileNotFoundError", "IsADirectoryError", "PermissionError",

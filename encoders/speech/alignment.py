@@ -52,7 +52,8 @@ def read_phn(path: str | Path, n_samples: int, phones: list[str] | None = None,
                              f"(ends at {segs[-1].end}) and {s}-{e} {ph}; segments must be contiguous")
         if e > n_samples:
             raise ValueError(f"{path}:{ln}: segment {s}-{e} {ph} runs past the end of the audio "
-                             f"({n_samples} samples at {sample_rate} Hz{f' in {audio}' if audio else ''})")
+                             f"({n_samples} samples at {sample_rate} Hz{f' in {audio}' if audio else ''})"
+                             f"{rate_hint(last_end(lines, e), n_samples, sample_rate)}")
         if fold39:
             if ph not in FOLD39 and ph not in TIMIT39:
                 raise ValueError(f"{path}:{ln}: phone {ph!r} is neither a TIMIT/Festival phone nor one of "
@@ -64,7 +65,17 @@ def read_phn(path: str | Path, n_samples: int, phones: list[str] | None = None,
         segs.append(Segment(s, e, ph))
     if not segs:
         raise ValueError(f"{path}: no segments")
+    check_coverage(path, segs[-1].end, n_samples, sample_rate, Path(audio) if audio else None)
     return segs
+
+
+def last_end(lines: list[str], default: int) -> int:
+    """The end sample of a .phn's last well-formed line (``default`` when none)."""
+    for line in reversed(lines):
+        parts = line.split()
+        if len(parts) == 3 and parts[1].isdigit():
+            return int(parts[1])
+    return default
 
 
 def frame_centres(n_frames: int) -> np.ndarray:
@@ -110,3 +121,29 @@ def frames_to_segments(labels: list[str], n_samples: int, sample_rate: int = SAM
             segs.append(Segment(start, end, labels[t - 1]))
             start = end
     return segs
+
+
+# sample rates audio commonly has: an alignment counted in samples of another one is named
+COMMON_RATES = (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000)
+
+
+def rate_hint(end: int, n_samples: int, sample_rate: int) -> str:
+    """Why an alignment ending at sample ``end`` of audio with ``n_samples`` may be wrong: its
+    times counted at another sample rate than the audio's (the rate that would make it end with
+    the audio, where that is a common one); "" when none fits."""
+    implied = sample_rate * end / max(n_samples, 1)
+    near = min(COMMON_RATES, key=lambda r: abs(r - implied))
+    if near == sample_rate or abs(near - implied) > 0.05 * near:
+        return ""
+    return (f"; the likely cause: the alignment's sample rate is {near} Hz, the audio's {sample_rate} Hz (its last "
+            f"end, sample {end}, is the audio's end at {near} Hz): resample the audio to {near} Hz or rescale "
+            "the alignment")
+
+
+def check_coverage(path: Path, end: int, n_samples: int, sample_rate: int, audio: Path | None) -> None:
+    """An alignment that ends before half of its audio is an error (its labels would cover only
+    the start of each file), naming the likely cause: another sample rate than the audio's."""
+    if 2 * end < n_samples:
+        raise ValueError(f"{path}: the alignment ends at sample {end} ({end / sample_rate:.2f} s), {100 * end / n_samples:.0f}% "
+                         f"into its audio ({n_samples} samples at {sample_rate} Hz{f' in {audio}' if audio else ''}); "
+                         f"an alignment covers its whole audio{rate_hint(end, n_samples, sample_rate) or ''}")

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from vecset.encoders.speech.alignment import Segment
+from vecset.encoders.speech.alignment import Segment, check_coverage, rate_hint
 from vecset.encoders.speech.phones import FOLD39, TIMIT39, PhoneSet, phone_names
 from vecset.encoders.speech.transcripts import Word
 
@@ -126,29 +126,47 @@ class PhoneMap:
 
 
 def check_intervals(path: Path, intervals: list[Interval], n_samples: int, sample_rate: int,
-                    audio: Path | None, contiguous: bool = True) -> None:
+                    audio: Path | None, contiguous: bool = True, fixed: Counter[str] | None = None) -> list[Interval]:
     """Each interval ends after it starts and within the audio, none overlaps the previous one,
-    and with ``contiguous`` each starts where the previous ended (a phone tier has no gaps)."""
-    for before, iv in zip(intervals, intervals[1:]):
+    and with ``contiguous`` each starts where the previous ended (a phone tier has no gaps). A gap
+    an overlap or an overrun past the audio's end of at most one frame shift (10 ms: aligners
+    round times to 1 ms or 10 ms) is mended (the previous interval ends where the next starts,
+    the last one at the audio's end) and counted in ``fixed``; a larger one is an error. The
+    intervals as mended."""
+    tolerance = sample_rate // 100  # one 10 ms frame shift, in samples
+    fixed = Counter() if fixed is None else fixed
+    for before, iv in zip(intervals, intervals[1:], strict=False):
         if iv.start < before.start:
             raise ValueError(f"{path}: {iv.where}: {iv.label!r} starts before the previous interval ({before.where}) "
                              "starts: the intervals are not in time order (sort them by start time)")
-    prev: Interval | None = None
+    out: list[Interval] = []
     for iv in intervals:
+        prev = out[-1] if out else None
         if iv.end <= iv.start:
             raise ValueError(f"{path}: {iv.where}: {iv.label!r} ends (sample {iv.end}) not after it starts "
                              f"(sample {iv.start})")
+        if prev is not None and iv.start < prev.end and prev.end - iv.start <= tolerance and iv.start > prev.start:
+            out[-1] = prev = replace(prev, end=iv.start)  # rounded times: the previous one ends where this starts
+            fixed["overlaps of at most 10 ms cut"] += 1
         if prev is not None and iv.start < prev.end:
             raise ValueError(f"{path}: {iv.where}: {iv.label!r} overlaps the previous interval ({prev.where}), "
                              f"which ends at sample {prev.end}")
         if contiguous and prev is not None and iv.start > prev.end:
-            raise ValueError(f"{path}: {iv.where}: gap of {iv.start - prev.end} samples before {iv.label!r} "
-                             f"(the previous interval, {prev.where}, ends at sample {prev.end}); phone "
-                             "intervals must be contiguous")
+            if iv.start - prev.end > tolerance:
+                raise ValueError(f"{path}: {iv.where}: gap of {iv.start - prev.end} samples before {iv.label!r} "
+                                 f"(the previous interval, {prev.where}, ends at sample {prev.end}); phone "
+                                 f"intervals must be contiguous (gaps up to 10 ms, {tolerance} samples, are closed)")
+            out[-1] = replace(prev, end=iv.start)
+            fixed["gaps of at most 10 ms closed"] += 1
         if iv.end > n_samples:
-            raise ValueError(f"{path}: {iv.where}: {iv.label!r} runs past the end of the audio (ends at sample "
-                             f"{iv.end}; {n_samples} samples at {sample_rate} Hz{f' in {audio}' if audio else ''})")
-        prev = iv
+            if iv.end - n_samples > tolerance or iv.start >= n_samples:
+                raise ValueError(f"{path}: {iv.where}: {iv.label!r} runs past the end of the audio (ends at sample "
+                                 f"{iv.end}; {n_samples} samples at {sample_rate} Hz{f' in {audio}' if audio else ''})"
+                                 f"{rate_hint(intervals[-1].end, n_samples, sample_rate)}")
+            iv = replace(iv, end=n_samples)
+            fixed["ends at most 10 ms past the audio cut at its end"] += 1
+        out.append(iv)
+    return out
 
 
 def to_sample(t: float, sample_rate: int) -> int:
@@ -363,12 +381,13 @@ class AlignmentReader:
         ``fmt`` (not phn: the reader reads a .phn itself)."""
         zero: list[str] = []
         words: list[Word] | None = None
+        fixed: Counter[str] = Counter()  # gaps and overruns of at most 10 ms mended (check_intervals)
         if fmt == "textgrid":
             tg = read_textgrid(path)
             phones = textgrid_tier(path, tg, self.source.phone_tier, sample_rate)
             if self.source.word_tier is not None:
                 w = textgrid_tier(path, tg, self.source.word_tier, sample_rate)
-                check_intervals(path, w, n_samples, sample_rate, audio)  # a Praat tier has no gaps
+                w = check_intervals(path, w, n_samples, sample_rate, audio, fixed=fixed)  # a Praat tier has no gaps
                 words = words_from(w, zero, path)
             extra = None
         elif fmt == "ctm":
@@ -386,19 +405,20 @@ class AlignmentReader:
                                      "utterance id)")
                 words = words_from(ctm_intervals(wpath, wrows[utt], sample_rate), zero, wpath)
                 check_intervals(wpath, [Interval(w.start, w.end, w.word, f"word {w.word!r}") for w in words],
-                                n_samples, sample_rate, audio, contiguous=False)
+                                n_samples, sample_rate, audio, contiguous=False, fixed=Counter())
             extra = None
         elif fmt == "buckeye":
             phones = [iv for iv in read_buckeye(path, sample_rate) if iv.label not in BUCKEYE_EDGES]
             if (wpath := beside(audio, (".words",))) is not None:
                 w = [iv for iv in read_buckeye(wpath, sample_rate) if iv.label not in BUCKEYE_EDGES]
-                check_intervals(wpath, w, n_samples, sample_rate, audio)
+                w = check_intervals(wpath, w, n_samples, sample_rate, audio, fixed=fixed)
                 words = words_from(w, zero, wpath)
             extra = BUCKEYE_PHONES
         else:
             raise ValueError(f"unknown alignment format {fmt!r}")
         if not phones:
             raise ValueError(f"{path}: no phone intervals for {audio}")
-        check_intervals(path, phones, n_samples, sample_rate, audio)
+        phones = check_intervals(path, phones, n_samples, sample_rate, audio, fixed=fixed)
+        check_coverage(path, phones[-1].end, n_samples, sample_rate, audio)
         segs = self.map.segments(path, phones, extra)
-        return Alignment(segs, words, zero, fmt, path, self.map.counts)
+        return Alignment(segs, words, zero, fmt, path, self.map.counts + fixed)

@@ -172,6 +172,13 @@ class VecsetDataModule(pl.LightningDataModule):
         parse, before anything is built, so a config gives each once). Here none."""
         return []
 
+    def longest_set(self) -> tuple[int, str] | None:
+        """After setup: the most vectors one of this data's sets makes (one per item the encoder
+        reads: a time step, a frame) and which set it is ("train_7.csv (200000 time steps)"), for
+        the check that attention can hold it (``pipelines/training/set_size.py``); None: not
+        declared (images declare ``image_shape`` instead)."""
+        return None
+
     @classmethod
     def input_paths(cls, init_args: dict[str, Any]) -> dict[str, Path]:
         """The files and folders this data's arguments (``init_args``, as the config gives them)

@@ -172,6 +172,14 @@ class TimeSeriesDataModule(VecsetDataModule):
         return DataLoader(self.splits[split], batch_size=self.batch_size, shuffle=shuffle,
                           num_workers=self.num_workers, collate_fn=collate_series)
 
+    def longest_set(self) -> tuple[int, str] | None:
+        """The longest series read (one vector per time step)."""
+        items = [it for v in self.splits.values() for it in v]
+        if not items:
+            return None
+        longest = max(items, key=lambda it: len(it["x"]))
+        return len(longest["x"]), f"{self.root / self.files[longest['id']]} ({len(longest['x'])} time steps)"
+
     def predict_split(self) -> str:
         return "predict" if self.predict_files else "test"
 

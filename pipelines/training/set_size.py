@@ -9,6 +9,7 @@ from torch import nn
 
 from vecset.backbone.attention import available_memory
 from vecset.contracts.abilities import AttentionWeights, Grid, has_cls
+from vecset.contracts.data_errors import SetTooLarge
 from vecset.pipelines.data.base import VecsetDataModule
 
 
@@ -29,6 +30,11 @@ def check_set_size(encoder: nn.Module, backbone: nn.Module, dm, device: torch.de
     """
     # the data's image_shape / batch_size: declared by the data module contract (None: not images)
     shape = dm.image_shape if isinstance(dm, VecsetDataModule) else None
+    if shape is None and isinstance(dm, VecsetDataModule) and isinstance(backbone, AttentionWeights):
+        longest = dm.longest_set()  # other data: the longest set it read, as it declares it
+        if longest is not None:
+            check_longest_set(longest, backbone, dm, device, task)
+        return
     if shape is None or not isinstance(encoder, Grid) or not isinstance(backbone, AttentionWeights):
         return  # not images, or a backbone without attention (the baselines)
     _, H, W = shape
@@ -58,13 +64,40 @@ def check_set_size(encoder: nn.Module, backbone: nn.Module, dm, device: torch.de
     example = f" (e.g. [{side}, {side}])" if side else ""
     where = f"task {task!r}: " if task else ""
     extra = ", plus the CLS vector" if cls else ""
-    raise MemoryError(
+    raise SetTooLarge(
         f"{where}{type(dm).__name__}'s images of {H}x{W} pixels make sets of {n} vectors ({type(encoder).__name__}: "
         f"a {gh}x{gw} grid{extra}); {holds}, about {_bytes(need)}, but {_bytes(free)} is free "
         f"on {device}. At most {fit} vectors a set fit at batch_size {B}: set the data's image_size{example}, "
         "a smaller batch_size, larger patches (PatchEncoder's patch_size), or truncated attention (the backbone's "
         "window)"
     )
+
+
+def check_longest_set(longest: tuple[int, str], backbone: nn.Module, dm, device: torch.device,
+                      task: str | None = None) -> None:
+    """Refuse data whose longest set (``VecsetDataModule.longest_set``: one vector per item read)
+    makes attention weights larger than the device's free memory at the batch size (the batch
+    that holds it pads the others to its length), saying what it costs and the ways out."""
+    n, what = longest
+    n += int(has_cls(backbone))
+    B = max(1, int(dm.batch_size or 1))
+    attn = backbone.blocks[0].attn
+    param = next(backbone.parameters())
+    keys = n if attn.window is None else min(n, 3 * max(attn.window, 1))
+    need = B * attn.heads * n * keys * param.element_size()
+    free = available_memory(device)
+    if free is None or need <= free:
+        return
+    per_pair = B * attn.heads * param.element_size()
+    fit = math.isqrt(free // per_pair) if attn.window is None else free // (per_pair * keys)
+    shape = f"{B} x {attn.heads} x {n} x {keys} weights (batch x heads x N x {'N' if attn.window is None else '3 window'})"
+    where = f"task {task!r}: " if task else ""
+    raise SetTooLarge(
+        f"{where}{what}: its set of {n} vectors is longer than attention can take here: "
+        f"{'full' if attn.window is None else f'truncated (window {attn.window})'} attention over a batch of {B} "
+        f"holds {shape}, about {_bytes(need)}, but {_bytes(free)} is free on {device}. At most {fit} vectors a set "
+        f"fit at batch_size {B}: crop or split the long sets (or leave them out), a smaller batch_size, or truncated "
+        "attention (the backbone's window)")
 
 
 def _bytes(n: int) -> str:

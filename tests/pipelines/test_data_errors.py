@@ -229,6 +229,34 @@ def sp_no_words_tier(root: Path) -> str:
     return rf"^error: {rel(tg, root)}: no tier 'words' \(its tiers: 'phones'\); set the data module's phone_tier / word_tier"
 
 
+def resample_all(root: Path, rate: int) -> Path:
+    """Every audio file rewritten at ``rate`` (3x repeated or every 2nd sample: the same seconds),
+    its .phn left in samples at 16 kHz. The first training utterance's .phn."""
+    for audio in root.rglob("*.flac"):
+        x, r = sf.read(str(audio))
+        sf.write(str(audio), x.repeat(rate // r) if rate > r else x[::r // rate], rate)
+    return first_utterance(root).with_suffix(".phn")
+
+
+def sp_48k_audio(root: Path) -> str:
+    phn = resample_all(root, 48000)
+    return (rf"^error: {rel(phn, root)}: the alignment ends at sample \d+ .* 33% into its audio .* at 48000 Hz .*"
+            r"the likely cause: the alignment's sample rate is 16000 Hz, the audio's 48000 Hz")
+
+
+def sp_8k_audio(root: Path) -> str:
+    phn = resample_all(root, 8000)
+    return (rf"^error: {rel(phn, root)}:\d+: segment .* runs past the end of the audio .* at 8000 Hz.*"
+            r"the likely cause: the alignment's sample rate is 16000 Hz, the audio's 8000 Hz")
+
+
+def ts_very_long(root: Path) -> str:
+    header = (root / "train_005.csv").read_text().splitlines()[0]
+    (root / "train_005.csv").write_text(header + "\n" + ("0.5," * 11 + "0.5\n") * 200_000)
+    return (r"^error: jv/train_005\.csv \(200000 time steps\): its set of 200000 vectors is longer than attention can "
+            r"take here: full attention over a batch of 16 holds 16 x 2 x 200000 x 200000 weights .* about \d+\.\d GiB")
+
+
 # -- molecules: a tiny FreeSolv CSV --------------------------------------------------------------
 MOL = ["--config", str(CONFIGS / "freesolv.yaml"), "--data.init_args.csv_path=mol.csv", "--data.init_args.cache=false",
        "--data.init_args.batch_size=4", "--trainer.max_time=null"]
@@ -277,6 +305,11 @@ CASES = {
     "mol-geometry-false": (molecules, MOL, mol_no_geometry),
     "mol-one-row": (molecules, MOL, mol_one_row),
     "mol-missing-target": (molecules, MOL, mol_no_target),
+    # issue 57 item 4: audio and alignment at other sample rates
+    "sp-48k-audio-16k-phn": (speech, SPEECH, sp_48k_audio),
+    "sp-8k-audio-16k-phn": (speech, SPEECH, sp_8k_audio),
+    # issue 57 item 3: one very long series among short ones is refused at setup, before a step
+    "ts-one-very-long-series": (jv, TS, ts_very_long),
 }
 
 
@@ -287,3 +320,63 @@ def test_a_bad_data_file_is_one_error_line(case, tmp_path, monkeypatch, capsys):
     expected, extra = made if isinstance(made, tuple) else (made, [])
     lines = run(tmp_path, monkeypatch, capsys, [*argv, *extra])
     assert re.search(expected, lines[0]), lines
+
+
+# -- issue 60: CTM times rounded to 1 ms, a last phone a few ms past the audio -------------------
+def ctm_root(tmp_path: Path, edit) -> Path:
+    """The small sample with a phone CTM whose rows ``edit(rows)`` changes (rows: [utt, ch, start,
+    dur, label] strings, times in seconds)."""
+    from vecset.encoders.speech.alignment import read_phn
+
+    root = speech(tmp_path)
+    rows = []
+    for phn in sorted(root.rglob("*.phn")):
+        rate = sf.info(str(phn.with_suffix(".flac"))).samplerate
+        n = sf.info(str(phn.with_suffix(".flac"))).frames
+        rows += [[phn.stem, "1", repr(s.start / rate), repr((s.end - s.start) / rate), s.phone]
+                 for s in read_phn(phn, n, sample_rate=rate)]
+    (root / "phones.ctm").write_text("".join(" ".join(r) + "\n" for r in edit(rows)))
+    return root
+
+
+def rounded(rows: list[list[str]]) -> list[list[str]]:
+    return [[u, c, f"{float(s):.3f}", f"{float(d):.3f}", p] for u, c, s, d, p in rows]
+
+
+def last_longer(by: float):
+    def edit(rows):
+        ends = {}
+        for i, r in enumerate(rows):
+            ends[r[0]] = i
+        rows[ends[rows[0][0]]][3] = repr(float(rows[ends[rows[0][0]]][3]) + by)
+        return rows
+    return edit
+
+
+def test_a_ctm_rounded_to_1_ms_and_a_phone_4_ms_past_the_end_are_mended_and_counted(tmp_path, capsys):
+    from vecset.pipelines.speech.data import SpeechFramesDataModule
+
+    root = ctm_root(tmp_path, lambda rows: last_longer(0.004)(rounded(rows)))
+    dm = SpeechFramesDataModule(root=str(root), max_utterances=2, phone_ctm="phones.ctm")
+    dm.setup("fit")
+    out = capsys.readouterr().out
+    m = re.search(r"(\d+) gaps of at most 10 ms closed", out)
+    assert m and int(m[1]) > 0, out
+    assert "1 ends at most 10 ms past the audio cut at its end" in out, out
+    u = dm.sets["train"].items[0]
+    assert u.segments[-1].end == sf.info(str(first_utterance(root))).frames
+
+
+@pytest.mark.parametrize("edit,message", [
+    # a gap of 11 ms between the first two phones of the first utterance
+    (lambda rows: [rows[0], [*rows[1][:2], repr(float(rows[1][2]) + 0.011), repr(float(rows[1][3]) - 0.011),
+                             rows[1][4]], *rows[2:]], r"gap of 176 samples before .* phone intervals must be contiguous"),
+    (last_longer(0.011), r"runs past the end of the audio"),
+])
+def test_a_ctm_gap_or_overrun_over_10_ms_is_still_refused(tmp_path, edit, message):
+    from vecset.pipelines.speech.data import SpeechFramesDataModule
+
+    root = ctm_root(tmp_path, edit)
+    dm = SpeechFramesDataModule(root=str(root), max_utterances=2, phone_ctm="phones.ctm")
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(root / 'phones.ctm'))}: line \d+ .*{message}"):
+        dm.setup("fit")
