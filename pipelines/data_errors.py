@@ -51,17 +51,16 @@ class DataErrorReport:
 
 
 def _reading_frame(ex: BaseException) -> str | None:
-    """'<DataModule>.<hook>' (or '<Dataset>.<method>') of the innermost frame of ``ex``'s traceback
-    that belongs to a data module or a dataset; None when there is none."""
+    """'<DataModule>.<hook>' (or '<Dataset>.<method>') of the outermost frame of ``ex``'s traceback
+    that belongs to a data module or a dataset (the hook Lightning called); None when there is none."""
     import pytorch_lightning as pl
     from torch.utils.data import Dataset
 
-    found = None
     for frame, _ in _frames(ex):
         owner = frame.f_locals.get("self")
         if isinstance(owner, (pl.LightningDataModule, Dataset)):
-            found = f"{type(owner).__name__}.{frame.f_code.co_name}"
-    return found
+            return f"{type(owner).__name__}.{frame.f_code.co_name}"
+    return None
 
 
 def _message(ex: BaseException) -> str:
@@ -74,7 +73,7 @@ def data_error(ex: BaseException) -> DataErrorReport | None:
     docstring); the exception's causes are looked through (a reader's error re-raised by another)."""
     for e in _chain(ex):
         if isinstance(e, DataError):
-            return DataErrorReport(str(e), type(e).__name__, "the data was read" + _at(e))
+            return DataErrorReport(str(e), type(e).__name__, (_reading_frame(e) or "the run was set up") + _at(e))
     m = _WORKER.match(str(ex))
     if m is not None:  # the worker's traceback is text: its last line is "<Type>: <message>"
         last = str(ex).rstrip().splitlines()[-1]

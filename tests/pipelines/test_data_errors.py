@@ -10,9 +10,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+import pytorch_lightning as pl
 import soundfile as sf
 
+from vecset.contracts.data_errors import DataFileError
 from vecset.pipelines.cli import run_cli
+from vecset.pipelines.data_errors import data_error
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs"
@@ -380,3 +383,72 @@ def test_a_ctm_gap_or_overrun_over_10_ms_is_still_refused(tmp_path, edit, messag
     dm = SpeechFramesDataModule(root=str(root), max_utterances=2, phone_ctm="phones.ctm")
     with pytest.raises(ValueError, match=rf"^{re.escape(str(root / 'phones.ctm'))}: line \d+ .*{message}"):
         dm.setup("fit")
+
+
+# -- the classifier: a user's data error, or a bug that keeps its traceback ------------------------
+class Reads(pl.LightningDataModule):
+    """A data module whose setup raises what it is given."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
+
+    def setup(self, stage: str | None = None) -> None:
+        raise self.error
+
+
+def raised(call) -> BaseException:
+    try:
+        call()
+    except BaseException as e:  # noqa: BLE001 - the test looks at it
+        return e
+    raise AssertionError("nothing raised")
+
+
+@pytest.mark.parametrize("error,first", [
+    (ValueError("a.csv:3: 'x' is not a number"), "error: a.csv:3: 'x' is not a number"),
+    (FileNotFoundError(2, "No such file or directory", "b.csv"), "error: [Errno 2] No such file or directory: 'b.csv'"),
+    (KeyError("expt"), "error: KeyError: 'expt'"),
+    (DataFileError("c.csv", "no rows", 1), "error: c.csv:1: no rows"),
+])
+def test_an_error_raised_while_a_data_module_reads_is_the_users(error, first):
+    report = data_error(raised(Reads(error).setup))
+    assert report is not None and report.lines()[0] == first
+    assert "Reads.setup" in report.lines()[-1] and "JSONARGPARSE_DEBUG=true" in report.lines()[-1]
+
+
+@pytest.mark.parametrize("error", [TypeError("bad operand"), AttributeError("no x"), IndexError("out of range"),
+                                   RuntimeError("mat1 and mat2 shapes cannot be multiplied")])
+def test_a_bug_in_a_data_module_keeps_its_traceback(error):
+    assert data_error(raised(Reads(error).setup)) is None
+
+
+def test_a_value_error_outside_the_data_is_not_taken_for_the_users():
+    def model_code():
+        raise ValueError("d_model must be even")
+
+    assert data_error(raised(model_code)) is None
+
+
+def in_worker(error: BaseException) -> BaseException:
+    """``error`` as torch's DataLoader re-raises it from a worker process."""
+    from torch._utils import ExceptionWrapper
+
+    def worker():
+        try:
+            raise error
+        except BaseException:  # noqa: BLE001 - wrapped as a worker does
+            return ExceptionWrapper(where="in DataLoader worker process 0")
+
+    return raised(worker().reraise)
+
+
+def test_an_error_in_a_dataloader_worker_is_named_by_its_own_message():
+    report = data_error(in_worker(ValueError("d.csv:7: a ragged row")))
+    assert report is not None and report.lines()[0] == "error: d.csv:7: a ragged row"
+    assert data_error(in_worker(TypeError("unsupported operand"))) is None
+
+
+def test_a_missing_csv_is_found_when_the_config_is_read(tmp_path, monkeypatch, capsys):
+    lines = run(tmp_path, monkeypatch, capsys, [*MOL[:2], "--data.init_args.csv_path=nowhere.csv"])
+    assert lines == [f"error: data.init_args.csv_path: nowhere.csv does not exist (in {tmp_path})"]

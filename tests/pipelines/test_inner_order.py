@@ -21,7 +21,7 @@ GENERIC = {
     "main": 7,
     "export": 6, "ensemble": 6, "pretrained": 6,
     "cli": 5,
-    "predict": 3, "reports": 3,
+    "predict": 3, "reports": 3, "data_errors": 3,
     "training": 2, "config_links": 2,
     "data": 1,
     "console": 0, "signals": 0, "config_errors": 0, "moved": 0,
