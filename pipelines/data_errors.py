@@ -98,14 +98,16 @@ def missing_input(config: Any) -> str | None:
     """The first file or folder that the config's data module names (its declared
     ``input_paths``) and that does not exist, as ``data.init_args.<arg>: <path> does not exist``;
     None when all are there (or the data is not a VecsetDataModule)."""
+    from jsonargparse import Namespace
+
     from vecset.pipelines.config_links import data_class
 
-    data = config.get("data") if hasattr(config, "get") else None
-    cls = data_class(data.get("class_path")) if hasattr(data, "get") and data.get("class_path") else None
+    data = config.get("data") if isinstance(config, Namespace) else None
+    cls = data_class(data.get("class_path")) if isinstance(data, Namespace) and data.get("class_path") else None
     if cls is None:
         return None
     init_args = data.get("init_args")
-    args = dict(init_args.items()) if hasattr(init_args, "items") else {}
+    args = init_args.as_dict() if isinstance(init_args, Namespace) else {}
     for name, path in cls.input_paths(args).items():
         if not path.exists():
             where = "" if path.is_absolute() else f" (in {Path.cwd()})"
