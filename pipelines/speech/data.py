@@ -424,6 +424,15 @@ class SpeechFramesDataModule(VecsetDataModule):
         return BucketedCollate(self.collate, self.buckets, {"x": (0.0, (1,)), "mask": (False, (1,)),
                                                             "y": (PAD_LABEL, (1,))})
 
+    def longest_set(self) -> tuple[int, str] | None:
+        """The longest utterance read for training, validation or test (a vector per 10 ms frame;
+        predict reads its files in chunks of ``predict_chunk_frames``)."""
+        items = [u for split, data in self.sets.items() if split != "predict" for u in data.items]
+        if not items:
+            return None
+        u = max(items, key=lambda u: len(u.x))
+        return len(u.x), f"{u.path} ({len(u.x)} frames)"
+
     def predict_split(self) -> str:
         return "predict" if "predict" in self.sets else "test"
 
