@@ -130,7 +130,7 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         """As LightningCLI's; a constructor that raises is reported as its own message on the
         first line, after the object's config path and class (pipelines/config_errors.py)."""
         # a file or folder the data names that is not there: found now, before any model is built
-        missing = None if debug_mode() else missing_input(self._subcommand_config())
+        missing = None if debug_mode() else missing_input(self._subcommand_config(), self.subcommand)
         if missing is not None:
             if not self.parser.exit_on_error:
                 raise SettingError(missing)

@@ -94,7 +94,7 @@ def _at(ex: BaseException) -> str:
     return f", at {_where(*frames[-1])}" if frames else ""
 
 
-def missing_input(config: Any) -> str | None:
+def missing_input(config: Any, subcommand: str | None) -> str | None:
     """The first file or folder that the config's data module names (its declared
     ``input_paths``) and that does not exist, as ``data.init_args.<arg>: <path> does not exist``;
     None when all are there (or the data is not a VecsetDataModule)."""
@@ -108,7 +108,7 @@ def missing_input(config: Any) -> str | None:
         return None
     init_args = data.get("init_args")
     args = init_args.as_dict() if isinstance(init_args, Namespace) else {}
-    for name, path in cls.input_paths(args).items():
+    for name, path in cls.input_paths(args, subcommand).items():
         if not path.exists():
             where = "" if path.is_absolute() else f" (in {Path.cwd()})"
             return f"data.init_args.{name}: {path} does not exist{where}"

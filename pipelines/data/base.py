@@ -180,10 +180,11 @@ class VecsetDataModule(pl.LightningDataModule):
         return None
 
     @classmethod
-    def input_paths(cls, init_args: dict[str, Any]) -> dict[str, Path]:
+    def input_paths(cls, init_args: dict[str, Any], subcommand: str | None) -> dict[str, Path]:
         """The files and folders this data's arguments (``init_args``, as the config gives them)
-        name, which must exist: argument -> the path as the data module opens it. The CLI checks
-        them when the config is read, before any model is built. Here none."""
+        name, which ``subcommand`` (fit, test, predict...; None: the config alone) reads: argument ->
+        the path as the data module opens it. The CLI checks that they exist when the config is
+        read, before any model is built. Here none."""
         return {}
 
     def label_key(self) -> str:

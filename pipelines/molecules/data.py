@@ -237,7 +237,7 @@ class MoleculeDataModule(VecsetDataModule):
     """
 
     @classmethod
-    def input_paths(cls, init_args: dict[str, Any]) -> dict[str, Path]:
+    def input_paths(cls, init_args: dict[str, Any], subcommand: str | None) -> dict[str, Path]:
         """The CSV files."""
         return {k: Path(init_args[k]) for k in ("csv_path", "predict_csv") if init_args.get(k)}
 

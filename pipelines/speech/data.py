@@ -207,8 +207,11 @@ class SpeechFramesDataModule(VecsetDataModule):
     """
 
     @classmethod
-    def input_paths(cls, init_args: dict[str, Any]) -> dict[str, Path]:
-        """``root``, and the CTM files (relative to it) where given."""
+    def input_paths(cls, init_args: dict[str, Any], subcommand: str | None) -> dict[str, Path]:
+        """``root``, and the CTM files (relative to it) where given; a predict of ``predict_paths``
+        reads neither."""
+        if subcommand == "predict" and init_args.get("predict_paths"):
+            return {}
         root = Path(init_args.get("root") or "data/speech")
         return {"root": root, **{k: root / init_args[k] for k in ("phone_ctm", "word_ctm") if init_args.get(k)}}
 

@@ -74,7 +74,7 @@ class TimeSeriesDataModule(VecsetDataModule):
     """
 
     @classmethod
-    def input_paths(cls, init_args: dict[str, Any]) -> dict[str, Path]:
+    def input_paths(cls, init_args: dict[str, Any], subcommand: str | None) -> dict[str, Path]:
         """The series folder where one is given (None: the shipped one)."""
         return {"root": Path(init_args["root"])} if init_args.get("root") else {}
 

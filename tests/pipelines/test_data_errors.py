@@ -452,3 +452,20 @@ def test_an_error_in_a_dataloader_worker_is_named_by_its_own_message():
 def test_a_missing_csv_is_found_when_the_config_is_read(tmp_path, monkeypatch, capsys):
     lines = run(tmp_path, monkeypatch, capsys, [*MOL[:2], "--data.init_args.csv_path=nowhere.csv"])
     assert lines == [f"error: data.init_args.csv_path: nowhere.csv does not exist (in {tmp_path})"]
+
+
+def test_the_paths_checked_at_config_time_are_those_the_subcommand_reads():
+    from vecset.pipelines.speech.data import SpeechFramesDataModule
+
+    args = {"root": "corpus", "phone_ctm": "phones.ctm", "predict_paths": ["a.flac"]}
+    assert SpeechFramesDataModule.input_paths(args, "fit") == {"root": Path("corpus"),
+                                                               "phone_ctm": Path("corpus/phones.ctm")}
+    assert SpeechFramesDataModule.input_paths(args, "predict") == {}  # the predict files only: setup names them
+
+
+def test_jsonargparse_debug_keeps_the_traceback(tmp_path, monkeypatch):
+    ts_abc(jv(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JSONARGPARSE_DEBUG", "true")
+    with pytest.raises(DataFileError, match=r"^jv/train_005\.csv:2: column \w+: 'abc' is not a number$"):
+        run_cli(["fit", *TS, *QUIET])
