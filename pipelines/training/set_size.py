@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -38,38 +39,22 @@ def check_set_size(encoder: nn.Module, backbone: nn.Module, dm, device: torch.de
     if shape is None or not isinstance(encoder, Grid) or not isinstance(backbone, AttentionWeights):
         return  # not images, or a backbone without attention (the baselines)
     _, H, W = shape
-    B = max(1, int(dm.batch_size or 1))  # the sets one step holds
     gh, gw = encoder.grid(H, W)
     cls = int(has_cls(backbone))
     n = gh * gw + cls
-    attn = backbone.blocks[0].attn
-    param = next(backbone.parameters())
-    keys = n if attn.window is None else min(n, 3 * max(attn.window, 1))
-    need = B * attn.heads * n * keys * param.element_size()
-    free = available_memory(device)
-    if free is None or need <= free:
+    cost = attention_cost(n, backbone, dm.batch_size, device)
+    if cost is None:
         return
-    dtype = str(param.dtype).removeprefix("torch.")
-    sets = f"a batch of {B} sets" if B > 1 else "one set"
-    if attn.window is None:
-        holds = (f"full attention over {sets} holds {B} x {attn.heads} x {n} x {n} weights (batch x heads x N x N, "
-                 f"{dtype})")
-    else:
-        holds = (f"truncated attention (window {attn.window}) over {sets} holds {B} x {attn.heads} x {n} x {keys} "
-                 f"weights (batch x heads x N x 3 window, {dtype})")
-    per_pair = B * attn.heads * param.element_size()
-    fit = math.isqrt(free // per_pair) if attn.window is None else free // (per_pair * keys)  # the largest N that fits
     step = math.ceil(H / gh)  # pixels a vector covers on a side (patch size x the stem's strides)
-    side = math.isqrt(max(fit - cls, 0)) * step  # a square image of <= fit vectors
+    side = math.isqrt(max(cost.fit - cls, 0)) * step  # a square image of <= fit vectors
     example = f" (e.g. [{side}, {side}])" if side else ""
     where = f"task {task!r}: " if task else ""
     extra = ", plus the CLS vector" if cls else ""
     raise SetTooLarge(
         f"{where}{type(dm).__name__}'s images of {H}x{W} pixels make sets of {n} vectors ({type(encoder).__name__}: "
-        f"a {gh}x{gw} grid{extra}); {holds}, about {_bytes(need)}, but {_bytes(free)} is free "
-        f"on {device}. At most {fit} vectors a set fit at batch_size {B}: set the data's image_size{example}, "
-        "a smaller batch_size, larger patches (PatchEncoder's patch_size), or truncated attention (the backbone's "
-        "window)"
+        f"a {gh}x{gw} grid{extra}); {cost.holds()}. At most {cost.fit} vectors a set fit at batch_size {cost.B}: set "
+        f"the data's image_size{example}, a smaller batch_size, larger patches (PatchEncoder's patch_size), or "
+        "truncated attention (the backbone's window)"
     )
 
 
@@ -80,24 +65,60 @@ def check_longest_set(longest: tuple[int, str], backbone: nn.Module, dm, device:
     that holds it pads the others to its length), saying what it costs and the ways out."""
     n, what = longest
     n += int(has_cls(backbone))
-    B = max(1, int(dm.batch_size or 1))
+    cost = attention_cost(n, backbone, dm.batch_size, device)
+    if cost is None:
+        return
+    where = f"task {task!r}: " if task else ""
+    raise SetTooLarge(
+        f"{where}{what}: its set of {n} vectors is longer than attention can take here: {cost.holds()}. At most "
+        f"{cost.fit} vectors a set fit at batch_size {cost.B}: crop or split the long sets (or leave them out), a "
+        "smaller batch_size, or truncated attention (the backbone's window)")
+
+
+@dataclass(frozen=True)
+class AttentionCost:
+    """The attention weights of one batch of sets of ``n`` vectors that do not fit in ``free``
+    bytes: ``B`` sets, ``heads``, ``keys`` per query (n, or 3 x window), ``need`` bytes; ``fit``
+    is the largest n that would."""
+
+    B: int
+    heads: int
+    n: int
+    keys: int
+    window: int | None
+    dtype: str
+    need: int
+    free: int
+    fit: int
+    device: torch.device
+
+    def holds(self) -> str:
+        sets = f"a batch of {self.B} sets" if self.B > 1 else "one set"
+        if self.window is None:
+            kind, shape = "full attention", f"{self.n} x {self.n} weights (batch x heads x N x N"
+        else:
+            kind, shape = (f"truncated attention (window {self.window})",
+                           f"{self.n} x {self.keys} weights (batch x heads x N x 3 window")
+        return (f"{kind} over {sets} holds {self.B} x {self.heads} x {shape}, {self.dtype}), about "
+                f"{_bytes(self.need)}, but {_bytes(self.free)} is free on {self.device}")
+
+
+def attention_cost(n: int, backbone: nn.Module, batch_size: int | None, device: torch.device) -> AttentionCost | None:
+    """What a batch of ``batch_size`` sets of ``n`` vectors costs the backbone's attention, where
+    it is more than the free memory of ``device``; None where it fits (or the free memory is not
+    known)."""
+    B = max(1, int(batch_size or 1))  # the sets one step holds
     attn = backbone.blocks[0].attn
     param = next(backbone.parameters())
     keys = n if attn.window is None else min(n, 3 * max(attn.window, 1))
     need = B * attn.heads * n * keys * param.element_size()
     free = available_memory(device)
     if free is None or need <= free:
-        return
+        return None
     per_pair = B * attn.heads * param.element_size()
-    fit = math.isqrt(free // per_pair) if attn.window is None else free // (per_pair * keys)
-    shape = f"{B} x {attn.heads} x {n} x {keys} weights (batch x heads x N x {'N' if attn.window is None else '3 window'})"
-    where = f"task {task!r}: " if task else ""
-    raise SetTooLarge(
-        f"{where}{what}: its set of {n} vectors is longer than attention can take here: "
-        f"{'full' if attn.window is None else f'truncated (window {attn.window})'} attention over a batch of {B} "
-        f"holds {shape}, about {_bytes(need)}, but {_bytes(free)} is free on {device}. At most {fit} vectors a set "
-        f"fit at batch_size {B}: crop or split the long sets (or leave them out), a smaller batch_size, or truncated "
-        "attention (the backbone's window)")
+    fit = math.isqrt(free // per_pair) if attn.window is None else free // (per_pair * keys)  # the largest N that fits
+    return AttentionCost(B, attn.heads, n, keys, attn.window, str(param.dtype).removeprefix("torch."), need, free,
+                         fit, device)
 
 
 def _bytes(n: int) -> str:

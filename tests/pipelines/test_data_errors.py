@@ -257,7 +257,9 @@ def ts_very_long(root: Path) -> str:
     header = (root / "train_005.csv").read_text().splitlines()[0]
     (root / "train_005.csv").write_text(header + "\n" + ("0.5," * 11 + "0.5\n") * 200_000)
     return (r"^error: jv/train_005\.csv \(200000 time steps\): its set of 200000 vectors is longer than attention can "
-            r"take here: full attention over a batch of 16 holds 16 x 2 x 200000 x 200000 weights .* about \d+\.\d GiB")
+            r"take here: full attention over a batch of 16 sets holds 16 x 2 x 200000 x 200000 weights \(batch x heads "
+            r"x N x N, float32\), about \d+\.\d GiB, but .* is free on cpu\. At most \d+ vectors a set fit at batch_size 16: "
+            r"crop or split the long sets")
 
 
 # -- molecules: a tiny FreeSolv CSV --------------------------------------------------------------
