@@ -49,3 +49,26 @@ def write_tones(d: Path, stem: str, sr: int, ext: str = "wav", phn_end_extra: in
     sf.write(path, np.concatenate(parts).astype(np.float32), sr)
     (d / f"{stem}.phn").write_text("".join(lines))
     return path
+
+
+def textgrid(phones: list[tuple[float, float, str]], words: list[tuple[float, float, str]] | None = None,
+             phone_tier: str = "phones", short: bool = False) -> str:
+    """A TextGrid text, long (Praat's default) or short format, written by hand as Praat does."""
+    tiers = [(phone_tier, phones)] + ([("words", words)] if words is not None else [])
+    xmax = max(e for _, ivs in tiers for _, e, _ in ivs)
+    if short:
+        out = ['File type = "ooTextFile"', 'Object class = "TextGrid"', "", "0", str(xmax), "<exists>", str(len(tiers))]
+        for name, ivs in tiers:
+            out += ['"IntervalTier"', f'"{name}"', "0", str(xmax), str(len(ivs))]
+            for s, e, lab in ivs:
+                out += [str(s), str(e), f'"{lab}"']
+        return "\n".join(out) + "\n"
+    out = ['File type = "ooTextFile"', 'Object class = "TextGrid"', "", "xmin = 0", f"xmax = {xmax}",
+           "tiers? <exists>", f"size = {len(tiers)}", "item []:"]
+    for k, (name, ivs) in enumerate(tiers, 1):
+        out += [f"    item [{k}]:", '        class = "IntervalTier"', f'        name = "{name}"', "        xmin = 0",
+                f"        xmax = {xmax}", f"        intervals: size = {len(ivs)}"]
+        for i, (s, e, lab) in enumerate(ivs, 1):
+            out += [f"        intervals [{i}]:", f"            xmin = {s}", f"            xmax = {e}",
+                    f'            text = "{lab}"']
+    return "\n".join(out) + "\n"

@@ -9,36 +9,13 @@ import re
 from pathlib import Path
 
 import pytest
-from speech_corpus_helpers import N, write_utterance
+from speech_corpus_helpers import N, textgrid, write_utterance
 
 from vecset.encoders.speech import AlignmentSource, PhoneMap, Segment, SpeechReader, read_phn
 
 # an utterance of N = 8000 samples (0.5 s): MFA's phones and words, in seconds
 MFA_PHONES = [(0.0, 0.1, ""), (0.1, 0.2, "W"), (0.2, 0.3, "AH0"), (0.3, 0.4, "ER1"), (0.4, 0.5, "sil")]
 MFA_WORDS = [(0.0, 0.1, ""), (0.1, 0.4, "were"), (0.4, 0.5, "")]
-
-
-def textgrid(phones: list[tuple[float, float, str]], words: list[tuple[float, float, str]] | None = None,
-             phone_tier: str = "phones", short: bool = False) -> str:
-    """A TextGrid text, long (Praat's default) or short format, written by hand as Praat does."""
-    tiers = [(phone_tier, phones)] + ([("words", words)] if words is not None else [])
-    xmax = max(e for _, ivs in tiers for _, e, _ in ivs)
-    if short:
-        out = ['File type = "ooTextFile"', 'Object class = "TextGrid"', "", "0", str(xmax), "<exists>", str(len(tiers))]
-        for name, ivs in tiers:
-            out += ['"IntervalTier"', f'"{name}"', "0", str(xmax), str(len(ivs))]
-            for s, e, lab in ivs:
-                out += [str(s), str(e), f'"{lab}"']
-        return "\n".join(out) + "\n"
-    out = ['File type = "ooTextFile"', 'Object class = "TextGrid"', "", "xmin = 0", f"xmax = {xmax}",
-           "tiers? <exists>", f"size = {len(tiers)}", "item []:"]
-    for k, (name, ivs) in enumerate(tiers, 1):
-        out += [f"    item [{k}]:", '        class = "IntervalTier"', f'        name = "{name}"', "        xmin = 0",
-                f"        xmax = {xmax}", f"        intervals: size = {len(ivs)}"]
-        for i, (s, e, lab) in enumerate(ivs, 1):
-            out += [f"        intervals [{i}]:", f"            xmin = {s}", f"            xmax = {e}",
-                    f'            text = "{lab}"']
-    return "\n".join(out) + "\n"
 
 
 def utterance(tmp_path: Path, with_phn: bool = False) -> Path:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import pytorch_lightning as pl
 import soundfile as sf
+from speech_corpus_helpers import textgrid
 
 from vecset.contracts.data_errors import DataFileError
 from vecset.pipelines.cli import run_cli
@@ -129,20 +130,7 @@ def phones_of(audio: Path) -> tuple[int, int, list[tuple[int, int, str]]]:
     return info.samplerate, info.frames, rows
 
 
-def textgrid(tiers: dict[str, list[tuple[float, float, str]]], end: float) -> str:
-    """A long-format Praat TextGrid of interval tiers, written as given (nothing checked)."""
-    out = ['File type = "ooTextFile"', 'Object class = "TextGrid"', "", "xmin = 0", f"xmax = {end!r}",
-           "tiers? <exists>", f"size = {len(tiers)}", "item []:"]
-    for i, (name, rows) in enumerate(tiers.items(), 1):
-        out += [f"    item [{i}]:", '        class = "IntervalTier"', f'        name = "{name}"', "        xmin = 0",
-                f"        xmax = {end!r}", f"        intervals: size = {len(rows)}"]
-        for j, (a, b, label) in enumerate(rows, 1):
-            out += [f"        intervals [{j}]:", f"            xmin = {a!r}", f"            xmax = {b!r}",
-                    f'            text = "{label}"']
-    return "\n".join(out) + "\n"
-
-
-def to_textgrids(root: Path, change=None, tiers: tuple[str, ...] = ("phones", "words")) -> Path:
+def to_textgrids(root: Path, change=None, with_words: bool = True) -> Path:
     """Every utterance's .phn/.wrd as a TextGrid instead; ``change(rows)`` edits the first training
     utterance's phone rows (seconds). The first training utterance's TextGrid path."""
     first = first_utterance(root)
@@ -163,8 +151,7 @@ def to_textgrids(root: Path, change=None, tiers: tuple[str, ...] = ("phones", "w
             filled.append((t, n / rate, ""))
         if audio == first and change is not None:
             phones = change(phones)
-        chosen = {"phones": phones, "words": filled}
-        phn.with_suffix(".TextGrid").write_text(textgrid({k: chosen[k] for k in tiers}, n / rate))
+        phn.with_suffix(".TextGrid").write_text(textgrid(phones, filled if with_words else None))
         phn.unlink()
         phn.with_suffix(".wrd").unlink()
     return first.with_suffix(".TextGrid")
@@ -228,7 +215,7 @@ def sp_missing_ctm(root: Path) -> tuple[str, list[str]]:
 
 
 def sp_no_words_tier(root: Path) -> str:
-    tg = to_textgrids(root, tiers=("phones",))
+    tg = to_textgrids(root, with_words=False)
     return rf"^error: {rel(tg, root)}: no tier 'words' \(its tiers: 'phones'\); set the data module's phone_tier / word_tier"
 
 
