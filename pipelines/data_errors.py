@@ -5,8 +5,8 @@ inside ``trainer.fit/test/predict``; what a reader raises there would reach the 
 lines of Lightning's frames. ``vecset`` (pipelines/cli.py ``run_cli``) asks ``data_error`` about
 every exception that ends a run, so no reader needs its own try/except:
 
-- a ``DataError`` (contracts/data_errors.py; ``DataFileError``: a file, its line or field, what was expected) is always the
-  user's data, wherever it was raised;
+- a ``DataError`` (contracts/data_errors.py; ``DataFileError``: a file, its line or field, what
+  was expected) is always the user's data, wherever it was raised;
 - a ``ValueError`` (``UnicodeDecodeError`` and pandas' parser errors are ones), ``OSError`` or
   ``KeyError`` is the user's data when it was raised while a ``LightningDataModule`` or a torch
   ``Dataset`` ran (read from the traceback's frames, as ``config_errors.py`` reads a constructor's),
@@ -79,7 +79,8 @@ def data_error(ex: BaseException) -> DataErrorReport | None:
         last = str(ex).rstrip().splitlines()[-1]
         kind, _, message = last.partition(": ")
         if m[1] in USER_TYPE_NAMES and kind.split(".")[-1] in USER_TYPE_NAMES:
-            return DataErrorReport(message or kind, m[1], "a DataLoader worker read the data")
+            shown = last if m[1] == "KeyError" else message or kind  # a KeyError's message is its key alone
+            return DataErrorReport(shown, m[1], "a DataLoader worker read the data")
         return None
     if not isinstance(ex, USER_TYPES):
         return None

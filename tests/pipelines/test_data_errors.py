@@ -458,3 +458,7 @@ def test_jsonargparse_debug_keeps_the_traceback(tmp_path, monkeypatch):
     monkeypatch.setenv("JSONARGPARSE_DEBUG", "true")
     with pytest.raises(DataFileError, match=r"^jv/train_005\.csv:2: column \w+: 'abc' is not a number$"):
         run_cli(["fit", *TS, *QUIET])
+
+
+def test_a_key_error_in_a_dataloader_worker_says_it_is_one():
+    assert data_error(in_worker(KeyError("expt"))).lines()[0] == "error: KeyError: 'expt'"
