@@ -128,7 +128,7 @@ class PhoneMap:
 def check_intervals(path: Path, intervals: list[Interval], n_samples: int, sample_rate: int,
                     audio: Path | None, contiguous: bool = True, fixed: Counter[str] | None = None) -> list[Interval]:
     """Each interval ends after it starts and within the audio, none overlaps the previous one,
-    and with ``contiguous`` each starts where the previous ended (a phone tier has no gaps). A gap
+    and with ``contiguous`` each starts where the previous ended (a phone tier has no gaps). A gap,
     an overlap or an overrun past the audio's end of at most one frame shift (10 ms: aligners
     round times to 1 ms or 10 ms) is mended (the previous interval ends where the next starts,
     the last one at the audio's end) and counted in ``fixed``; a larger one is an error. The
