@@ -120,8 +120,9 @@ class VecsetArgumentParser(LightningArgumentParser):
 
 
 class VecsetCLI(CheckpointConfigCheck, LightningCLI):
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, resumes: Path | None = None, **kwargs) -> None:
         kwargs.setdefault("parser_class", VecsetArgumentParser)
+        self.resumes = resumes  # the run directory a resumed fit continues (CheckpointConfigCheck checks it)
         self._subcommands = kwargs.get("run", True)  # False: one parser, no subcommand (vecset export)
         super().__init__(*args, **kwargs)
 
@@ -390,6 +391,7 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
                 seed_everything_default=0,
                 args=args,
                 run=run,
+                resumes=Path(RUNS_DIR) / name / f"version_{resumed}" if resumed is not None else None,
             )
             if run:
                 end_process_group()
