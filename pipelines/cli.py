@@ -72,15 +72,19 @@ RUNS_DIR = "runs"
 
 
 def config_name(argv: list[str]) -> str:
-    """The run's name: the stem of the last ``--config``/``-c`` file on the command line
-    ('default' if none), or, for a run directory's own ``runs/<job>/version_<n>/config.yaml``,
-    the job's name (``<job>``: a predict with a saved run's config is that job's, not "config")."""
+    """The run's name: the stem of the first ``--config``/``-c`` file on the command line, the
+    job's config (a second one is an overlay on it, e.g. a learning-rate finder's settings, and
+    named ``runs/<overlay>/`` a run of the job's; 'default' if none), or, for a run directory's
+    own ``runs/<job>/version_<n>/config.yaml``, the job's name (``<job>``: a predict with a saved
+    run's config is that job's, not "config")."""
     path = None
     for i, a in enumerate(argv):
         if a in ("--config", "-c") and i + 1 < len(argv):
             path = Path(argv[i + 1])
         elif a.startswith("--config="):
             path = Path(a.split("=", 1)[1])
+        if path is not None:
+            break
     if path is None:
         return "default"
     if re.fullmatch(r"version_\d+", path.parent.name) and path.parent.parent.name:
