@@ -225,6 +225,12 @@ def test_last_refuses_another_runs_data_and_a_finished_run(tmp_path, monkeypatch
     assert err.startswith("error: --ckpt_path last: runs/job/version_0 finished (its results.json is there)"), err
     assert "--ckpt_path runs/job/version_0/checkpoints/last.ckpt" in err.splitlines()[0]
 
+    # its checkpoint named with data B: the same refusal
+    last = str(a / "checkpoints/last.ckpt")
+    err = refused(capsys, "--config", cfg, "--data.init_args.seed=1", "--ckpt_path", last)
+    assert err.startswith(f"error: --ckpt_path {last}: runs/job/version_0 is another run"), err
+    assert "data.init_args.seed: the run has 0, the config has 1" in err.splitlines()[0]
+
     assert snapshot(a) == before
     assert sorted(p.name for p in (tmp_path / "runs/job").iterdir()) == ["version_0", "version_1"]
 
