@@ -73,15 +73,19 @@ RUNS_DIR = "runs"
 
 
 def config_name(argv: list[str]) -> str:
-    """The run's name: the stem of the last ``--config``/``-c`` file on the command line
-    ('default' if none), or, for a run directory's own ``runs/<job>/version_<n>/config.yaml``,
-    the job's name (``<job>``: a predict with a saved run's config is that job's, not "config")."""
+    """The run's name: the stem of the first ``--config``/``-c`` file on the command line, the
+    job's config (a second one is an overlay on it, e.g. a learning-rate finder's settings, and
+    named ``runs/<overlay>/`` a run of the job's; 'default' if none), or, for a run directory's
+    own ``runs/<job>/version_<n>/config.yaml``, the job's name (``<job>``: a predict with a saved
+    run's config is that job's, not "config")."""
     path = None
     for i, a in enumerate(argv):
         if a in ("--config", "-c") and i + 1 < len(argv):
             path = Path(argv[i + 1])
         elif a.startswith("--config="):
             path = Path(a.split("=", 1)[1])
+        if path is not None:
+            break
     if path is None:
         return "default"
     if re.fullmatch(r"version_\d+", path.parent.name) and path.parent.parent.name:
@@ -121,8 +125,9 @@ class VecsetArgumentParser(LightningArgumentParser):
 
 
 class VecsetCLI(CheckpointConfigCheck, LightningCLI):
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, resumes: Path | None = None, **kwargs) -> None:
         kwargs.setdefault("parser_class", VecsetArgumentParser)
+        self.resumes = resumes  # the run directory a resumed fit continues (CheckpointConfigCheck checks it)
         self._subcommands = kwargs.get("run", True)  # False: one parser, no subcommand (vecset export)
         super().__init__(*args, **kwargs)
 
@@ -398,6 +403,7 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
                 seed_everything_default=0,
                 args=args,
                 run=run,
+                resumes=Path(RUNS_DIR) / name / f"version_{resumed}" if resumed is not None else None,
             )
             if run:
                 end_process_group()

@@ -170,8 +170,15 @@ def parse_error(message: str) -> str | None:
     path: list[str] = []
     cls = None
     nested = False  # the next key is an init_arg of ``cls``
-    for raw in message.splitlines():
+    subtypes, given = None, None  # the last key's Union: its types and the value given
+    lines = message.splitlines()
+    for i, raw in enumerate(lines):
         line = raw.strip()
+        if line.startswith("Subtypes:") and path:
+            subtypes = line.removeprefix("Subtypes:").strip()
+            given = next((g.strip().removeprefix("Given value:").strip() for g in lines[i + 1:]
+                          if g.strip().startswith("Given value:")), None)
+            continue
         if line.startswith("- "):
             line = line[2:]  # an item of a Union's error list: the first one that is not None's is taken
             if line.startswith("Expected a <class 'NoneType'>"):
@@ -181,7 +188,7 @@ def parse_error(message: str) -> str | None:
         if m := _KEY.fullmatch(line):
             key = m[1] + (f"[{int(m[2]) - 1}]" if m[2] else "")
             path.append(f"init_args.{key}" if nested else key)
-            nested = False
+            nested, subtypes, given = False, None, None
             continue
         if m := _CLASS.fullmatch(line):
             cls, nested = m[1], True
@@ -192,8 +199,54 @@ def parse_error(message: str) -> str | None:
         if nested and locate(cls) is None:  # the class itself is what was not found
             return f"{'.'.join(path)}.class_path: {line}"
         where = ".".join(path) + (".init_args" if nested else "")
-        return f"{where}: {line}" + (f" ({cls}{_did_you_mean(line, cls)})" if cls else "")
+        return f"{where}: {_expected(line, subtypes, given)}" + (f" ({cls}{_did_you_mean(line, cls)})" if cls else "")
     return None
+
+
+# how a message names a value of each plain type (as YAML and the command line write it)
+_TYPE_WORDS = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a string",
+               "NoneType": "null", "dict": "a mapping", "list": "a list"}
+
+
+def _type_words(t: str) -> str:
+    """One type of jsonargparse's message (``<class 'bool'>``, ``typing.Literal['auto']``,
+    ``list[int]``) as the values it accepts: ``true or false``, ``'auto'``, ``a list of int``."""
+    t = t.strip()
+    if m := re.fullmatch(r"<class '([\w.]+)'>", t):
+        name = m[1].rsplit(".", 1)[-1]
+        return _TYPE_WORDS.get(name, f"a {name}")
+    if m := re.fullmatch(r"typing\.Literal\[(.*)\]", t):
+        return " or ".join(_top_level(m[1]))
+    if m := re.fullmatch(r"(?:typing\.)?(?:list|List|tuple|Tuple|Sequence|typing\.Sequence)\[(.*)\]", t):
+        return f"a list of {m[1]}"
+    return t
+
+
+def _top_level(text: str) -> list[str]:
+    """``text`` split at its commas outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "[(":
+            depth += 1
+        elif c in "])":
+            depth -= 1
+        elif c == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    return [*parts, text[start:].strip()] if text.strip() else parts
+
+
+def _expected(line: str, subtypes: str | None, given: str | None) -> str:
+    """jsonargparse's "Expected a <class 'bool'>" as the values a setting takes: every type of
+    its Union (``on_device``: true or false, or 'auto'), where it showed only the first one or a
+    typing repr; other reasons as they are."""
+    if subtypes is not None and subtypes.startswith("[") and line.startswith("Expected a "):
+        words = [_type_words(t) for t in _top_level(subtypes[1:-1])]
+        listed = words[0] if len(words) == 1 else ", ".join(words[:-1]) + ", or " + words[-1]
+        return f"expected {listed}" + (f"; got {given}" if given is not None else "")
+    if m := re.fullmatch(r"Expected a (.+?)(?:\. Got value: (.*))?", line):
+        return f"expected {_type_words(m[1])}" + (f"; got {m[2]}" if m[2] is not None else "")
+    return line
 
 
 def _did_you_mean(line: str, cls: str) -> str:

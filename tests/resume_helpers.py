@@ -56,3 +56,15 @@ class FailingSetupData(SyntheticSetDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         raise FileNotFoundError("the data is missing, on purpose (tests/resume_helpers.py)")
+
+
+class StopAtStep(Callback):
+    """At the start of global step ``step``, stop the run as SIGTERM does (``SystemExit(143)``,
+    pipelines/signals.py): a run stopped before its first checkpoint when ``step`` comes before it."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx: int) -> None:
+        if trainer.global_step == self.step:
+            raise SystemExit(143)

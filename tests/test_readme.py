@@ -20,11 +20,14 @@ def test_readme_has_one_python_example_using_the_public_api():
 
 
 def test_readme_python_example_trains_and_tests(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)  # the example's checkpoints go to the working directory
+    monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "readme_example"}
     exec(compile(readme_python_blocks()[0], "README.md", "exec"), namespace)
     model, trainer = namespace["model"], namespace["trainer"]
-    assert trainer.current_epoch == 5 and (tmp_path / "checkpoints" / "last.ckpt").exists()
+    # its checkpoints go where it says (runs/ is git-ignored), nothing else into the working
+    # directory (issue 60: an untracked ./checkpoints/ was left)
+    assert trainer.current_epoch == 5 and (tmp_path / "runs/readme/checkpoints/last.ckpt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
     # it printed the test metrics, and the model learned the task (chance is about 0.5)
     printed = capsys.readouterr().out
     assert "'test_acc'" in printed

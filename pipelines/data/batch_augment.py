@@ -34,9 +34,12 @@ from torch import Tensor
 
 
 class BatchAugment:
-    """A transform of a batch dict on its device: ``augment(batch, generator) -> batch``."""
+    """A transform of a batch dict on its device: ``augment(batch, generator) -> batch``. Each
+    transforms one kind of batch (``ImageAugment``, ``FrameAugment``); a data module declares the
+    kind it takes (its ``batch_augment_kind``) and refuses others when it is built."""
 
-    key = "image"
+    key: str  # the batch field it transforms
+    what: str  # the batches of its kind, for messages
 
     def bind(self, fill: Tensor | None = None, num_classes: int | None = None) -> None:
         """What the data says: ``fill`` (C,) the normalized background (what padding shows),
@@ -44,6 +47,32 @@ class BatchAugment:
 
     def __call__(self, batch: dict, g: torch.Generator) -> dict:
         raise NotImplementedError
+
+
+class ImageAugment(BatchAugment):
+    """A transform of image batches."""
+
+    key = "image"
+    what = "image batches (batch['image'] (B, C, H, W))"
+
+
+class FrameAugment(BatchAugment):
+    """A transform of batches of frame sequences (speech)."""
+
+    key = "x"
+    what = "frame batches (batch['x'] (B, T, F) with its mask)"
+
+
+def check_batch_augment(data: str, kind: type[BatchAugment], given: list[BatchAugment]) -> None:
+    """Refuse, naming what ``data`` takes, a transform in ``given`` that is not of ``kind`` (MixUp
+    on speech frames found no ``batch['image']`` in its first step: a KeyError)."""
+    wrong = [a for a in given if not isinstance(a, kind)]
+    if wrong:
+        shipped = ", ".join(c.__name__ for c in SHIPPED.get(kind, ()))
+        told = "; ".join(f"{type(a).__name__} transforms {a.what}" if isinstance(a, BatchAugment)
+                         else f"{type(a).__name__} is not a BatchAugment" for a in wrong)
+        raise ValueError(f"batch_augment: {data} takes {kind.__name__}s, transforms of {kind.what}"
+                         f"{f' ({shipped})' if shipped else ''}; {told}")
 
 
 def _check_p(name: str, p: float) -> None:
@@ -67,7 +96,7 @@ def shift_images(x: Tensor, dy: Tensor, dx: Tensor, fill: Tensor) -> Tensor:
     return torch.where(inside[:, None], out, fill.to(x.dtype).view(1, C, 1, 1))
 
 
-class RandomCrop(BatchAugment):
+class RandomCrop(ImageAugment):
     """Per sample, a crop of the image's own size from the image padded by ``padding`` on every
     side (padding shows the data's background): a shift uniform in [-padding, padding] each way."""
 
@@ -90,7 +119,7 @@ class RandomCrop(BatchAugment):
         return {**batch, self.key: shift_images(x, dy, dx, fill.to(x.device))}
 
 
-class HorizontalFlip(BatchAugment):
+class HorizontalFlip(ImageAugment):
     """Mirror each image left-right with probability ``p``."""
 
     def __init__(self, p: float = 0.5) -> None:
@@ -103,7 +132,7 @@ class HorizontalFlip(BatchAugment):
         return {**batch, self.key: torch.where(flip[:, None, None, None], x.flip(-1), x)}
 
 
-class RandomErasing(BatchAugment):
+class RandomErasing(ImageAugment):
     """With probability ``p`` per image, set a rectangle to ``value``: its area a share of the
     image uniform in ``scale``, its aspect ratio (h / w) log-uniform in ``ratio``, its place
     uniform (torchvision's ``RandomErasing``; where torchvision redraws a rectangle taller or
@@ -152,7 +181,7 @@ def beta(alpha: float, n: int, g: torch.Generator, device) -> Tensor:
     return gam[0] / (gam[0] + gam[1]).clamp(min=torch.finfo(gam.dtype).tiny)
 
 
-class _Mix(BatchAugment):
+class _Mix(ImageAugment):
     def __init__(self, alpha: float = 1.0, p: float = 1.0) -> None:
         if alpha <= 0:
             raise ValueError(f"{type(self).__name__}: alpha must be > 0, got {alpha}")
@@ -216,7 +245,7 @@ class CutMix(_Mix):
         return {**batch, self.key: mixed, "y": kept * y + (1 - kept) * y.roll(1, 0)}
 
 
-class SpecAugment(BatchAugment):
+class SpecAugment(FrameAugment):
     """SpecAugment's masks on frame features, per utterance (Park et al. 2019): ``time_masks``
     spans of up to ``time_width`` frames (within each utterance's real frames) and
     ``freq_masks`` bands of up to ``freq_width`` features, each width uniform in [0, max], set
@@ -226,8 +255,6 @@ class SpecAugment(BatchAugment):
     Shapes:
         batch["x"] (B, T, F), batch["mask"] (B, T) True on real frames.
     """
-
-    key = "x"
 
     def __init__(self, time_masks: int = 2, time_width: int = 20, freq_masks: int = 2, freq_width: int = 8,
                  value: float = 0.0) -> None:
@@ -271,3 +298,10 @@ class SpecAugment(BatchAugment):
         fill = self.fill.to(x.dtype) if self.fill is not None else torch.full((), self.value, dtype=x.dtype,
                                                                               device=x.device)
         return {**batch, self.key: torch.where(hit, fill, x)}
+
+
+# the shipped transforms of each kind, named in the refusal
+SHIPPED: dict[type[BatchAugment], tuple[type[BatchAugment], ...]] = {
+    ImageAugment: (RandomCrop, HorizontalFlip, RandomErasing, MixUp, CutMix),
+    FrameAugment: (SpecAugment,),
+}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -123,11 +124,14 @@ def _config(path: str, tmp: Path) -> str:
     return str(copy)
 
 
-def _refuse_one_set(batch: dict, served: ServedModel, dm) -> None:
-    """torch.export takes a batch axis of 1 as a constant: the example needs >= 2 sets."""
-    B = batch[served.inputs[0]].shape[0]
+def _refuse_one_set(batch: dict | None, served: ServedModel | None, dm) -> None:
+    """torch.export takes a batch axis of 1 as a constant: the example needs >= 2 sets. Asked
+    first of the data's declared ``batch_size`` (no batch: before its data is read), then of its
+    first test batch (a test split of one set)."""
+    B = dm.batch_size if batch is None or served is None else batch[served.inputs[0]].shape[0]
     if B < 2:
-        raise NotExportable(f"{type(dm).__name__}'s first test batch holds {B} set: the export traces an example "
+        where = f"first test batch holds {B} set" if batch is not None else f"batches hold {B} set (its batch_size)"
+        raise NotExportable(f"{type(dm).__name__}'s {where}: the export traces an example "
                             "of >= 2 sets (a batch of one would be fixed in the graph); data that is a single set "
                             "(one graph's nodes, as karate) cannot be exported: serve the PyTorch model (vecset "
                             "predict); otherwise give a test batch_size of >= 2")
@@ -193,6 +197,7 @@ def run_export(argv: list[str]) -> dict:
         cli = run_cli([*configs, *rest, "--trainer.logger=false", "--trainer.enable_progress_bar=false"], run=False)
     model, dm = cli.model, cli.datamodule
     encoder, _, head = check_exportable(model)  # before reading anything: what cannot be exported is said first
+    _refuse_one_set(None, None, dm)  # a batch of one set, from the config alone
     check_checkpoint(ckpt, model, weights=False)  # the config, before reading data
     dm.prepare_data()
     dm.setup("test")
@@ -244,4 +249,6 @@ def main(argv: list[str]) -> None:
     try:
         run_export(argv)
     except (NotExportable, ExportUsageError, NotACheckpointError, UnsafeCheckpointError, CheckpointMismatchError) as e:
-        raise SystemExit(f"vecset export: {e}") from None
+        # a setting or file the user gave: the command's one error line, exit 2 (as a config's)
+        sys.stderr.write(f"error: vecset export: {e}\n")
+        raise SystemExit(2) from None

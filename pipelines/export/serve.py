@@ -56,6 +56,14 @@ def check_inputs(spec: dict, inputs: dict[str, Any]) -> None:
             if first[2] != size:
                 raise ExportInputError(f"input {name!r}: dim {d} ({axis}) is {size}, but {first[0]!r} dim {first[1]} "
                                        f"({axis}) is {first[2]}: they must be equal")
+    mask = inputs.get("mask")  # (B, N) True where a vector is real
+    if mask is not None and spec["inputs"]["mask"]["dtype"] == "bool" and len(mask.shape) == 2:
+        # a set without a real vector: attention has no key to weigh, and its outputs come back NaN
+        empty = [i for i, real in enumerate(mask.any(1).tolist()) if not real]
+        if empty:
+            shown = ", ".join(map(str, empty[:8])) + (" ..." if len(empty) > 8 else "")
+            raise ExportInputError(f"input 'mask': set {shown} of {mask.shape[0]} has no real vector (its row is all "
+                                   "False; its outputs would be NaN): every set needs at least one True")
     top = spec.get("max_set_size")
     if top is not None and SET_SIZE in seen and seen[SET_SIZE][2] > top:
         name, d, size = seen[SET_SIZE]
@@ -80,8 +88,8 @@ class ExportedModel:
     """``vecset export``'s output directory as a callable: ``ExportedModel(DIR)(x=..., mask=...)``
     -> the outputs by name (``export.json``'s ``outputs``), after ``check_inputs``.
 
-    ``backend``: ``pt2`` (``torch.export.load``; tensors in, tensors out) or ``onnx``
-    (onnxruntime on CPU; tensors or numpy arrays in, numpy arrays out)."""
+    ``backend``: ``pt2`` (``torch.export.load``; tensors or numpy arrays in, tensors out) or
+    ``onnx`` (onnxruntime on CPU; tensors or numpy arrays in, numpy arrays out)."""
 
     def __init__(self, directory: str | Path, backend: str = "pt2") -> None:
         directory = Path(directory)
@@ -103,6 +111,8 @@ class ExportedModel:
         check_inputs(self.spec, inputs)
         if self.backend == "onnx":
             inputs = {n: v.cpu().numpy() if torch.is_tensor(v) else v for n, v in inputs.items()}
+        else:  # the program takes tensors only (a numpy array reached it as a callable's argument)
+            inputs = {n: v if torch.is_tensor(v) else torch.from_numpy(v) for n, v in inputs.items()}
         with torch.no_grad():
             out = self._run(*(inputs[n] for n in self.inputs))
         return dict(zip(self.outputs, out, strict=True))

@@ -26,7 +26,7 @@ from torchvision.transforms import v2
 
 from vecset.encoders.image import IMAGE_EXTENSIONS, FileImages, check_images, collate_images
 from vecset.pipelines.data.base import ModelLink, VecsetDataModule, fixed
-from vecset.pipelines.data.batch_augment import BatchAugment
+from vecset.pipelines.data.batch_augment import BatchAugment, ImageAugment, check_batch_augment
 from vecset.pipelines.data.device_loader import (
     DeviceLoader,
     DeviceSampler,
@@ -140,6 +140,8 @@ class ImageDataModule(VecsetDataModule):
     predict_files: list[str] | None = None
     # the raw pixel value that a crop's padding shows (before prepare_batch's scaling)
     background: float = 0.0
+    # the batch_augment transforms it takes: its batches are images
+    batch_augment_kind = ImageAugment
 
     @classmethod
     def model_links(cls) -> list[ModelLink]:
@@ -163,6 +165,7 @@ class ImageDataModule(VecsetDataModule):
         if not 0 < device_memory_share <= 1:
             raise ValueError(f"device_memory_share must be in (0, 1], got {device_memory_share}")
         self.batch_augment = list(batch_augment or [])
+        check_batch_augment(type(self).__name__, self.batch_augment_kind, self.batch_augment)
         # batch_augment runs where the batches are: on the device with the data there, else on each
         # batch of the CPU loader after its per-sample train_transforms (RandAugment then MixUp)
         if on_device is True and augment:

@@ -41,7 +41,7 @@ from vecset.encoders.speech import (
 from vecset.encoders.speech.phones import phone_names
 from vecset.encoders.speech.voice_augment import VoiceAugment
 from vecset.pipelines.data.base import ModelLink, VecsetDataModule
-from vecset.pipelines.data.batch_augment import BatchAugment
+from vecset.pipelines.data.batch_augment import BatchAugment, FrameAugment, check_batch_augment
 from vecset.pipelines.data.gathered import BucketedCollate, LengthBuckets
 from vecset.pipelines.predict.output import PredictModel
 from vecset.pipelines.speech.checks import check_shared_speakers, shared_sentences
@@ -206,6 +206,9 @@ class SpeechFramesDataModule(VecsetDataModule):
             batches in a seeded order; needs ``length_buckets`` and the data on the device.
     """
 
+    # the batch_augment transforms it takes: its batches are frame sequences
+    batch_augment_kind = FrameAugment
+
     @classmethod
     def input_paths(cls, init_args: dict[str, Any], subcommand: str | None) -> dict[str, Path]:
         """``root``, and the CTM files (relative to it) where given; a predict of ``predict_paths``
@@ -229,6 +232,7 @@ class SpeechFramesDataModule(VecsetDataModule):
                  batch_augment: list[BatchAugment] | None = None,
                  length_buckets: Literal["pow2"] | list[int] | None = None, bucket_batches: bool = False) -> None:
         super().__init__()
+        check_batch_augment(type(self).__name__, self.batch_augment_kind, list(batch_augment or []))
         self.buckets = LengthBuckets(length_buckets)
         self.placement = SpeechPlacement(on_device, device_memory_share, batch_augment, self.buckets, bucket_batches)
         if fit_max_frames < 0:

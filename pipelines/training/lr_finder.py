@@ -37,7 +37,25 @@ class FoundLearningRate(pl.Callback):
 
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         finders = [c for c in trainer.callbacks if isinstance(c, LearningRateFinder)]
-        if not finders or finders[-1].optimal_lr is None or finders[-1].optimal_lr.suggestion() is None:
+        if not finders:
+            return
+        found = finders[-1].optimal_lr
+        # asked again quietly: Lightning logged its own "Failed to compute suggestion" when it asked
+        quiet = logging.getLogger("pytorch_lightning.tuner.lr_finder")
+        level, quiet.level = quiet.level, logging.CRITICAL
+        try:
+            suggestion = found.suggestion() if found is not None else None
+        finally:
+            quiet.setLevel(level)
+        if suggestion is None:
+            points = len(found.results.get("lr", [])) if found is not None else 0
+            configured = pl_module.hparams.get("lr") if "lr" in pl_module.hparams else None
+            kept = f"the configured lr {configured:g}" if configured is not None else "the configured learning rate"
+            # Lightning's suggestion skips the first 10 points and the last, and needs 2 finite losses
+            why = (f"{points} points measured, its suggestion needs at least 13: raise its num_training_steps"
+                   if points < 13 else f"fewer than 2 finite losses among its {points} points")
+            if trainer.is_global_zero:
+                print(f"vecset: the learning-rate finder found no rate ({why}); training keeps {kept}", flush=True)
             return
         # the model's lr is the suggestion now (Lightning set it); configure_optimizers reads it
         trainer.strategy.setup_optimizers(trainer)

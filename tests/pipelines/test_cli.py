@@ -107,7 +107,9 @@ def test_only_predict_gets_the_prediction_writer(fitted, tmp_path, monkeypatch):
 
 def test_config_name_and_versions(tmp_path):
     assert config_name(["fit", "--config", "configs/digits.yaml"]) == "digits"
-    assert config_name(["fit", "--config=a/b.yaml", "-c", "x/last.yaml"]) == "last"
+    # the first config is the job's, a second one an overlay (issue 57: runs/lrf/ for a job's LR finder run)
+    assert config_name(["fit", "--config=a/b.yaml", "-c", "x/lrf.yaml"]) == "b"
+    assert config_name(["fit", "-c", "configs/digits.yaml", "--config", "lrf.yaml"]) == "digits"
     assert config_name(["fit"]) == "default"
     # a saved run's config is that job's, not "config"
     assert config_name(["predict", "--config", "runs/digits/version_3/config.yaml"]) == "digits"

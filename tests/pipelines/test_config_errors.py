@@ -115,7 +115,7 @@ FIRST_LINES = {
                       r"model\.init_args\.backbone\.init_args: Option 'dpeth' is not accepted "
                       r"\(vecset\.backbone\.Backbone; did you mean 'depth'\?\)$"),
     "wrong type": (["--config", "{type}"],
-                   r"model\.init_args\.backbone\.init_args\.depth: Expected a <class 'int'>\. Got value: two "
+                   r"model\.init_args\.backbone\.init_args\.depth: expected an integer; got two "
                    r"\(vecset\.backbone\.Backbone\)"),
     "trainer key typo": (["--config", "{trainer}"], r"Subcommand 'fit' does not accept option 'trainer\.max_epoch'"),
     "unknown class": (["--config", "{class}"],
@@ -165,3 +165,22 @@ def test_a_multi_task_heads_entry_is_named_by_its_task(tmp_path, monkeypatch, ca
     first = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("error:"))
     assert first == ("error: model.init_args.heads.mean (vecset.heads.SequenceHead): label_smoothing must be in "
                      "[0, 1), got 1.5"), first
+
+
+@pytest.mark.parametrize("args,first", [
+    (["--data.init_args.on_device", "maybe"],
+     "error: data.init_args.on_device: expected true or false, or 'auto'; got maybe "
+     "(vecset.pipelines.SpeechFramesDataModule)"),
+    (["--data.init_args.length_buckets", "foo"],
+     "error: data.init_args.length_buckets: expected 'pow2', a list of int, or null; got foo "
+     "(vecset.pipelines.SpeechFramesDataModule)"),
+    (["--trainer.enable_progress_bar", "maybe"], "error: trainer.enable_progress_bar: expected true or false, or null; got maybe"),
+])
+def test_a_wrong_value_is_told_every_value_the_setting_takes(tmp_path, monkeypatch, capsys, args, first):
+    """Issue 57: "Expected a <class 'bool'>" (jsonargparse's first Union type) hid that on_device
+    takes auto, and length_buckets printed "Expected a typing.Literal['pow2']"."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        run_cli(["fit", "--config", str(ROOT / "configs/speech_frames_debug.yaml"), *args])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.splitlines()[0] == first

@@ -151,3 +151,20 @@ def test_sequence_head_takes_mixed_labels_for_its_loss_and_metrics():
     torch.testing.assert_close(head.loss(out, {"y": soft}), head.loss(out, {"y": y}))
     preds, target = head.metric_inputs(out, {"y": soft})
     assert torch.equal(target, y) and torch.equal(preds, out.argmax(-1))
+
+
+def test_a_data_module_refuses_another_kind_of_transform():
+    """Each data module declares the kind of batch transform it takes; the images take no
+    SpecAugment, the speech frames no MixUp (issue 57: a KeyError in the first step)."""
+    from vecset.pipelines.data.batch_augment import FrameAugment, ImageAugment
+    from vecset.pipelines.images.data import DigitsDataModule
+    from vecset.pipelines.speech.data import SpeechFramesDataModule
+
+    assert SpeechFramesDataModule.batch_augment_kind is FrameAugment and DigitsDataModule.batch_augment_kind is ImageAugment
+    with pytest.raises(ValueError, match=r"^batch_augment: DigitsDataModule takes ImageAugments, transforms of image "
+                                         r"batches .* \(RandomCrop, HorizontalFlip, RandomErasing, MixUp, CutMix\); "
+                                         r"SpecAugment transforms frame batches"):
+        DigitsDataModule(batch_augment=[RandomCrop(), SpecAugment()])
+    assert len(DigitsDataModule(batch_augment=[RandomCrop(), MixUp()]).batch_augment) == 2
+    with pytest.raises(ValueError, match=r"^batch_augment: SpeechFramesDataModule takes FrameAugments.*; MixUp transforms image"):
+        SpeechFramesDataModule(on_device=True, batch_augment=[MixUp()])

@@ -169,3 +169,20 @@ def test_a_fit_resumed_mid_epoch_sees_the_uninterrupted_batches(tmp_path, monkey
     assert sorted(resumed.steps) == [2, 3, 4]
     for s in (2, 3, 4):
         assert resumed.steps[s] == whole.steps[s], s
+
+
+def test_an_image_augmentation_on_speech_is_refused_when_the_config_is_built(tmp_path, monkeypatch, capsys):
+    """Issue 57: MixUp on the speech job crashed in its first step (KeyError: 'image'). The data
+    module declares the kind of transform it takes (FrameAugment) and refuses another at once: one
+    error line naming what it takes, exit 2, no run folder."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        run_cli(["fit", "--config", str(ROOT / "configs/speech_frames_debug.yaml"), "--data.init_args.on_device=true",
+                 f"--data.init_args.root={ROOT / 'data/speech'}",
+                 "--data.init_args.batch_augment+=vecset.pipelines.data.batch_augment.MixUp"])
+    first = capsys.readouterr().err.splitlines()[0]
+    assert e.value.code == 2
+    assert first == ("error: data (vecset.pipelines.SpeechFramesDataModule): batch_augment: SpeechFramesDataModule "
+                     "takes FrameAugments, transforms of frame batches (batch['x'] (B, T, F) with its mask) "
+                     "(SpecAugment); MixUp transforms image batches (batch['image'] (B, C, H, W))"), first
+    assert not (tmp_path / "runs").exists()

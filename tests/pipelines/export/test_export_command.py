@@ -80,11 +80,17 @@ def untrained_checkpoint(args: list[str], path: Path, prepare=None) -> Path:
 
 
 def export_error(monkeypatch, *args: str) -> str:
-    """What ``vecset export ARGS`` exits with (a SystemExit's message)."""
+    """What ``vecset export ARGS`` says after ``error: `` (it must exit 2)."""
+    import io
+
     monkeypatch.setattr(sys, "argv", ["vecset", "export", *args])
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
     with pytest.raises(SystemExit) as e:
         vecset_main()
-    return str(e.value.code)
+    assert e.value.code == 2, err.getvalue()
+    assert err.getvalue().startswith("error: "), err.getvalue()
+    return err.getvalue().removeprefix("error: ").strip()
 
 
 def test_bad_options_are_named_in_one_line_before_the_model_loads(tmp_path, monkeypatch):
@@ -159,12 +165,29 @@ def test_karate_is_refused_with_the_reason(tmp_path, monkeypatch):
     args = ["--config", str(ROOT / "configs" / "karate.yaml")]
     ckpt = untrained_checkpoint(args, tmp_path / "checkpoints" / "last.ckpt")
     msg = export_error(monkeypatch, *args, "--ckpt_path", str(ckpt), "--no_onnx")
-    assert msg.startswith("vecset export: GraphNodeDataModule's first test batch holds 1 set: the export traces an "
+    assert msg.startswith("vecset export: GraphNodeDataModule's batches hold 1 set (its batch_size): the export traces an "
                           "example of >= 2 sets") and "karate" in msg and "\n" not in msg
 
 
+def test_a_batch_of_one_set_is_refused_before_the_data_is_read(tmp_path, monkeypatch):
+    import torch
+
+    """Issue 57: a speech run of batch_size 1 was refused after its whole test split was read
+    (40 s), exit 1; the data's batch_size says it before any data is read: exit 2."""
+    monkeypatch.chdir(ROOT)  # the config's data/speech
+    args = ["--config", str(ROOT / "configs" / "speech_frames_debug.yaml"), "--data.init_args.batch_size=1"]
+    fit_stats = lambda m: m.encoder.set_global_stats([torch.randn(20, 40)])  # noqa: E731
+    ckpt = untrained_checkpoint(args, tmp_path / "checkpoints" / "last.ckpt", prepare=fit_stats)
+    from vecset.pipelines.speech.data import SpeechFramesDataModule
+
+    monkeypatch.setattr(SpeechFramesDataModule, "setup", lambda self, stage=None: pytest.fail("the data was read"))
+    msg = export_error(monkeypatch, *args, "--ckpt_path", str(ckpt), "--no_onnx", "--output_dir", str(tmp_path / "o"))
+    assert msg.startswith("vecset export: SpeechFramesDataModule's batches hold 1 set (its batch_size): the export "
+                          "traces an example of >= 2 sets") and "\n" not in msg, msg
+
+
 # every shipped config: exported (tests per modality in this folder) or refused before any data is
-# read, in one line that names the part; karate's data (one graph) is refused at its first batch
+# read, in one line that names the part; karate's data (one graph, batches of one) is refused before it is read
 REFUSED = {"debug_multitask": "MultiTaskModule", "multitask": "MultiTaskModule", "multitask_molecules": "MultiTaskModule",
            "fashion_mnist_cnn": "GridResNet", "g2p": "Seq2SeqHead", "g2p_bahdanau": "Seq2SeqHead",
            "g2p_debug": "Seq2SeqHead", "kernel_regression": "NadarayaWatsonHead", "pretrain_molecules": "PretextHead",

@@ -54,3 +54,34 @@ def test_onnx_x_and_mask_of_different_set_sizes_are_refused_by_name(tmp_path):
     with pytest.raises(ExportInputError, match=r"^input 'x': expected dtype float32, got float64$"):
         served_onnx(x=b["x"].double().numpy(), mask=b["mask"].numpy())
     assert served_onnx(x=b["x"], mask=b["mask"])["logits"].shape == (2, 9, 2)
+
+
+def pt2_export(model: TaskModule, example: dict, out) -> ServedModel:
+    """``model.pt2`` and export.json (as vecset export writes them) in ``out``."""
+    from vecset.pipelines.export.program import export_program
+
+    served = ServedModel.of(model, example)
+    torch.export.save(export_program(served, example), out / "model.pt2")
+    (out / "export.json").write_text(json.dumps(describe(served, example)))
+    return served
+
+
+def test_pt2_takes_numpy_arrays_and_refuses_a_set_without_a_real_vector(tmp_path):
+    """Issue 57: the pt2 backend given numpy arrays raised "TypeError: 'int' object is not
+    callable" (onnx takes them); a mask row of all False gave NaN logits without a word."""
+    torch.manual_seed(0)
+    model = TaskModule(VectorEncoder(2, 16), Backbone(16, 1, 2, 2.0), LabelingHead(16, 2))
+    served = pt2_export(model, padded([7, 7, 3], 2), tmp_path)
+    pt2 = ExportedModel(tmp_path)
+    b = padded([9, 4], 2)
+    with torch.no_grad():
+        ref = served(b["x"], b["mask"])[0]
+    got = pt2(x=b["x"].numpy(), mask=b["mask"].numpy())["logits"]
+    assert torch.is_tensor(got) and torch.allclose(got, ref, atol=1e-6)
+    empty = b["mask"].clone()
+    empty[1] = False
+    with pytest.raises(ExportInputError, match=r"^input 'mask': set 1 of 2 has no real vector \(its row is all False; "
+                                               r"its outputs would be NaN\)"):
+        pt2(x=b["x"], mask=empty)
+    with pytest.raises(ExportInputError, match=r"^input 'mask': set 1 of 2 has no real vector"):
+        pt2(x=b["x"].numpy(), mask=empty.numpy())

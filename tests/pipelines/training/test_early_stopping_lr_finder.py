@@ -72,3 +72,18 @@ def test_learning_rate_finder_sets_the_lr(tmp_path, monkeypatch):
     assert yaml.safe_load((run / "config.yaml").read_text())["model"]["init_args"]["lr"] == pytest.approx(suggestion)
     assert json.loads((run / "results.json").read_text())["lr_found"] == pytest.approx(suggestion)
     assert not list(Path(".").glob(".lr_find_*.ckpt"))  # its temporary checkpoint is removed
+
+
+def test_a_finder_that_finds_no_rate_says_the_configured_lr_is_kept(tmp_path, monkeypatch, capsys):
+    """Issue 57: a finder with too few points found no rate and said so only in Lightning's words
+    ("Failed to compute suggestion"); one vecset line says the configured lr is kept."""
+    monkeypatch.chdir(tmp_path)
+    finder = {"class_path": "pytorch_lightning.callbacks.LearningRateFinder",
+              "init_args": {"min_lr": 1e-4, "max_lr": 0.1, "num_training_steps": 5}}
+    cli = run_cli(["fit", "--config", config_with(tmp_path, finder), "--trainer.max_epochs=1", *SMALL])
+    out = capsys.readouterr().out
+    line = ("vecset: the learning-rate finder found no rate (5 points measured, its suggestion needs at least 13: "
+            "raise its num_training_steps); training keeps the configured lr 0.003")
+    assert out.count(line) == 1, out[-2000:]
+    assert cli.model.hparams.lr == pytest.approx(0.003)
+    assert "lr_found" not in json.loads(next(Path("runs/recipe").glob("version_*/results.json")).read_text())

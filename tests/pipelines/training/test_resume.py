@@ -168,9 +168,71 @@ def test_resume_version_selection(tmp_path):
     assert not wants_last_checkpoint(["fit", "--ckpt_path", "runs/x/last.ckpt"])
     assert resumed_version(["fit", "--ckpt_path", "last"], tmp_path) is None  # nothing to resume: a new run
     (tmp_path / "version_0").mkdir(), (tmp_path / "version_3").mkdir()
+    # runs stopped before their first checkpoint: none is continued (a new run starts)
+    assert resumed_version(["fit", "--ckpt_path", "last"], tmp_path) is None
+    (tmp_path / "version_3/checkpoints").mkdir()
+    (tmp_path / "version_3/checkpoints/last.ckpt").write_bytes(b"")
     assert resumed_version(["fit"], tmp_path) is None
     assert resumed_version(["fit", "--ckpt_path", "last"], tmp_path) == 3
     assert claim_version(tmp_path) == 4 and (tmp_path / "version_4").is_dir()
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def refused(capsys, *args: str) -> str:
+    """``vecset fit`` with ``args`` in this process: it must exit 2; its stderr."""
+    from vecset.pipelines.cli import run_cli
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        run_cli(["fit", *args, "--plots=false", "--trainer.enable_progress_bar=false"])
+    assert e.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_last_refuses_another_runs_data_and_a_finished_run(tmp_path, monkeypatch, capsys):
+    """Issue 57: a run A fitted to the end on data A; the same config on data B (another seed of
+    the synthetic sets) stopped before its first checkpoint; B again with --ckpt_path last took
+    A's folder (the newest with a checkpoint), rewrote its config.yaml, trimmed its metrics.csv
+    and replaced its results.json. Now it is refused naming the differing setting and the
+    passed-over folder, and so is a resume of the finished run with its own settings or with
+    another model; A's files are untouched and no folder is made."""
+    from vecset.pipelines.cli import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    cfg = str(write_config(tmp_path, "job"))
+    run_cli(["fit", "--config", cfg, "--plots=false", "--trainer.enable_progress_bar=false", "--trainer.max_epochs=1"])
+    a = tmp_path / "runs/job/version_0"
+    before = snapshot(a)
+    assert "results.json" in before and "checkpoints/last.ckpt" in before
+    with pytest.raises(SystemExit) as stop:  # B, stopped (as by SIGTERM) at step 1: before its first checkpoint
+        run_cli(["fit", "--config", cfg, "--data.init_args.seed=1", "--plots=false", "--trainer.enable_progress_bar=false",
+                 "--trainer.callbacks+=resume_helpers.StopAtStep", "--trainer.callbacks.step=1"])
+    assert stop.value.code == 143
+    assert not list((tmp_path / "runs/job/version_1").rglob("*.ckpt"))
+
+    err = refused(capsys, "--config", cfg, "--data.init_args.seed=1", "--ckpt_path", "last")
+    assert err.startswith("error: --ckpt_path last: runs/job/version_0 is another run, with other data or model "
+                          "settings than this command's: data.init_args.seed: the run has 0, the config has 1 "
+                          "(runs/job/version_1, newer, holds no checkpoint"), err
+    assert len([line for line in err.splitlines() if line.startswith("error:")]) == 1
+    err = refused(capsys, "--config", cfg, "--model.init_args.backbone.init_args.depth=3", "--ckpt_path", "last")
+    assert "model.init_args.backbone.init_args.depth: the run has 2, the config has 3" in err.splitlines()[0], err
+    # its own settings (another learning rate may differ): finished, nothing to resume
+    err = refused(capsys, "--config", cfg, "--model.init_args.lr=0.01", "--ckpt_path", "last")
+    assert err.startswith("error: --ckpt_path last: runs/job/version_0 finished (its results.json is there)"), err
+    assert "--ckpt_path runs/job/version_0/checkpoints/last.ckpt" in err.splitlines()[0]
+
+    # its checkpoint named with data B: the same refusal
+    last = str(a / "checkpoints/last.ckpt")
+    err = refused(capsys, "--config", cfg, "--data.init_args.seed=1", "--ckpt_path", last)
+    assert err.startswith(f"error: --ckpt_path {last}: runs/job/version_0 is another run"), err
+    assert "data.init_args.seed: the run has 0, the config has 1" in err.splitlines()[0]
+
+    assert snapshot(a) == before
+    assert sorted(p.name for p in (tmp_path / "runs/job").iterdir()) == ["version_0", "version_1"]
 
 
 def test_two_runs_never_claim_one_version(tmp_path, monkeypatch):

@@ -111,10 +111,14 @@ def test_other_encoder_is_named(trained):
     assert "in_dim" not in msg  # the arguments of a different class are not compared
 
 
-def test_resume_last_with_another_head_is_named(trained):
-    msg = _run_with(trained, "fit", *TINY, "--model.init_args.head.init_args.num_classes=3", "--ckpt_path", "last")
-    assert "version_0/checkpoints/last" in msg
-    assert "model.head.init_args.num_classes: checkpoint has 2, the config has 3" in msg
+def test_resume_last_with_another_head_is_named(trained, capsys):
+    # the run's saved config is compared before its checkpoint: one error line, exit 2
+    capsys.readouterr()
+    with contextlib.chdir(trained[0]), pytest.raises(SystemExit) as e:
+        run_cli(["fit", *TINY, "--model.init_args.head.init_args.num_classes=3", "--ckpt_path", "last"])
+    first = capsys.readouterr().err.splitlines()[0]
+    assert e.value.code == 2 and first.startswith("error: --ckpt_path last: runs/debug/version_0 is another run")
+    assert "model.init_args.head.init_args.num_classes: the run has 2, the config has 3" in first
 
 
 def test_check_checkpoint_names_parameters(trained):

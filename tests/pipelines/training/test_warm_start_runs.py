@@ -69,18 +69,25 @@ def test_a_warm_started_run_needs_only_its_own_checkpoint(tmp_path, monkeypatch,
     assert epochs_validated(run) == [0, 1]  # one metrics history, in one folder
 
 
-def test_a_failed_fit_leaves_no_empty_folder_and_a_resume_continues_the_run_with_a_checkpoint(tmp_path, monkeypatch):
+def test_a_failed_fit_leaves_no_empty_folder_and_a_resume_continues_the_run_with_a_checkpoint(tmp_path, monkeypatch,
+                                                                                              capsys):
     monkeypatch.chdir(tmp_path)
     cfg = tiny_config(tmp_path, "job")
-    run_cli(["fit", "--config", str(cfg), *QUIET])
+    # stopped (as by SIGTERM) at the start of epoch 1 (2 steps an epoch): epoch 0's last.ckpt, no results
+    with pytest.raises(SystemExit):
+        run_cli(["fit", "--config", str(cfg), "--trainer.max_epochs=2", "--trainer.callbacks+=resume_helpers.StopAtStep",
+                 "--trainer.callbacks.step=2", *QUIET])
     with pytest.raises(FileNotFoundError, match="the data is missing"):
         run_cli(["fit", "--config", str(cfg), "--data.class_path=resume_helpers.FailingSetupData", *QUIET])
     assert sorted(p.name for p in (tmp_path / "runs/job").iterdir()) == ["version_0"]
     cli = run_cli(["fit", "--config", str(cfg), "--ckpt_path", "last", "--trainer.max_epochs=2", *QUIET])
     assert Path(cli.trainer.log_dir) == Path("runs/job/version_0") and cli.trainer.current_epoch == 2
-    # resuming from the file itself continues its folder too
+    # a finished run resumed from its checkpoint file (named: to train it further) continues its
+    # folder too, saying that it had finished
     last = str(tmp_path / "runs/job/version_0/checkpoints/last.ckpt")
+    capsys.readouterr()
     cli = run_cli(["fit", "--config", str(cfg), "--ckpt_path", last, "--trainer.max_epochs=3", *QUIET])
+    assert f"vecset: runs/job/version_0 had finished; it continues from {last}" in capsys.readouterr().out
     assert Path(cli.trainer.log_dir) == Path("runs/job/version_0") and cli.trainer.current_epoch == 3
     assert sorted(p.name for p in (tmp_path / "runs/job").iterdir()) == ["version_0"]
     assert epochs_validated(tmp_path / "runs/job/version_0") == [0, 1, 2]
