@@ -157,7 +157,8 @@ class TaskModule(pl.LightningModule):
         weight_decay: AdamW weight decay, on the weight matrices of linear, conv and recurrent
             layers only (not norms, biases, the CLS token, positional or embedding tables).
         warmup: warmup length, as a fraction of all optimizer steps (< 1; the steps follow the
-            batch size) or a step count.
+            batch size) or a step count. Warmup and decay run over the steps, or over
+            ``trainer.max_time`` where that ends first (``adamw_warmup_cosine``).
         lr_reference_batch: the batch size ``lr`` is meant for; the optimizer then uses ``lr``
             scaled to the actual batch (per step x accumulated x processes) by ``lr_scaling``:
             ``linear`` (x k for k times the batch; Goyal et al. 2017, for SGD) or ``sqrt``

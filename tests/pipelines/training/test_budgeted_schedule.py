@@ -6,10 +6,12 @@ reads the time."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import pytorch_lightning as pl
 import torch
-from pytorch_lightning.callbacks import Callback
+from pytorch_lightning.callbacks import Callback, Timer
 
 from vecset.backbone import Backbone
 from vecset.encoders import VectorEncoder
@@ -94,3 +96,22 @@ def test_time_and_steps_take_turns():
     expected = [warmup_cosine(max(s, s * 0.2 / 5 * MAX_STEPS), MAX_STEPS, WARMUP) for s in range(25)]
     assert record.lrs == pytest.approx([LR * e for e in expected])
     assert record.lrs[5] == pytest.approx(LR * warmup_cosine(8, MAX_STEPS, WARMUP))  # 5 steps, 8 steps' time
+
+
+def test_a_resumed_run_continues_from_the_time_it_used():
+    fake = FakeClock(1.0)
+    trainer = SimpleNamespace(callbacks=[Timer(duration="00:00:00:10")], strategy=SimpleNamespace(broadcast=lambda x: x),
+                              should_stop=False, global_step=5, estimated_stepping_batches=MAX_STEPS)
+    first, resumed = TrainingClock(clock=fake), TrainingClock(clock=fake)
+    first.setup(trainer, None, "fit")
+    first.on_train_start(trainer, None)
+    fake.now = 6.0
+    first.on_before_optimizer_step(trainer, None, None)
+    assert first.used == pytest.approx(0.6) and first.state_dict() == {"seconds_used": pytest.approx(6.0)}
+    resumed.load_state_dict(first.state_dict())  # from the checkpoint, before training starts
+    resumed.setup(trainer, None, "fit")
+    resumed.on_train_start(trainer, None)
+    assert resumed.used == pytest.approx(0.6) and not trainer.should_stop
+    fake.now = 10.0  # 4 more seconds: 10 of 10
+    resumed.on_before_optimizer_step(trainer, None, None)
+    assert resumed.used == pytest.approx(1.0) and trainer.should_stop
