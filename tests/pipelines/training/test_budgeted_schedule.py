@@ -39,6 +39,17 @@ class FakeClock(Callback):
         self.now += self.step_seconds
 
 
+class MaxTime(Timer):
+    """``trainer.max_time``'s Timer, which stops nothing: the fake clock's TrainingClock alone stops
+    the run (the real time of a test depends on the machine's load)."""
+
+    def on_train_batch_end(self, *args, **kwargs) -> None:
+        pass
+
+    def on_train_epoch_end(self, *args, **kwargs) -> None:
+        pass
+
+
 class RecordLR(Callback):
     """The rate each training step runs at."""
 
@@ -49,12 +60,14 @@ class RecordLR(Callback):
         self.lrs.append(trainer.optimizers[0].param_groups[0]["lr"])
 
 
-def fit(max_time: str | None, step_seconds: float) -> tuple[pl.Trainer, RecordLR, FakeClock]:
+def fit(max_time: str | None, step_seconds: float, schedule: str = "budget") -> tuple[pl.Trainer, RecordLR, FakeClock]:
     torch.manual_seed(0)
-    model = TaskModule(VectorEncoder(2, 8), Backbone(8, depth=1, heads=2), LabelingHead(8, 2), lr=LR, warmup=0.1)
+    model = TaskModule(VectorEncoder(2, 8), Backbone(8, depth=1, heads=2), LabelingHead(8, 2), lr=LR, warmup=0.1,
+                       schedule=schedule)
     fake, record = FakeClock(step_seconds), RecordLR()
-    trainer = pl.Trainer(max_steps=MAX_STEPS, max_epochs=-1, max_time=max_time, accelerator="cpu", devices=1,
-                         callbacks=[fake, TrainingClock(clock=fake), record], logger=False,
+    timer = [MaxTime(duration=max_time)] if max_time else []
+    trainer = pl.Trainer(max_steps=MAX_STEPS, max_epochs=-1, accelerator="cpu", devices=1,
+                         callbacks=[fake, TrainingClock(clock=fake), record, *timer], logger=False,
                          enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
                          num_sanity_val_steps=0, limit_val_batches=1)
     trainer.fit(model, SyntheticSetDataModule(n_train=64, n_val=8, n_test=8, batch_size=8))
@@ -87,6 +100,13 @@ def test_short_time_follows_the_clock_and_stops_at_the_end_of_the_decay():
     assert record.lrs[1] == pytest.approx(LR)  # the warmup ended within the first tenth of the time
     assert trainer.optimizers[0].param_groups[0]["lr"] == 0.0  # the decay's end, where the time ran out
     assert fake.reads == 11
+
+
+def test_schedule_steps_keeps_the_step_schedule_that_max_time_cuts():
+    trainer, record, _ = fit("00:00:00:10", step_seconds=1.0, schedule="steps")
+    assert trainer.global_step == 10  # max_time still stops the run
+    assert record.lrs == pytest.approx([LR * warmup_cosine(s, MAX_STEPS, WARMUP) for s in range(10)])
+    assert trainer.optimizers[0].param_groups[0]["lr"] > 0.8 * LR  # cut in its first half
 
 
 def test_time_and_steps_take_turns():
