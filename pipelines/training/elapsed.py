@@ -4,8 +4,9 @@ budget: ``bench/image_baselines.py``'s accuracy-versus-minutes plot). TrainingCl
 training started, so that ``results.json`` tells the data module's setup (featurization)
 apart from training, and how much of the trainer's time budget (``max_time``) is used, which
 the learning-rate schedule follows (Li, Yumer and Ramanan 2020, "Budgeted Training: Rethinking
-Deep Neural Network Training Under Resource Constraints", ICLR: a schedule that anneals over the
-budget beats a longer one cut off)."""
+Deep Neural Network Training Under Resource Constraints", ICLR, found a schedule annealed over
+the budget better than a longer one cut off; on ``make run`` it was not:
+bench/logs/2026-12-06-budgeted-schedule.md)."""
 
 from __future__ import annotations
 
