@@ -400,7 +400,7 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
 
 
 # may differ on purpose (another learning rate to fine-tune); taken from the checkpoint
-TRAINING_ONLY = {"lr", "weight_decay", "warmup", "lr_reference_batch", "lr_scaling"}
+TRAINING_ONLY = {"lr", "weight_decay", "warmup", "lr_reference_batch", "lr_scaling", "schedule"}
 # where a fit from scratch took its first weights (pipelines/training/warm_start.py): a run's own
 # checkpoint has its weights, so these may differ or be left out (the file may be gone)
 WARM_START_ONLY = {"init_from", "init_parts"}

@@ -36,7 +36,7 @@ from vecset.pipelines.training.step import (
     task_step,
     train_loss_mean,
 )
-from vecset.pipelines.training.task import adamw_warmup_cosine, best_and_last_checkpoint
+from vecset.pipelines.training.task import Schedule, adamw_warmup_cosine, best_and_last_checkpoint
 from vecset.pipelines.training.task_view import TaskView
 from vecset.pipelines.training.warm_start import (
     check_something_trains,
@@ -59,7 +59,7 @@ class MultiTaskModule(pl.LightningModule):
         encoders: task name -> encoder (raw batch -> VectorSet of width d_model).
         heads: task name -> head.
         loss_weights: task name -> weight of its loss in the sum (default 1 each).
-        lr, weight_decay, warmup, lr_reference_batch, lr_scaling: as in TaskModule (the tasks'
+        lr, weight_decay, warmup, lr_reference_batch, lr_scaling, schedule: as in TaskModule (the tasks'
             batch sizes must then agree: that batch is the one scaled from).
         task_checkpoints: besides the best checkpoint by ``val_loss`` (the one ``vecset fit``
             tests), keep each task's best by its own validation metric (``best-<task>-epoch<e>.ckpt``,
@@ -79,7 +79,8 @@ class MultiTaskModule(pl.LightningModule):
                  loss_weights: dict[str, float] | None = None, lr: float = 1e-3, weight_decay: float = 0.01,
                  warmup: float = 0.05, task_checkpoints: bool = False, init_from: str | None = None,
                  init_parts: list[str] | None = None, freeze: list[str] | None = None,
-                 lr_reference_batch: int | None = None, lr_scaling: LrScaling = "sqrt") -> None:
+                 lr_reference_batch: int | None = None, lr_scaling: LrScaling = "sqrt",
+                 schedule: Schedule = "budget") -> None:
         super().__init__()
         check_lr_scaling_args(lr_reference_batch, lr_scaling)
         if set(encoders) != set(heads):
@@ -224,7 +225,8 @@ class MultiTaskModule(pl.LightningModule):
 
     def configure_optimizers(self):
         h = self.hparams
-        return adamw_warmup_cosine(self, h.lr, h.weight_decay, h.warmup, self._lr_reference_batch, self._lr_scaling)
+        return adamw_warmup_cosine(self, h.lr, h.weight_decay, h.warmup, self._lr_reference_batch, self._lr_scaling,
+                                   h.schedule)
 
     def configure_callbacks(self):
         callbacks = best_and_last_checkpoint(self, "val_loss", "min")  # the first: trainer.checkpoint_callback

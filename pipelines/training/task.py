@@ -6,7 +6,7 @@ import logging
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import pytorch_lightning as pl
 import torch
@@ -25,6 +25,7 @@ from vecset.pipelines.training.checkpoint import (
     read_checkpoint,
     state_mismatch,
 )
+from vecset.pipelines.training.elapsed import TrainingClock
 from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.lr_scaling import (
     LrScaling,
@@ -56,21 +57,38 @@ from vecset.pipelines.training.warm_start import (
 log = logging.getLogger(__name__)
 
 
-def warmup_cosine(step: int, total: int, warmup: int) -> float:
-    """LR multiplier: linear warmup to 1, then cosine decay to 0 at ``total``."""
+def warmup_cosine(step: float, total: int, warmup: int) -> float:
+    """LR multiplier: linear warmup to 1, then cosine decay to 0 at ``total``. ``step`` may be
+    fractional (``budget_step``)."""
     if step < warmup:
-        return (step + 1) / warmup
+        return min(1.0, (step + 1) / warmup)
     progress = min(1.0, (step - warmup) / max(1, total - warmup))
     return 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def budget_step(step: int, total: int, used: float) -> float:
+    """Where the schedule stands after ``step`` of ``total`` optimizer steps with the fraction
+    ``used`` of the time budget spent: the later of the two, in steps (progress = max(steps done /
+    total, time used / budget), Li, Yumer and Ramanan 2020). A run that time never limits
+    follows its steps exactly; a slower one completes its warmup and decay in fewer steps."""
+    return max(float(step), used * total)
+
+
+# what the warmup and decay run over: "budget", the optimizer steps or trainer.max_time, whichever
+# ends first (budget_step); "steps", the steps only (a run that max_time stops ends mid-schedule)
+Schedule = Literal["budget", "steps"]
+
+
 def adamw_warmup_cosine(module: pl.LightningModule, lr: float, weight_decay: float, warmup: float,
-                        lr_reference_batch: int | None = None, lr_scaling: LrScaling = "sqrt") -> dict:
+                        lr_reference_batch: int | None = None, lr_scaling: LrScaling = "sqrt",
+                        schedule: Schedule = "budget") -> dict:
     """AdamW over the trainable parameters (decay on weight matrices only: ``weight_decay_groups``),
-    linear warmup then cosine decay to zero. Where every parameter is on a CUDA device, the fused
-    AdamW (one kernel launch for the whole update; torch's own advice for CUDA), else torch's default.
-    With ``lr_reference_batch``, ``lr`` is the rate at that batch size, scaled to the actual one
-    (``lr_scaling.py``); the rate used is kept in ``module.scaled_lr``."""
+    linear warmup then cosine decay to zero, over the optimizer steps or, with ``schedule``
+    "budget" where the trainer has a ``max_time`` and a ``TrainingClock`` (every ``vecset`` run),
+    over whichever runs out first (``budget_step``): the schedule ends within the budget. Where every parameter is on a CUDA
+    device, the fused AdamW (one kernel launch for the whole update; torch's own advice for CUDA),
+    else torch's default. With ``lr_reference_batch``, ``lr`` is the rate at that batch size, scaled
+    to the actual one (``lr_scaling.py``); the rate used is kept in ``module.scaled_lr``."""
     groups = weight_decay_groups(module, weight_decay)
     cuda = all(p.is_cuda for g in groups for p in g["params"])
     total = max(1, int(module.trainer.estimated_stepping_batches))
@@ -81,7 +99,15 @@ def adamw_warmup_cosine(module: pl.LightningModule, lr: float, weight_decay: flo
         log.info("learning rate %.4g: %s; warmup %d of %d steps", lr, why, steps, total)
         module.scaled_lr = lr
     opt = torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay, fused=True if cuda and groups else None)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: warmup_cosine(s, total, steps))
+    clock = next((c for c in getattr(module.trainer, "callbacks", []) if isinstance(c, TrainingClock)), None)
+    if schedule == "budget" and clock is not None and clock.budget_seconds:
+        # the clock's last reading (once per step, after it): the schedule itself reads no time
+        def multiplier(s: int) -> float:
+            return warmup_cosine(budget_step(s, total, clock.used), total, steps)
+    else:
+        def multiplier(s: int) -> float:
+            return warmup_cosine(s, total, steps)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, multiplier)
     return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 
@@ -137,7 +163,11 @@ class TaskModule(pl.LightningModule):
         weight_decay: AdamW weight decay, on the weight matrices of linear, conv and recurrent
             layers only (not norms, biases, the CLS token, positional or embedding tables).
         warmup: warmup length, as a fraction of all optimizer steps (< 1; the steps follow the
-            batch size) or a step count.
+            batch size) or a step count. Warmup and decay run over the steps, or over
+            ``trainer.max_time`` where that ends first (``adamw_warmup_cosine``).
+        schedule: ``budget`` (the default: over the steps or ``trainer.max_time``, whichever
+            ends first) or ``steps`` (over the steps only; ``max_time`` then stops the run
+            wherever the schedule is).
         lr_reference_batch: the batch size ``lr`` is meant for; the optimizer then uses ``lr``
             scaled to the actual batch (per step x accumulated x processes) by ``lr_scaling``:
             ``linear`` (x k for k times the batch; Goyal et al. 2017, for SGD) or ``sqrt``
@@ -162,7 +192,8 @@ class TaskModule(pl.LightningModule):
                  weight_decay: float = 0.01, warmup: float = 0.05, backbone_ckpt: str | None = None,
                  freeze_backbone: bool = False, init_from: str | None = None,
                  init_parts: list[str] | None = None, freeze: list[str] | None = None,
-                 lr_reference_batch: int | None = None, lr_scaling: LrScaling = "sqrt") -> None:
+                 lr_reference_batch: int | None = None, lr_scaling: LrScaling = "sqrt",
+                 schedule: Schedule = "budget") -> None:
         super().__init__()
         check_lr_scaling_args(lr_reference_batch, lr_scaling)
         check_parts(encoder, head)
@@ -254,7 +285,8 @@ class TaskModule(pl.LightningModule):
     # -- optimisation and checkpoints -------------------------------------------------
     def configure_optimizers(self):
         h = self.hparams
-        return adamw_warmup_cosine(self, h.lr, h.weight_decay, h.warmup, self._lr_reference_batch, self._lr_scaling)
+        return adamw_warmup_cosine(self, h.lr, h.weight_decay, h.warmup, self._lr_reference_batch, self._lr_scaling,
+                                   h.schedule)
 
     def configure_callbacks(self):
         return best_and_last_checkpoint(self, *self.head.monitor)
