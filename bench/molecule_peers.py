@@ -19,7 +19,7 @@ mean test metric over its seeds minus the peer's; mean +- standard error over th
 (FreeSolv's 5). A set with one split pairs each vecset seed with the peer instead: that s.e.
 holds vecset's seed-to-seed spread only, not the test split's sampling.
 
-Writes ``bench/results/molecule_peers.json`` (``rows``: set, peer, split, the chosen setting, its
+Writes ``bench/results/molecule_peers.json``, keeping the sets of the file it did not run (``rows``: set, peer, split, the chosen setting, its
 validation and test metric, the whole grid's validation metrics, fit seconds; ``best_peer`` and
 ``paired`` per set) and prints a table.
 
@@ -204,6 +204,19 @@ def paired(vecset: list[dict], peer: list[dict], metric: str) -> dict:
             "peer_test": statistics.fmean(p_split[s] for s in common)}
 
 
+def kept_from(path: Path, result: dict, sets: list[str]) -> dict:
+    """``result`` with the sets it did not run kept from the JSON at ``path`` (their rows, best peer,
+    pairing and command): ``--sets b3db`` adds B3DB to a file that holds FreeSolv and solubility."""
+    if not path.is_file():
+        return result
+    old = json.loads(path.read_text())
+    other = [name for name in old.get("paired", {}) if name not in sets]
+    return result | {"rows": [r for r in old["rows"] if r["set"] in other] + [r for r in result["rows"] if r["set"] not in other],
+                     **{k: {n: old[k][n] for n in other if n in old.get(k, {})} | {n: v for n, v in result[k].items()
+                                                                                  if n not in other}
+                        for k in ("best_peer", "paired", "commands")}}
+
+
 def main(argv: list[str] | None = None) -> Path:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sets", nargs="+", default=list(SETS), choices=list(SETS))
@@ -214,7 +227,7 @@ def main(argv: list[str] | None = None) -> Path:
     out = Path(args.out)
     result: dict = {"command": "python bench/molecule_peers.py " + " ".join(sys.argv[1:] if argv is None else argv),
                     "grids": GRIDS, "designs_json": str(DESIGNS_JSON.relative_to(ROOT)), "rows": [],
-                    "best_peer": {}, "paired": {}}
+                    "best_peer": {}, "paired": {}, "commands": {}}
     for name in args.sets:
         ms = SETS[name]
         rows: list[dict] = []
@@ -238,9 +251,12 @@ def main(argv: list[str] | None = None) -> Path:
         result["best_peer"][name] = best
         result["paired"][name] = {"design": chosen, "peer": best, "metric": ms.test,
                                   **paired(mine, [r for r in rows if r["peer"] == best], ms.test)}
+        result["commands"][name] = result["command"]
+        result = kept_from(out, result, args.sets)
         out.write_text(json.dumps(result, indent=1))
+    result = kept_from(out, result, args.sets)
     print(f"\n{'set':<11} {'peer':<9} {'val':>7} {'test':>7}   (per-split means; RMSE, B3DB ROC-AUC)")
-    for name in args.sets:
+    for name in result["paired"]:
         rows = [r for r in result["rows"] if r["set"] == name]
         val_key = next(k for k in rows[0] if k.startswith("val_"))
         for peer in dict.fromkeys(r["peer"] for r in rows):

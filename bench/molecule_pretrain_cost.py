@@ -10,6 +10,8 @@ seconds of this process (``time.process_time``: what a loaded machine does not i
     featurize   the pretraining featurizer (``MoleculePretrainDataModule``'s: graph + the 217 RDKit
                 descriptors) through ``featurize_smiles`` with a ``FeatureCache``: molecules/s, the
                 cache file's bytes per molecule, and molecules/s of reading it back
+    memory      the resident memory per molecule of the items a data module holds (read from the
+                cache in a fresh interpreter)
     graph       the graph alone (``descriptors: false``): molecules/s
     descriptors the pretext's targets alone (parse + ``molecule_descriptors``, CheMeleon's pretext:
                 predict descriptors): molecules/s
@@ -17,7 +19,7 @@ seconds of this process (``time.process_time``: what a loaded machine does not i
                 descriptor regression), ``--steps`` optimizer steps of 64 molecules after
                 ``--warm`` untimed ones: molecules/s
 
-and from them the CPU hours of featurizing and of one epoch for 500 k and 1,584,663 molecules.
+and from them the CPU hours of featurizing and of one epoch, and the memory, for 500 k and 1,584,663 molecules.
 Writes ``bench/results/molecule_pretrain_cost.json``.
 
     pip download --no-deps molsets==0.3.1 -d /tmp/moses
@@ -93,12 +95,39 @@ def featurization(smiles: list[str], cache_dir: Path) -> dict:
     _, cpu, wall = timed(lambda: cache.load(key, list(dict.fromkeys(smiles))))
     out["cache_read"] = rate(len(smiles), cpu, wall)
     out["invalid"] = sum(not hasattr(m, "graph") for m in mols.values())
+    out["memory"] = memory(smiles, cache_dir)
     graph_only = MoleculeFeaturizer(descriptors=False)
     _, cpu, wall = timed(lambda: [graph_only(s) for s in smiles])
     out["graph"] = rate(len(smiles), cpu, wall)
     _, cpu, wall = timed(lambda: [molecule_descriptors(parse_smiles(s, 100)) for s in smiles])
     out["descriptors"] = rate(len(smiles), cpu, wall)
     return out
+
+
+MEMORY_CODE = """
+import gc, sys
+from vecset.encoders.graph import FeatureCache, MoleculeFeaturizer, read_molecule_csv
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+MoleculeFeaturizer(descriptors=True)("CCO")  # RDKit and torch loaded before the first reading
+gc.collect(); before = rss()
+table = read_molecule_csv(sys.argv[1], MoleculeFeaturizer(descriptors=True), cache=FeatureCache(sys.argv[2]))
+gc.collect(); print(len(table.items), rss() - before)
+"""
+
+
+def memory(smiles: list[str], cache_dir: Path) -> dict:
+    """The resident memory the data module's item list grows by per molecule, read from the cache
+    (what a pretraining run holds for all its molecules), in a fresh interpreter."""
+    import subprocess
+
+    csv_path = cache_dir.parent / "memory.csv"
+    csv_path.write_text("smiles\n" + "".join(s + "\n" for s in smiles))
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    out = subprocess.run([sys.executable, "-c", MEMORY_CODE, str(csv_path), str(cache_dir)], capture_output=True,
+                         text=True, env=env, check=True).stdout.split()
+    n, grown = int(out[-2]), int(out[-1])
+    return {"molecules": n, "rss_bytes_per_molecule": round(grown / n)}
 
 
 class StepClock(pl.Callback):
@@ -144,7 +173,8 @@ def sizing(res: dict) -> dict:
         feat = n / res["featurize"]["per_cpu_second"] / 3600
         epoch = n / res["train"]["per_cpu_second"] / 3600
         out[name] = {"molecules": n, "featurize_cpu_hours": round(feat, 2), "epoch_cpu_hours": round(epoch, 2),
-                     "cache_gb": round(n * res["featurize"]["cache_bytes_per_molecule"] / 1e9, 2)}
+                     "cache_gb": round(n * res["featurize"]["cache_bytes_per_molecule"] / 1e9, 2),
+                     "memory_gb": round(n * res["memory"]["rss_bytes_per_molecule"] / 1e9, 1)}
     return out
 
 
@@ -174,7 +204,7 @@ def main(argv: list[str] | None = None) -> Path:
         print(f"{k:<12} {res[k]['per_cpu_second']:>8.1f} molecules per CPU second ({res[k]['per_wall_second']:.1f} per wall second)")
     for name, s in res["sizing"].items():
         print(f"{name:<5} {s['molecules']:>9}: featurize {s['featurize_cpu_hours']} CPU h ({s['cache_gb']} GB cache), "
-              f"one epoch {s['epoch_cpu_hours']} CPU h")
+              f"one epoch {s['epoch_cpu_hours']} CPU h, {s['memory_gb']} GB in memory")
     print(f"wrote {args.out}")
     return args.out
 

@@ -83,3 +83,18 @@ def test_paired_with_one_split_pairs_each_vecset_seed_with_the_peer():
     assert p["se"] == pytest.approx(np.std([0.02, 0.03, 0.01], ddof=1) / math.sqrt(3))
     with pytest.raises(ValueError, match="no split in common"):
         mp.paired(vecset, [{"split": 1, "test_auc": 0.9}], "test_auc")
+
+
+def test_a_run_of_one_set_keeps_the_other_sets_of_the_file(tmp_path):
+    import json
+
+    path = tmp_path / "peers.json"
+    path.write_text(json.dumps({"rows": [{"set": "freesolv", "peer": "svr"}, {"set": "b3db", "peer": "svr"}],
+                                "best_peer": {"freesolv": "svr", "b3db": "svr"}, "paired": {"freesolv": {}, "b3db": {}},
+                                "commands": {"freesolv": "a", "b3db": "a"}}))
+    new = {"rows": [{"set": "b3db", "peer": "hgb"}], "best_peer": {"b3db": "hgb"}, "paired": {"b3db": {"d": 1}},
+           "commands": {"b3db": "b"}, "grids": {}}
+    out = mp.kept_from(path, new, ["b3db"])
+    assert out["rows"] == [{"set": "freesolv", "peer": "svr"}, {"set": "b3db", "peer": "hgb"}]
+    assert out["best_peer"] == {"freesolv": "svr", "b3db": "hgb"} and out["commands"] == {"freesolv": "a", "b3db": "b"}
+    assert out["paired"]["b3db"] == {"d": 1} and mp.kept_from(tmp_path / "none.json", new, ["b3db"]) == new

@@ -23,8 +23,9 @@ def test_the_sample_is_the_first_of_the_seeded_permutation():
 
 def test_sizing_from_the_rates():
     res = {"featurize": {"per_cpu_second": 100.0, "cache_bytes_per_molecule": 15_000},
-           "train": {"per_cpu_second": 500.0}}
+           "train": {"per_cpu_second": 500.0}, "memory": {"rss_bytes_per_molecule": 70_000}}
     s = mc.sizing(res)
     assert s["500k"] == {"molecules": 500_000, "featurize_cpu_hours": pytest.approx(1.39, abs=0.01),
-                         "epoch_cpu_hours": pytest.approx(0.28, abs=0.01), "cache_gb": 7.5}
+                         "epoch_cpu_hours": pytest.approx(0.28, abs=0.01), "cache_gb": 7.5,
+                         "memory_gb": 35.0}
     assert s["all"]["featurize_cpu_hours"] == pytest.approx(1_584_663 / 100 / 3600, abs=0.01)
