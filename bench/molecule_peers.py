@@ -19,12 +19,13 @@ mean test metric over its seeds minus the peer's; mean +- standard error over th
 (FreeSolv's 5). A set with one split pairs each vecset seed with the peer instead: that s.e.
 holds vecset's seed-to-seed spread only, not the test split's sampling.
 
-Writes ``bench/results/molecule_peers.json``, keeping the sets of the file it did not run (``rows``: set, peer, split, the chosen setting, its
+Writes ``bench/results/molecule_peers.json``, keeping the rows of the sets and peers it did not
+redo and choosing from all of them (``rows``: set, peer, split, the chosen setting, its
 validation and test metric, the whole grid's validation metrics, fit seconds; ``best_peer`` and
-``paired`` per set) and prints a table.
+``paired`` per set; ``commands``: the command that made each set's peer's rows) and prints a table.
 
     python bench/molecule_peers.py                       # the three sets: minutes (B3DB's SVC the most)
-    python bench/molecule_peers.py --sets freesolv --peers svr hgb
+    python bench/molecule_peers.py --sets freesolv --peers svr hgb   # those rows redone, the rest kept
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ DESIGNS_JSON = ROOT / "bench" / "results" / "molecule_designs.json"
 CHEMPROP_JSON = ROOT / "bench" / "results" / "chemprop_baseline.json"
 # the grids: small, as a chemist would try them (gamma in multiples of 1/F, sklearn's "scale" for z-scores)
 GRIDS: dict[str, dict[str, list]] = {
-    "svr": {"C": [1.0, 10.0, 100.0], "gamma_x": [0.01, 0.03, 0.1, 0.3, 1.0], "epsilon": [0.01, 0.1, 0.3]},
+    "svr": {"C": [0.3, 1.0, 10.0, 100.0, 1000.0], "gamma_x": [0.01, 0.03, 0.1, 0.3, 1.0, 3.0],
+            "epsilon": [0.01, 0.1, 0.3, 0.6]},
     "hgb": {"learning_rate": [0.03, 0.1, 0.3], "max_leaf_nodes": [15, 31, 63], "l2_regularization": [0.0, 1.0, 10.0]},
     "forest": {"max_features": [1.0, 0.33, "sqrt"]},
 }
@@ -204,17 +206,30 @@ def paired(vecset: list[dict], peer: list[dict], metric: str) -> dict:
             "peer_test": statistics.fmean(p_split[s] for s in common)}
 
 
-def kept_from(path: Path, result: dict, sets: list[str]) -> dict:
-    """``result`` with the sets it did not run kept from the JSON at ``path`` (their rows, best peer,
-    pairing and command): ``--sets b3db`` adds B3DB to a file that holds FreeSolv and solubility."""
+def merged(path: Path, rows: list[dict], commands: dict[str, str]) -> tuple[list[dict], dict[str, str]]:
+    """``rows`` (and the command per ``set/peer``) with those of the JSON at ``path`` whose set and
+    peer this run did not redo: ``--peers svr`` reruns the SVR alone and keeps the other peers."""
     if not path.is_file():
-        return result
+        return rows, commands
     old = json.loads(path.read_text())
-    other = [name for name in old.get("paired", {}) if name not in sets]
-    return result | {"rows": [r for r in old["rows"] if r["set"] in other] + [r for r in result["rows"] if r["set"] not in other],
-                     **{k: {n: old[k][n] for n in other if n in old.get(k, {})} | {n: v for n, v in result[k].items()
-                                                                                  if n not in other}
-                        for k in ("best_peer", "paired", "commands")}}
+    redone = {(r["set"], r["peer"]) for r in rows}
+    kept = [r for r in old.get("rows", []) if (r["set"], r["peer"]) not in redone]
+    return kept + rows, {k: v for k, v in old.get("commands", {}).items()
+                         if tuple(k.split("/")) not in redone} | commands
+
+
+def compare(rows: list[dict], designs: dict) -> tuple[dict, dict]:
+    """Per set in ``rows``: the best peer on validation and vecset's chosen design paired with it."""
+    best, pairs = {}, {}
+    for name in dict.fromkeys(r["set"] for r in rows):
+        ms = SETS[name]
+        mine = [r for r in rows if r["set"] == name]
+        best[name] = best_peer(mine, ms.test != "test_auc")
+        chosen = designs["chosen"][name]["design"]
+        vecset = [r for r in designs["rows"] if r["set"] == name and r["design"] == chosen]
+        pairs[name] = {"design": chosen, "peer": best[name], "metric": ms.test,
+                       **paired(vecset, [r for r in mine if r["peer"] == best[name]], ms.test)}
+    return best, pairs
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -225,12 +240,10 @@ def main(argv: list[str] | None = None) -> Path:
     args = ap.parse_args(argv)
     designs = json.loads(DESIGNS_JSON.read_text())
     out = Path(args.out)
-    result: dict = {"command": "python bench/molecule_peers.py " + " ".join(sys.argv[1:] if argv is None else argv),
-                    "grids": GRIDS, "designs_json": str(DESIGNS_JSON.relative_to(ROOT)), "rows": [],
-                    "best_peer": {}, "paired": {}, "commands": {}}
+    command = "python bench/molecule_peers.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    rows: list[dict] = []
     for name in args.sets:
         ms = SETS[name]
-        rows: list[dict] = []
         for split in ms.splits:
             m = matrices(name, split) if set(args.peers) & set(GRIDS) else None
             for peer in args.peers:
@@ -243,26 +256,20 @@ def main(argv: list[str] | None = None) -> Path:
                       f"{ms.test} {row[ms.test]:.4f} ({row['cpu_seconds']} CPU s)", flush=True)
         if "chemprop" in args.peers:
             rows += chemprop_rows(name)
-        lower = ms.test != "test_auc"
-        best = best_peer(rows, lower)
-        chosen = designs["chosen"][name]["design"]
-        mine = [r for r in designs["rows"] if r["set"] == name and r["design"] == chosen]
-        result["rows"] += rows
-        result["best_peer"][name] = best
-        result["paired"][name] = {"design": chosen, "peer": best, "metric": ms.test,
-                                  **paired(mine, [r for r in rows if r["peer"] == best], ms.test)}
-        result["commands"][name] = result["command"]
-        result = kept_from(out, result, args.sets)
+        # after every set: a cut-off run keeps what it finished
+        done, commands = merged(out, rows, {f"{name}/{p}": command for name in args.sets for p in args.peers})
+        best, pairs = compare(done, designs)
+        result = {"command": command, "commands": commands, "grids": GRIDS,
+                  "designs_json": str(DESIGNS_JSON.relative_to(ROOT)), "rows": done, "best_peer": best, "paired": pairs}
         out.write_text(json.dumps(result, indent=1))
-    result = kept_from(out, result, args.sets)
     print(f"\n{'set':<11} {'peer':<9} {'val':>7} {'test':>7}   (per-split means; RMSE, B3DB ROC-AUC)")
     for name in result["paired"]:
-        rows = [r for r in result["rows"] if r["set"] == name]
-        val_key = next(k for k in rows[0] if k.startswith("val_"))
-        for peer in dict.fromkeys(r["peer"] for r in rows):
-            mine = [r for r in rows if r["peer"] == peer]
-            print(f"{name:<11} {peer:<9} {statistics.fmean(per_split(mine, val_key).values()):>7.3f} "
-                  f"{statistics.fmean(per_split(mine, SETS[name].test).values()):>7.3f}"
+        mine = [r for r in result["rows"] if r["set"] == name]
+        val_key = next(k for k in mine[0] if k.startswith("val_"))
+        for peer in dict.fromkeys(r["peer"] for r in mine):
+            theirs = [r for r in mine if r["peer"] == peer]
+            print(f"{name:<11} {peer:<9} {statistics.fmean(per_split(theirs, val_key).values()):>7.3f} "
+                  f"{statistics.fmean(per_split(theirs, SETS[name].test).values()):>7.3f}"
                   f"{'  <- best on validation' if peer == result['best_peer'][name] else ''}")
         p = result["paired"][name]
         print(f"{name:<11} vecset {p['design']} {p['vecset_test']:.3f} vs {p['peer']} {p['peer_test']:.3f}: "

@@ -85,16 +85,21 @@ def test_paired_with_one_split_pairs_each_vecset_seed_with_the_peer():
         mp.paired(vecset, [{"split": 1, "test_auc": 0.9}], "test_auc")
 
 
-def test_a_run_of_one_set_keeps_the_other_sets_of_the_file(tmp_path):
+def test_a_rerun_of_one_peer_keeps_the_other_rows_and_chooses_from_all(tmp_path):
     import json
 
     path = tmp_path / "peers.json"
-    path.write_text(json.dumps({"rows": [{"set": "freesolv", "peer": "svr"}, {"set": "b3db", "peer": "svr"}],
-                                "best_peer": {"freesolv": "svr", "b3db": "svr"}, "paired": {"freesolv": {}, "b3db": {}},
-                                "commands": {"freesolv": "a", "b3db": "a"}}))
-    new = {"rows": [{"set": "b3db", "peer": "hgb"}], "best_peer": {"b3db": "hgb"}, "paired": {"b3db": {"d": 1}},
-           "commands": {"b3db": "b"}, "grids": {}}
-    out = mp.kept_from(path, new, ["b3db"])
-    assert out["rows"] == [{"set": "freesolv", "peer": "svr"}, {"set": "b3db", "peer": "hgb"}]
-    assert out["best_peer"] == {"freesolv": "svr", "b3db": "hgb"} and out["commands"] == {"freesolv": "a", "b3db": "b"}
-    assert out["paired"]["b3db"] == {"d": 1} and mp.kept_from(tmp_path / "none.json", new, ["b3db"]) == new
+    old = [{"set": "freesolv", "peer": "svr", "split": 0, "val_rmse": 0.9, "test_rmse": 1.0},
+           {"set": "freesolv", "peer": "hgb", "split": 0, "val_rmse": 0.8, "test_rmse": 1.1}]
+    path.write_text(json.dumps({"rows": old, "commands": {"freesolv/svr": "a", "freesolv/hgb": "a"}}))
+    new = [{"set": "freesolv", "peer": "svr", "split": 0, "val_rmse": 0.7, "test_rmse": 0.95}]
+    rows, commands = mp.merged(path, new, {"freesolv/svr": "b"})
+    assert rows == [old[1], new[0]] and commands == {"freesolv/hgb": "a", "freesolv/svr": "b"}
+    assert mp.merged(tmp_path / "none.json", new, {}) == (new, {})
+    designs = {"chosen": {"freesolv": {"design": "3d"}},
+               "rows": [{"set": "freesolv", "design": "3d", "split": 0, "seed": e, "test_rmse": 0.9 + 0.01 * e}
+                        for e in range(3)] + [{"set": "freesolv", "design": "2d", "split": 0, "seed": 0, "test_rmse": 5}]}
+    best, pairs = mp.compare(rows, designs)
+    assert best == {"freesolv": "svr"}  # validation 0.7 beats hgb's 0.8 (its test 1.1 plays no part)
+    assert pairs["freesolv"]["peer"] == "svr" and pairs["freesolv"]["unit"] == "seed"
+    assert pairs["freesolv"]["difference"] == pytest.approx(0.91 - 0.95)
