@@ -21,10 +21,10 @@ holds vecset's seed-to-seed spread only, not the test split's sampling.
 
 Writes ``bench/results/molecule_peers.json``, keeping the rows of the sets and peers it did not
 redo and choosing from all of them (``rows``: set, peer, split, the chosen setting, its
-validation and test metric, the whole grid's validation metrics, fit seconds; ``best_peer`` and
+validation and test metric, the whole grid's validation metrics, CPU seconds; ``best_peer`` and
 ``paired`` per set; ``commands``: the command that made each set's peer's rows) and prints a table.
 
-    python bench/molecule_peers.py                       # the three sets: minutes (B3DB's SVC the most)
+    python bench/molecule_peers.py                       # the three sets: CPU minutes (B3DB's gradient boosting the most)
     python bench/molecule_peers.py --sets freesolv --peers svr hgb   # those rows redone, the rest kept
 """
 
