@@ -7,6 +7,10 @@ the descriptors are standardized with the training part's statistics (``Descript
 become the target ``desc_target``, never an input. Every batch masks ``mask_rate`` of each
 molecule's atoms (``encoders.graph.masking.mask_atoms``): new masks every training epoch (drawn
 from ``split_seed``), the same masks every validation pass (drawn from each batch's ids).
+A large corpus (the 1.58 M SMILES of MOSES's training set) is featurized ``chunk_size`` rows at a
+time, each chunk its own cache file (``read_in_chunks``): a featurization that is stopped goes on,
+the next time, at the first chunk not in the cache. Training resumes from ``--ckpt_path last``
+(with ``StepCheckpoint`` for a step inside an epoch: ``docs/molecules.md``).
 Split: ``val_fraction`` of the molecules, drawn with ``split_seed``, validate; the rest train;
 test is the validation part (pretraining has no held-out task of its own: the downstream sets'
 validation splits choose the settings, ``docs/molecules.md``).
@@ -24,11 +28,15 @@ import torch
 from torch.utils.data import DataLoader
 
 from vecset.contracts.data_spec import DataSpec
+from vecset.encoders.files import read_csv_rows
 from vecset.encoders.graph import (
     DESCRIPTOR_NAMES,
     DescriptorScaler,
     FeatureCache,
+    InvalidMolecule,
     MoleculeFeaturizer,
+    MoleculeTable,
+    featurize_smiles,
     read_molecule_csv,
 )
 from vecset.encoders.graph.masking import element_slots, mask_atoms
@@ -43,6 +51,29 @@ log = logging.getLogger(__name__)
 def element_count() -> int:
     """The element classes of masked-atom prediction (12 elements and "other"), asked once."""
     return len(element_slots(MoleculeFeaturizer().nodes)[1])
+
+
+def read_in_chunks(path: Path, featurizer: MoleculeFeaturizer, smiles_column: str, chunk_size: int,
+                   cache: FeatureCache | None = None, progress=None) -> MoleculeTable:
+    """``read_molecule_csv``'s table of an unlabelled file (the same items, ids, lines and skipped
+    rows), featurized ``chunk_size`` rows at a time: each chunk is its own cache file, so a
+    featurization stopped after k chunks reads those k from the cache when it starts again."""
+    df, lines = read_csv_rows(path)
+    if smiles_column not in df.columns:
+        raise ValueError(f"{path}: column(s) {[smiles_column]} not in the file; its columns are {list(df.columns)}")
+    smiles = [s.strip() for s in df[smiles_column]]
+    table = MoleculeTable(Path(path), rows=len(df))
+    chunks = range(0, len(smiles), chunk_size)
+    for k, start in enumerate(chunks):
+        part = smiles[start : start + chunk_size]
+        molecules = featurize_smiles(part, featurizer, cache, progress, source=f"{Path(path).name} chunk {k + 1}/{len(chunks)}")
+        for row in range(start, start + len(part)):
+            m = molecules[smiles[row]]
+            if isinstance(m, InvalidMolecule):
+                table.skipped.append({"line": lines[row], "smiles": smiles[row], "reason": m.reason})
+            else:
+                table.items.append(m.item(id=row, line=lines[row]))
+    return table
 
 
 class MaskedCollate:
@@ -76,6 +107,8 @@ class MoleculePretrainDataModule(VecsetDataModule):
         max_atoms, max_dist, lap_pe_k: as ``MoleculeDataModule``'s (give the fine-tuning run the same).
         batch_size, num_workers: the loaders'.
         cache, cache_dir: the feature cache (``MoleculeDataModule``'s).
+        chunk_size: featurize (and cache) this many rows at a time (``read_in_chunks``: resumable);
+            None: the whole file as one (the shipped 10 k set's cache file).
 
     Batches: ``pad_graphs``'s, with ``x`` and ``edge`` masked, ``atom_target`` (B, N) long
     (-100 where not masked) and ``desc_target`` (B, F_d) float.
@@ -84,10 +117,13 @@ class MoleculePretrainDataModule(VecsetDataModule):
     def __init__(self, csv_path: str, smiles_column: str = "smiles", val_fraction: float = 0.05,
                  split_seed: int = 0, mask_rate: float = 0.15, hide_bonds: bool = True, max_atoms: int = 100,
                  max_dist: int = 8, lap_pe_k: int = 0, batch_size: int = 64, num_workers: int = 0,
-                 cache: bool = True, cache_dir: str | None = None) -> None:
+                 cache: bool = True, cache_dir: str | None = None, chunk_size: int | None = None) -> None:
         super().__init__()
         if not 0 < val_fraction < 1:
             raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+        if chunk_size is not None and (isinstance(chunk_size, bool) or chunk_size < 1):
+            raise ValueError(f"chunk_size must be a whole number of rows >= 1 (or null: one chunk), got {chunk_size!r}")
+        self.chunk_size = chunk_size
         self.csv_path, self.smiles_column = Path(csv_path), smiles_column
         self.val_fraction, self.split_seed = val_fraction, split_seed
         self.mask_rate, self.hide_bonds = mask_rate, hide_bonds
@@ -107,8 +143,12 @@ class MoleculePretrainDataModule(VecsetDataModule):
     def setup(self, stage: str | None = None) -> None:
         if self.splits:
             return
-        table = read_molecule_csv(self.csv_path, self.featurizer, self.smiles_column, cache=self.cache,
-                                  progress=self._progress())
+        if self.chunk_size is None:
+            table = read_molecule_csv(self.csv_path, self.featurizer, self.smiles_column, cache=self.cache,
+                                      progress=self._progress())
+        else:
+            table = read_in_chunks(self.csv_path, self.featurizer, self.smiles_column, self.chunk_size, self.cache,
+                                   self._progress())
         items, self.skipped = table.items, table.skipped
         if self.skipped:
             log.warning("%s: skipped %d of %d molecules (first: line %s, %s)", self.csv_path, len(self.skipped),
@@ -165,4 +205,4 @@ class MoleculePretrainDataModule(VecsetDataModule):
         return []
 
 
-__all__ = ["MaskedCollate", "MoleculePretrainDataModule"]
+__all__ = ["MaskedCollate", "MoleculePretrainDataModule", "read_in_chunks"]

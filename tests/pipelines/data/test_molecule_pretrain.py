@@ -136,3 +136,47 @@ def test_the_shipped_checkpoint_fits_every_molecule_config(config, capsys):
         pattern, new = DESIGN_PARTS[config][part], report[part].new
         assert (new and all(re.match(pattern, k) for k in new)) if pattern else new == [], (part, new)
     assert "warm start from" in capsys.readouterr().out
+
+
+def test_chunked_featurization_gives_the_same_items_and_resumes_from_the_cached_chunks(tmp_path, monkeypatch):
+    from vecset.encoders.graph import FeatureCache, MoleculeFeaturizer, read_molecule_csv
+    from vecset.pipelines.molecules import pretrain
+
+    lines = MOSES.read_text().splitlines()[:11]
+    lines.insert(4, "C1CC")  # an unclosed ring: skipped with its line in both readers
+    path = tmp_path / "m.csv"
+    path.write_text("\n".join(lines) + "\n")
+    feat = MoleculeFeaturizer(descriptors=True)
+    whole = read_molecule_csv(path, feat)
+    cache = FeatureCache(tmp_path / "cache")
+    chunked = pretrain.read_in_chunks(path, feat, "smiles", 4, cache)
+    assert [s["line"] for s in chunked.skipped] == [s["line"] for s in whole.skipped] == [5]
+    assert chunked.rows == whole.rows == 11
+    assert [(it["id"], it["line"]) for it in chunked.items] == [(it["id"], it["line"]) for it in whole.items]
+    for a, b in zip(chunked.items, whole.items, strict=True):
+        assert torch.equal(a["x"], b["x"]) and (a["raw_desc"] == b["raw_desc"]).all()
+    assert len(list((tmp_path / "cache").glob("*.pt"))) == 3  # 11 rows in chunks of 4
+    # a featurization stopped before the second chunk was written: that chunk alone is featurized again
+    second = [s.strip() for s in lines[1:][4:8]]
+    cache.path(cache.key(second, feat.settings())).unlink()
+    calls = []
+    real = MoleculeFeaturizer.__call__
+    monkeypatch.setattr(MoleculeFeaturizer, "__call__", lambda self, s: calls.append(s) or real(self, s))
+    again = pretrain.read_in_chunks(path, feat, "smiles", 4, cache)
+    assert calls == second
+    assert [it["id"] for it in again.items] == [it["id"] for it in whole.items]
+
+
+def test_chunk_size_must_be_a_positive_row_count():
+    with pytest.raises(ValueError, match="chunk_size must be a whole number of rows >= 1"):
+        MoleculePretrainDataModule(str(MOSES), chunk_size=0)
+
+
+def test_the_data_module_splits_chunked_molecules_as_whole_ones(tmp_path):
+    path = head_of(MOSES, 40, tmp_path / "m.csv")
+    dms = [MoleculePretrainDataModule(str(path), val_fraction=0.25, cache_dir=str(tmp_path / "cache"), chunk_size=c)
+           for c in (None, 7)]
+    for dm in dms:
+        dm.setup("fit")
+    assert [it["id"] for it in dms[0].splits["val"]] == [it["id"] for it in dms[1].splits["val"]]
+    assert torch.equal(dms[0].data_spec("fit").train_targets, dms[1].data_spec("fit").train_targets)
