@@ -30,6 +30,7 @@ sys.meta_path.insert(0, Spy())
 (ep,) = importlib.metadata.entry_points(group="console_scripts", name="vecset")
 main = ep.load()
 print("torch imported by loading", ep.value, ":", "torch" in sys.modules, flush=True)
+sys.argv = ["vecset", "fit", "--config", "debug"]
 main()
 print("main() returned without importing torch", flush=True)
 """
@@ -56,10 +57,29 @@ def test_the_command_runs_the_cli(monkeypatch):
     import vecset.pipelines.cli
 
     calls = []
-    monkeypatch.setattr(vecset.pipelines.cli, "main", lambda: calls.append("cli"))
+    monkeypatch.setattr(vecset.pipelines.cli, "run_cli", lambda: calls.append(sys.argv[1:]))
+    monkeypatch.setattr(sys, "argv", ["vecset", "fit", "--config", "debug"])
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     vecset.command.main()
-    assert calls == ["cli"] and os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert calls == [["fit", "--config", "debug"]] and os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+def test_help_answers_without_torch_and_names_every_subcommand():
+    """`vecset --help` is the command's own text (LightningCLI's needs Lightning and every class:
+    10 s): it imports no torch, and lists LightningCLI's subcommands and vecset's."""
+    code = ("import sys; from vecset.command import main; sys.argv = ['vecset', '--help']\n"
+            "try:\n    main()\nexcept SystemExit as e:\n    print('exit', e.code, 'torch' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.splitlines()[-1] == "exit 0 False"
+    from pytorch_lightning.cli import LightningCLI
+
+    from vecset.command import SUBCOMMANDS
+
+    names = [*LightningCLI.subcommands(), *SUBCOMMANDS]
+    assert r.stdout.startswith(f"usage: vecset [-h] {{{','.join(names)}}} ...\n")
+    for name in names:
+        assert re.search(rf"^    {name} +\S", r.stdout, re.M), name
 
 
 def test_import_vecset_imports_no_torch_and_from_imports_still_work():

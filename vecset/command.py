@@ -1,6 +1,16 @@
-"""The ``vecset`` console command (``[project.scripts]`` in pyproject.toml): the process's
-OpenMP setting first, then the command (``vecset.pipelines.main``: LightningCLI's subcommands
-and vecset's own, export and ensemble).
+"""The ``vecset`` command, its one entry point (``[project.scripts]`` in pyproject.toml names
+``vecset.command:main``): it sets the process's OpenMP setting, then runs the subcommand named
+first on the command line, importing only that subcommand's code:
+
+- ``fit``, ``validate``, ``test``, ``predict``: LightningCLI (``vecset.pipelines.cli.run_cli``);
+- ``predict --model NAME``: a shipped predictor, without a config (``pipelines/pretrained.py``;
+  no Lightning);
+- ``export``: a trained model as a torch.export program and ONNX (``pipelines/export/command.py``);
+- ``ensemble``: k members trained with k seeds on one split, combined (``pipelines/ensemble.py``);
+- ``configs``: the shipped configs, listed or copied (``vecset/shipped.py``; no torch).
+
+``vecset --help`` is answered here, without importing torch (``vecset fit --help`` shows
+LightningCLI's full options), so that it answers at once (bench/startup.py measures it).
 
 ``OMP_WAIT_POLICY=PASSIVE`` unless the user set the variable: torch's OpenMP threads then
 sleep at the end of a parallel region instead of spinning for a while. On a laptop or a
@@ -13,11 +23,68 @@ vecset`` does not).
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
+
+# LightningCLI's subcommands, run by vecset.pipelines.cli -> the help line's text
+LIGHTNING = {
+    "fit": "Train a model: vecset fit --config NAME (a shipped config) or FILE.",
+    "validate": "Evaluate a checkpoint on the validation split: --config ... --ckpt_path ...",
+    "test": "Evaluate a checkpoint on the test split: --config ... --ckpt_path ...",
+    "predict": "Predict with a checkpoint: --config ... --ckpt_path ...",
+}
+# vecset's own: name -> (its module, whose main(argv) runs it; the help line's text)
+SUBCOMMANDS = {
+    "export": ("vecset.pipelines.export.command",
+               "Write a trained model as a torch.export program (.pt2) and ONNX."),
+    "ensemble": ("vecset.pipelines.ensemble",
+                 "Train k members with k seeds on one split and combine them."),
+    "configs": ("vecset.shipped",
+                "List the shipped configs; `vecset configs copy NAME` copies one to edit."),
+}
+SHIPPED_HELP = "Predict with a shipped model, no config or checkpoint."
+
+
+def help_text() -> str:
+    names = ",".join([*LIGHTNING, *SUBCOMMANDS])
+    lines = [f"usage: vecset [-h] {{{names}}} ...", "",
+             "vecset: every input becomes a set of vectors for one shared self-attention backbone.", "",
+             "subcommands (vecset SUBCOMMAND --help shows its options):"]
+    rows = [*LIGHTNING.items(), ("predict --model", SHIPPED_HELP), *((k, v[1]) for k, v in SUBCOMMANDS.items())]
+    lines += [f"    {name:<18}{what}" for name, what in rows]
+    lines += ["", "Start with: vecset fit --config debug   (then `vecset configs` for the jobs)"]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # a user's own value wins
-    from vecset.pipelines.main import main as dispatch  # imports torch
+    """``vecset ...``: the subcommand ``sys.argv[1]`` names (module docstring)."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # a user's own value wins; before torch loads
+    argv = sys.argv[1:]
+    if argv in ([], ["-h"], ["--help"]):
+        sys.stdout.write(help_text())
+        raise SystemExit(0 if argv else 2)
+    if argv[0] == "predict":
+        from vecset.pipelines.pretrained import command_main, wants_shipped_model
+        from vecset.pipelines.signals import stop_on_signals
 
-    dispatch()
+        if wants_shipped_model(argv):
+
+            with stop_on_signals():
+                raise SystemExit(command_main(argv[1:]))
+    if argv[0] in SUBCOMMANDS:
+        module = importlib.import_module(SUBCOMMANDS[argv[0]][0])
+        if argv[0] == "configs":  # reads files only: no torch, no signal handling
+            module.main(argv[1:])
+            return
+        from vecset.pipelines.signals import stop_on_signals
+
+        with stop_on_signals():
+            module.main(argv[1:])
+        return
+    from vecset.pipelines.cli import run_cli
+    from vecset.pipelines.signals import stop_on_signals
+
+    # SIGTERM and Ctrl-C end a run within seconds, also in the middle of a long step
+    with stop_on_signals():
+        run_cli()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -35,6 +34,7 @@ from vecset.encoders.graph.masking import element_slots, mask_atoms
 from vecset.pipelines.console import track
 from vecset.pipelines.data.base import ModelLink, VecsetDataModule, fixed
 from vecset.pipelines.molecules.data import atom_links, graph_links
+from vecset.shipped import data_file
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class MoleculePretrainDataModule(VecsetDataModule):
         super().__init__()
         if not 0 < val_fraction < 1:
             raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
-        self.csv_path, self.smiles_column = Path(csv_path), smiles_column
+        self.csv_path, self.smiles_column = data_file(csv_path, "csv_path"), smiles_column
         self.val_fraction, self.split_seed = val_fraction, split_seed
         self.mask_rate, self.hide_bonds = mask_rate, hide_bonds
         self.batch_size, self.num_workers = batch_size, num_workers
