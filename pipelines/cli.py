@@ -359,7 +359,7 @@ def end_process_group() -> None:
 
 
 def names_a_class_by_its_short_name(argv: list[str]) -> bool:
-    """A class given by its bare name (``--data MoleculeDataModule``, ``class_path: TaskModule``
+    """A class given by its bare name (``--data MoleculeDataModule``, or a bare name as a class_path
     in a config file): LightningCLI finds it among the imported subclasses only."""
     bare = re.compile(r"class_path[\"']?\s*:\s*[\"']?[A-Za-z_]\w*[\"']?\s*(#.*)?$", re.M)
     for i, a in enumerate(argv):
@@ -374,7 +374,11 @@ def names_a_class_by_its_short_name(argv: list[str]) -> bool:
 def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
     argv = sys.argv[1:] if args is None else args
     # a config by name (``--config solubility``): the shipped file (vecset/shipped.py)
-    argv = with_shipped_configs(argv)
+    try:
+        argv = with_shipped_configs(argv)
+    except FileNotFoundError as e:  # neither a file nor a shipped config: one line, as a setting's error
+        sys.stderr.write(f"error: {e}\n")
+        raise SystemExit(2) from None
     if args is None:
         sys.argv[1:] = argv
     else:

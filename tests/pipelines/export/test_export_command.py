@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from vecset.pipelines import cli
 from vecset.command import main as vecset_main
+from vecset.pipelines import cli
 
 ROOT = Path(__file__).resolve().parents[3]
 DEBUG = str(ROOT / "configs" / "debug.yaml")
