@@ -16,8 +16,9 @@ import argparse
 import logging
 import shutil
 import tempfile
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 # what the site holds, as paths of the repository (folders copied whole)
