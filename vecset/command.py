@@ -79,8 +79,8 @@ def main() -> None:
     """``vecset ...``: the subcommand ``sys.argv[1]`` names (module docstring); a job whose
     extra is not installed is one line naming it, exit 2."""
     try:
-        run()
-    except ModuleNotFoundError as ex:
+        run(sys.argv[1:])
+    except Exception as ex:  # anything but a missing extra is raised again as it is
         line = missing_extra(ex)
         if line is None:
             raise
@@ -88,33 +88,29 @@ def main() -> None:
         raise SystemExit(2) from None
 
 
-def run() -> None:
+def run(argv: list[str]) -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # a user's own value wins; before torch loads
-    argv = sys.argv[1:]
     if argv in ([], ["-h"], ["--help"]):
         sys.stdout.write(help_text())
         raise SystemExit(0 if argv else 2)
+    if argv[0] == "configs":  # reads files only: no torch
+        importlib.import_module(SUBCOMMANDS["configs"][0]).main(argv[1:])
+        return
+    # SIGTERM and Ctrl-C end a run within seconds, also in the middle of a long step
+    from vecset.pipelines.signals import stop_on_signals
+
     if argv[0] == "predict":
         from vecset.pipelines.pretrained import command_main, wants_shipped_model
-        from vecset.pipelines.signals import stop_on_signals
 
         if wants_shipped_model(argv):
-
             with stop_on_signals():
                 raise SystemExit(command_main(argv[1:]))
     if argv[0] in SUBCOMMANDS:
         module = importlib.import_module(SUBCOMMANDS[argv[0]][0])
-        if argv[0] == "configs":  # reads files only: no torch, no signal handling
-            module.main(argv[1:])
-            return
-        from vecset.pipelines.signals import stop_on_signals
-
         with stop_on_signals():
             module.main(argv[1:])
         return
     from vecset.pipelines.cli import run_cli
-    from vecset.pipelines.signals import stop_on_signals
 
-    # SIGTERM and Ctrl-C end a run within seconds, also in the middle of a long step
     with stop_on_signals():
         run_cli()
