@@ -9,10 +9,11 @@ export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: run test lint install clean docs
 
-$(STAMP): pyproject.toml
+# the exact torch trio of constraints.txt (pyproject allows the tested range)
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
-	$(PY) -m pip install -e '.[dev]'
+	$(PY) -m pip install -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -51,7 +52,7 @@ clean:
 # the docs site, offline, into site/ (open site/index.html): the guides, the README and the API
 # reference from the docstrings; warnings are errors
 docs: $(STAMP)
-	$(PY) -m pip install -e '.[docs]'
+	$(PY) -m pip install -c constraints.txt -e '.[docs]'
 	$(PY) scripts/build_docs.py --site-dir site
 
 # CPU benchmarks: tables printed, JSON in bench/results/, collected into BENCHMARKS.md

@@ -14,7 +14,6 @@ from vecset.backbone.positional import (
     Sinusoidal2D,
 )
 from vecset.backbone.vocab import Vocabulary, tokenize
-from vecset.contracts import moved
 from vecset.contracts.data_spec import DataSpec
 from vecset.contracts.vectorset import VectorSet
 
@@ -22,5 +21,3 @@ __all__ = [
     "Backbone", "BiLSTM", "Block", "DataSpec", "GridResNet", "Learned1D", "Learned2D", "MultiHeadSelfAttention", "NoPositional", "Sinusoidal1D", "Sinusoidal2D", "VectorSet",
     "Vocabulary", "WindowMLP", "lengths_to_mask", "local_attention", "masked_softmax", "tokenize",
 ]
-
-moved.install(moved.MOVED)  # vecset.backbone.vectorset, .data_spec, .abilities: their old paths

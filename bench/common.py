@@ -123,7 +123,7 @@ def run_fit(config: str, args: list[str] | None = None, env: dict | None = None,
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"vecset fit --config {config} {' '.join(args)}".rstrip(), flush=True)
     t0 = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", config, *args],
+    out = subprocess.run([sys.executable, "-m", "vecset", "fit", "--config", config, *args],
                          cwd=root, env=env, capture_output=True, text=True)
     secs = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -106,7 +106,7 @@ def run(config: str, args: list[str], workdir: Path, in_process: bool) -> Path:
         runs = workdir / RUNS_DIR / config_name(["--config", config])
         return max(runs.glob("version_*"), key=lambda p: int(p.name.split("_")[1]))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-    out = subprocess.run([sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", str(ROOT / config), *args],
+    out = subprocess.run([sys.executable, "-m", "vecset", "fit", "--config", str(ROOT / config), *args],
                          cwd=workdir, env=env, capture_output=True, text=True)
     if out.returncode:
         sys.stderr.write(out.stdout[-3000:] + out.stderr[-3000:])

@@ -116,7 +116,7 @@ def predict_in_child(config: str, ckpt: str, audio: Path, extra: list[str]) -> d
             "print(json.dumps({'rc': r.returncode, 'wall_s': time.time()-t, "
             "'peak_rss_mib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss/1024, "
             "'tail': r.stdout[-400:] + r.stderr[-1500:]}))")
-    cmd = [sys.executable, "-c", code, sys.executable, "-m", "vecset.pipelines.cli", "predict", "--config", config,
+    cmd = [sys.executable, "-c", code, sys.executable, "-m", "vecset", "predict", "--config", config,
            "--ckpt_path", ckpt, "--data.predict_paths", f"[{audio}]", "--trainer.enable_progress_bar", "false", *extra]
     env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
            "VECSET_RUN_NAME": "long_speech_bench", "VECSET_RUN_VERSION": str(int(time.time() * 1000))}

@@ -111,7 +111,7 @@ def our_model(name: str, split_seed: int, extra: list[str], log_dir: Path, membe
     tmp = ROOT / "runs" / "bench_configs" / f"{run_name}.yaml"
     tmp.parent.mkdir(parents=True, exist_ok=True)
     tmp.write_text(cfg.read_text())
-    cmd = [sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", str(tmp),
+    cmd = [sys.executable, "-m", "vecset", "fit", "--config", str(tmp),
            "--data.init_args.split_seed", str(split_seed), "--data.init_args.split", spec["split"], *extra]
     if member is not None:  # ensemble members differ only in their initialization/shuffling seed
         cmd += ["--seed_everything", str(member)]

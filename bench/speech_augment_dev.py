@@ -94,7 +94,7 @@ def main() -> None:
         for name in a.only or list(SHORT):
             for seed in a.seeds:
                 before = set(runs.glob("version_*"))
-                subprocess.run([sys.executable, "-m", "vecset.pipelines.cli", *command(name, seed, a.epochs, a.extra)[1:]],
+                subprocess.run([sys.executable, "-m", "vecset", *command(name, seed, a.epochs, a.extra)[1:]],
                                check=True)
                 (run,) = set(runs.glob("version_*")) - before
                 rows.append(row(name, run))

@@ -78,7 +78,7 @@ def report_fields(checkpoint: str, root: str, max_utts: int, run_dir: Path) -> d
 
 
 def run(config: str, root: str, epochs: int, max_utts: int, extra: list[str]) -> dict:
-    cmd = [sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", config, "--data.root", root,
+    cmd = [sys.executable, "-m", "vecset", "fit", "--config", config, "--data.root", root,
            "--trainer.max_epochs", str(epochs), "--data.max_utterances", str(max_utts), *extra]
     env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     t0 = time.time()

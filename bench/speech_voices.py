@@ -53,7 +53,7 @@ CONFIGS = {
 def fit(config: str, root: str, fam: str, epochs: int, extra: list[str], test: str = "test.lst",
         folder: str = "lovo") -> dict:
     lovo = f"{folder}/{fam}"
-    cmd = [sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", config, "--data.root", root,
+    cmd = [sys.executable, "-m", "vecset", "fit", "--config", config, "--data.root", root,
            "--data.train", f"{lovo}/train.lst", "--data.val", f"{lovo}/dev.lst", "--data.test", f"{lovo}/{test}",
            "--trainer.max_epochs", str(epochs), "--trainer.enable_progress_bar", "false", *extra]
     env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}

@@ -87,7 +87,7 @@ def walk(events: list[str]) -> dict:
 
 def vecset(args: list[str], cwd: Path) -> None:
     env = dict(os.environ, OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"))
-    out = subprocess.run([sys.executable, "-m", "vecset.pipelines.cli", *args], cwd=cwd, env=env,
+    out = subprocess.run([sys.executable, "-m", "vecset", *args], cwd=cwd, env=env,
                          capture_output=True, text=True)
     if out.returncode:
         raise RuntimeError(f"vecset {' '.join(args)} failed:\n{out.stderr[-3000:]}")

@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vecset.lazy import lazy_names
-from vecset.pipelines import moved
 
 # eager (it imports torch and numpy only): the name is also its module's, which an import of
 # ``vecset.pipelines.pretrained`` would otherwise bind here in the function's place
@@ -33,10 +32,12 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` 
     from vecset.pipelines.images.fashion_mnist import FashionMNISTDataModule
     from vecset.pipelines.kernel_regression.data import KernelRegressionDataModule
     from vecset.pipelines.molecules.data import MoleculeDataModule
+    from vecset.pipelines.molecules.pretrain import MoleculePretrainDataModule
     from vecset.pipelines.predict.writer import PredictionWriter
     from vecset.pipelines.speech.data import SpeechFramesDataModule
     from vecset.pipelines.text.cmudict import CMUDictDataModule
     from vecset.pipelines.text.conllu import CoNLLUDataModule
+    from vecset.pipelines.timeseries.data import TimeSeriesDataModule
     from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
     from vecset.pipelines.training.checkpoint import AtomicCheckpointIO, StepCheckpoint
     from vecset.pipelines.training.compile import CompileModel
@@ -50,8 +51,10 @@ _SOURCES = {
     "SyntheticSetDataModule": "data.synthetic", "GraphNodeDataModule": "graphs.data",
     "Cifar10DataModule": "images.data", "DigitsDataModule": "images.data", "ImageFolderDataModule": "images.data",
     "FashionMNISTDataModule": "images.fashion_mnist", "KernelRegressionDataModule": "kernel_regression.data",
-    "MoleculeDataModule": "molecules.data", "PredictionWriter": "predict.writer",
+    "MoleculeDataModule": "molecules.data", "MoleculePretrainDataModule": "molecules.pretrain",
+    "PredictionWriter": "predict.writer",
     "SpeechFramesDataModule": "speech.data", "CMUDictDataModule": "text.cmudict", "CoNLLUDataModule": "text.conllu",
+    "TimeSeriesDataModule": "timeseries.data",
     "NonFiniteGuard": "training.callbacks", "ResumeState": "training.callbacks",
     "AtomicCheckpointIO": "training.checkpoint", "StepCheckpoint": "training.checkpoint",
     "CompileModel": "training.compile", "ElapsedTime": "training.elapsed", "MultiTaskModule": "training.multitask",
@@ -61,9 +64,9 @@ _SOURCES = {
 __all__ = [
     "AtomicCheckpointIO", "CMUDictDataModule", "Cifar10DataModule", "CoNLLUDataModule", "CompileModel",
     "DigitsDataModule", "ElapsedTime", "FashionMNISTDataModule", "GraphNodeDataModule", "ImageFolderDataModule",
-    "KernelRegressionDataModule", "MoleculeDataModule", "MultiTaskDataModule", "MultiTaskModule", "NonFiniteGuard",
+    "KernelRegressionDataModule", "MoleculeDataModule", "MoleculePretrainDataModule", "MultiTaskDataModule", "MultiTaskModule", "NonFiniteGuard",
     "PredictionWriter", "ResumableSampler", "ResumeState", "SpeechFramesDataModule", "StepCheckpoint",
-    "SyntheticSetDataModule", "TaskModule", "VecsetDataModule", "pretrained",
+    "SyntheticSetDataModule", "TaskModule", "TimeSeriesDataModule", "VecsetDataModule", "pretrained",
 ]
 
 
@@ -76,5 +79,3 @@ def import_all() -> None:
     for name in _SOURCES:
         __getattr__(name)
 
-
-moved.install()  # the old module paths of the files now in the job folders keep importing

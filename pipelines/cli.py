@@ -47,7 +47,6 @@ from vecset.pipelines.console import ModelSummary, ProgressBar
 from vecset.pipelines.data_errors import data_error, missing_input
 from vecset.pipelines.predict.writer import PredictionWriter
 from vecset.pipelines.reports.callback import ReportWriter
-from vecset.pipelines.signals import stop_on_signals
 from vecset.pipelines.training.averaging import warn_lightning_averaging
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
 from vecset.pipelines.training.checkpoint import (
@@ -64,10 +63,7 @@ from vecset.pipelines.training.elapsed import TrainingClock
 from vecset.pipelines.training.lr_finder import FoundLearningRate
 from vecset.pipelines.training.metrics_history import HistoryCSVLogger, TrimMetricsHistory
 from vecset.pipelines.training.precision import AUTO, backbone_width, ran_as, resolve_precision
-
-# vecset.pipelines' names are lazy (a shipped predictor imports none of them); LightningCLI finds a
-# class given by its short name (``--data MoleculeDataModule``) among the imported subclasses
-vecset.pipelines.import_all()
+from vecset.shipped import with_shipped_configs
 
 RUNS_DIR = "runs"
 
@@ -375,8 +371,35 @@ def end_process_group() -> None:
         torch.distributed.destroy_process_group()
 
 
+def names_a_class_by_its_short_name(argv: list[str]) -> bool:
+    """A class given by its bare name (``--data MoleculeDataModule``, or a bare name as a class_path
+    in a config file): LightningCLI finds it among the imported subclasses only."""
+    bare = re.compile(r"class_path[\"']?\s*:\s*[\"']?[A-Za-z_]\w*[\"']?\s*(#.*)?$", re.M)
+    for i, a in enumerate(argv):
+        value = a.split("=", 1)[-1]
+        if re.fullmatch(r"[A-Z]\w*", value) or bare.search(value):
+            return True
+        if i and argv[i - 1] in ("--config", "-c") and Path(a).is_file() and bare.search(Path(a).read_text()):
+            return True
+    return False
+
+
 def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
     argv = sys.argv[1:] if args is None else args
+    # a config by name (``--config solubility``): the shipped file (vecset/shipped.py)
+    try:
+        argv = with_shipped_configs(argv)
+    except FileNotFoundError as e:  # neither a file nor a shipped config: one line, as a setting's error
+        sys.stderr.write(f"error: {e}\n")
+        raise SystemExit(2) from None
+    if args is None:
+        sys.argv[1:] = argv
+    else:
+        args = argv
+    if names_a_class_by_its_short_name(argv):
+        # vecset.pipelines' names are lazy (a run imports its own job's code only): all of them
+        # imported, LightningCLI finds a short name among their subclasses
+        vecset.pipelines.import_all()
     name = config_name(argv)
     resumed = None
     own_run = "VECSET_RUN_VERSION" not in os.environ  # not a DDP child: this process claims the directory
@@ -432,14 +455,3 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
             os.environ.pop("VECSET_RUN_VERSION", None)
             os.environ.pop("VECSET_RUN_NAME", None)
 
-
-def main() -> None:
-    """LightningCLI's subcommands (fit, validate, test, predict), as ``vecset`` runs them
-    (``pipelines/main.py`` dispatches vecset's own, export and ensemble); SIGTERM and Ctrl-C end
-    it within seconds, also in the middle of a long step (``pipelines/signals.py``)."""
-    with stop_on_signals():
-        run_cli()
-
-
-if __name__ == "__main__":
-    main()

@@ -2,8 +2,9 @@
 
 The guides link to files outside docs/ (the README, bench/results/*.json, bench/logs/,
 data/README.md), so they are staged with those files into one tree, laid out as in the
-repository, and MkDocs builds that tree with the repository's mkdocs.yml (mkdocstrings reads
-the docstrings of the checkout). ``--strict`` (the default) turns every warning, a broken link
+repository, and MkDocs builds that tree with the repository's mkdocs.yml. mkdocstrings reads the
+docstrings of the checkout's code laid out as the wheel installs it (pyproject.toml's package-dir:
+backbone/ becomes vecset/backbone/), which griffe, reading files, finds by path. ``--strict`` (the default) turns every warning, a broken link
 or an unresolvable API name, into an error.
 
     python scripts/build_docs.py [--site-dir site] [--no-strict]
@@ -16,6 +17,8 @@ import logging
 import shutil
 import tempfile
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 # what the site holds, as paths of the repository (folders copied whole)
@@ -36,6 +39,21 @@ def stage(dest: Path) -> None:
             shutil.copy2(src, target)
 
 
+def stage_package(dest: Path) -> Path:
+    """The checkout's Python files under ``dest`` as the installed package has them
+    (``vecset.backbone`` -> ``dest/vecset/backbone``); ``dest``."""
+    mapping = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    for name, folder in mapping.items():
+        target = dest.joinpath(*name.split("."))
+        for py in (ROOT / folder).rglob("*.py"):
+            rel = py.relative_to(ROOT / folder)
+            if name == "vecset" and rel.parts[0] in {n.split(".")[1] for n in mapping if "." in n}:
+                continue
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(py, target / rel)
+    return dest
+
+
 def build(site_dir: Path, strict: bool = True) -> Path:
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
@@ -43,7 +61,12 @@ def build(site_dir: Path, strict: bool = True) -> Path:
     with tempfile.TemporaryDirectory(prefix="vecset-docs-") as tmp:
         src = Path(tmp) / "src"
         stage(src)
-        config = load_config(str(ROOT / "mkdocs.yml"), docs_dir=str(src), site_dir=str(site_dir.resolve()),
+        package = stage_package(Path(tmp) / "package")
+        text = (ROOT / "mkdocs.yml").read_text()
+        if "paths: [.]" not in text:
+            raise ValueError("mkdocs.yml: the python handler's `paths: [.]` was expected (it is replaced by the staged package)")
+        (Path(tmp) / "mkdocs.yml").write_text(text.replace("paths: [.]", f"paths: [{package}]", 1))
+        config = load_config(str(Path(tmp) / "mkdocs.yml"), docs_dir=str(src), site_dir=str(site_dir.resolve()),
                              strict=strict)
         mkdocs_build(config)
     return site_dir

@@ -16,16 +16,26 @@ The layers sit in their own sub-packages, imported in one direction
   kernel regression;
 - ``vecset.pipelines``: Lightning: data modules, training, reports, the ``vecset`` CLI.
 
-In a source checkout those folders sit at the top level (the project's layout) and are
-linked into this folder (``vecset/backbone -> ../backbone``, ...), so every ``vecset.`` name is
-a path of the tree.
+In a source checkout those folders sit at the top level (the project's layout); pyproject.toml
+maps each into this package (``package-dir``): a wheel holds them as ``vecset/backbone/...``,
+an editable install maps the names onto the checkout.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vecset.lazy import lazy_names
+
+# A source checkout imported without an install of it (PYTHONPATH, or the working directory,
+# ahead of another checkout's editable install): the sub-packages are the folders beside this
+# one, which the package then searches too, so that ``vecset.backbone`` is this checkout's
+# backbone/ and never another install's. An installed vecset has them inside (no pyproject.toml
+# beside it) and this adds nothing.
+_CHECKOUT = Path(__file__).resolve().parent.parent
+if (_CHECKOUT / "pyproject.toml").is_file() and (_CHECKOUT / "pipelines" / "__init__.py").is_file():
+    __path__.append(str(_CHECKOUT))
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` below
     from vecset.backbone import Backbone

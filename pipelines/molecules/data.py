@@ -74,6 +74,7 @@ from vecset.pipelines.data.gathered import BucketedCollate, LengthBuckets
 from vecset.pipelines.molecules.conformers import ConformerDraw
 from vecset.pipelines.molecules.device import NO_DISTANCE, MoleculeDeviceLoader, MoleculePlacement
 from vecset.pipelines.molecules.predictions import MoleculeRows
+from vecset.shipped import data_file
 
 log = logging.getLogger(__name__)
 
@@ -270,7 +271,7 @@ class MoleculeDataModule(VecsetDataModule):
         elif not target_columns:
             raise ValueError("MoleculeDataModule needs target_columns (one or more numeric columns) or "
                              "label_column and classes (classification)")
-        self.csv_path, self.smiles_column = Path(csv_path), smiles_column
+        self.csv_path, self.smiles_column = data_file(csv_path, "csv_path"), smiles_column
         self.label_column = label_column
         self.class_names = list(classes) if label_column is not None else None
         self.target_names = list(target_columns or [])

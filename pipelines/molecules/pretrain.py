@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -43,6 +42,7 @@ from vecset.encoders.graph.masking import element_slots, mask_atoms
 from vecset.pipelines.console import track
 from vecset.pipelines.data.base import ModelLink, VecsetDataModule, fixed
 from vecset.pipelines.molecules.data import atom_links, graph_links
+from vecset.shipped import data_file
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class MoleculePretrainDataModule(VecsetDataModule):
         if chunk_size is not None and (isinstance(chunk_size, bool) or chunk_size < 1):
             raise ValueError(f"chunk_size must be a whole number of rows >= 1 (or null: one chunk), got {chunk_size!r}")
         self.chunk_size = chunk_size
-        self.csv_path, self.smiles_column = Path(csv_path), smiles_column
+        self.csv_path, self.smiles_column = data_file(csv_path, "csv_path"), smiles_column
         self.val_fraction, self.split_seed = val_fraction, split_seed
         self.mask_rate, self.hide_bonds = mask_rate, hide_bonds
         self.batch_size, self.num_workers = batch_size, num_workers

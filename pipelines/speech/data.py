@@ -54,6 +54,7 @@ from vecset.pipelines.speech.utterances import (
     SpeechUtterances,
     wave_augment,
 )
+from vecset.shipped import data_file
 
 log = logging.getLogger(__name__)
 
@@ -238,7 +239,7 @@ class SpeechFramesDataModule(VecsetDataModule):
         if fit_max_frames < 0:
             raise ValueError(f"fit_max_frames must be >= 0 (0: full lengths), got {fit_max_frames}")
         self.fit_max_frames = fit_max_frames
-        self.root = Path(root)
+        self.root = data_file(root, "root")
         self.split_specs = {"train": train, "val": val, "test": test}
         self.phone_set = phone_set
         # the one reader: audio, features, frame labels, segments, words (encoders/speech/reader.py)

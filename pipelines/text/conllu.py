@@ -19,6 +19,7 @@ from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.text.collate import collate_tokens
 from vecset.encoders.text.conllu import UPOS, read_conllu
 from vecset.pipelines.data.base import ModelLink, VecsetDataModule, fixed
+from vecset.shipped import data_file
 
 log = logging.getLogger("vecset")
 
@@ -40,8 +41,9 @@ class CoNLLUDataModule(VecsetDataModule):
     def __init__(self, train_file: str, val_file: str, test_file: str, predict_file: str | None = None,
                  batch_size: int = 32) -> None:
         super().__init__()
-        self.files = {"train": train_file, "val": val_file, "test": test_file,
-                      "predict": predict_file or test_file}
+        given = {"train": train_file, "val": val_file, "test": test_file, "predict": predict_file or test_file}
+        self.files = {split: str(data_file(path, f"{split}_file" if split != "predict" or predict_file else "test_file"))
+                      for split, path in given.items()}
         self.batch_size = batch_size
         self.splits: dict[str, list[dict]] = {}
         self.sources: dict[int, tuple[str, dict]] = {}  # sample id -> (file, sentence)

@@ -31,16 +31,17 @@ from vecset.encoders.timeseries import (
 )
 from vecset.pipelines.data.base import ModelLink, VecsetDataModule
 from vecset.pipelines.timeseries.predictions import SeriesRows
+from vecset.shipped import data_file
 
 log = logging.getLogger(__name__)
 
-# the shipped data set, in the checkout (scripts/make_japanese_vowels_csv.py)
-SHIPPED = Path(__file__).resolve().parents[2] / "data" / "japanese_vowels"
+# the shipped data set (scripts/make_japanese_vowels_csv.py)
+SHIPPED = "data/japanese_vowels"
 
 
 def folder(root: str | None) -> Path:
     """The series folder: ``root``, or the shipped Japanese Vowels where it is None."""
-    return SHIPPED if root is None else Path(root)
+    return data_file(SHIPPED if root is None else root, "root")
 
 
 def channel_link(root: str | None, labels: str) -> tuple[int, str, str]:

@@ -405,11 +405,6 @@ TRAINING_ONLY = {"lr", "weight_decay", "warmup", "lr_reference_batch", "lr_scali
 # checkpoint has its weights, so these may differ or be left out (the file may be gone)
 WARM_START_ONLY = {"init_from", "init_parts"}
 
-# the top-level packages of the source layout, which were class paths' first names before the
-# install put them under vecset. (a checkpoint of then says encoders.VectorEncoder)
-OLD_TOP_LEVEL = ("backbone", "encoders", "heads", "pipelines")
-
-
 def _import_class(path: str) -> Any:
     """The object a dotted class path names, or None when it does not import."""
     module, _, name = path.rpartition(".")
@@ -419,26 +414,6 @@ def _import_class(path: str) -> Any:
         return getattr(importlib.import_module(module), name, None)
     except ImportError:
         return None
-
-
-def current_class_path(path: str) -> str:
-    """``path`` as it is spelled today: a class path from before the ``vecset.`` namespace
-    (``encoders.VectorEncoder``, ``pipelines.TaskModule``) becomes ``vecset.<path>`` where that
-    names a class; any other path is returned as it is."""
-    if path.split(".", 1)[0] in OLD_TOP_LEVEL and _import_class(f"vecset.{path}") is not None:
-        return f"vecset.{path}"
-    return path
-
-
-def with_current_class_paths(config: Any) -> Any:
-    """A model config (a checkpoint's hyperparameters) with every ``class_path`` and
-    ``_class_path`` in today's spelling (``current_class_path``)."""
-    if isinstance(config, dict):
-        return {k: current_class_path(v) if k in ("class_path", "_class_path") and isinstance(v, str)
-                else with_current_class_paths(v) for k, v in config.items()}
-    if isinstance(config, list):
-        return [with_current_class_paths(v) for v in config]
-    return config
 
 
 def same_class(a: str, b: str) -> bool:
@@ -465,9 +440,7 @@ def hparams_mismatch(saved: dict, current: dict) -> list[str]:
     nothing else is compared then), a component whose class differs, reported once (its
     arguments are not compared), then arguments present in both with different values.
     Arguments present on one side only (an argument added to a class later, with a default),
-    ``TRAINING_ONLY`` and a class's ``decode_settings`` are not differences. Class paths from
-    before the ``vecset.`` namespace name today's classes (``current_class_path``)."""
-    saved = with_current_class_paths(saved)
+    ``TRAINING_ONLY`` and a class's ``decode_settings`` are not differences."""
     saved_module, current_module = saved.get("_class_path"), current.get("_class_path")
     if saved_module and current_module and not same_class(saved_module, current_module):
         return [f"model.class_path: checkpoint has {saved_module!r}, the config has {current_module!r}"]
@@ -585,8 +558,7 @@ class CheckpointConfigCheck:
             path = self._newest_last_checkpoint(self.config[sub])
         if not path or not is_checkpoint_file(path):
             return  # Lightning's other names (best, hpc) and missing files: Lightning says
-        # a checkpoint from before the vecset. namespace: its classes by today's names
-        saved = with_current_class_paths(dict(read_checkpoint(path).get("hyper_parameters") or {}))
+        saved = dict(read_checkpoint(path).get("hyper_parameters") or {})
         model = self.config[sub].get("model")
         config = model.as_dict() if hasattr(model, "as_dict") else dict(model or {})
         current = dict(config.get("init_args") or {})

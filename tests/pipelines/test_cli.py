@@ -206,7 +206,7 @@ NOISE = ("exists and is not empty", "will be deleted", "Tip:", "litlogger", "lit
 def test_a_first_debug_fit_prints_nothing_alarming(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
     # configs/debug.yaml itself (its StepCheckpoint included), on less data
-    cmd = [sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", DEBUG, "--plots=false", "--trainer.max_epochs=2",
+    cmd = [sys.executable, "-m", "vecset", "fit", "--config", DEBUG, "--plots=false", "--trainer.max_epochs=2",
            "--data.init_args.n_train=256", "--data.init_args.n_val=64", "--data.init_args.n_test=64",
            "--trainer.callbacks.init_args.every_n_train_steps=3"]
     r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

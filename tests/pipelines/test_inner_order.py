@@ -1,7 +1,7 @@
 """The inner order of pipelines/, as tests/test_layers.py holds the top level's: a module imports
 only modules of its own layer's folder or of layers below it, and jobs never import each other.
 
-From the top: the ``vecset`` command (``main.py``: the dispatcher); its subcommands that build
+From the top (under ``vecset/command.py``, the dispatcher): the subcommands that build
 on the LightningCLI (``export/``, ``ensemble.py``); the LightningCLI (``cli.py``); the jobs (one
 folder each: its data module, prediction output, reports, checks); the generic ``predict/`` and
 ``reports/`` (they read trained models: above ``training/``); ``training/`` with the config links;
@@ -18,13 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 PIPELINES = ROOT / "pipelines"
 # place (a folder or a module of pipelines/) -> its layer; higher layers may import lower ones
 GENERIC = {
-    "main": 7,
     "export": 6, "ensemble": 6, "pretrained": 6,
     "cli": 5,
     "predict": 3, "reports": 3, "data_errors": 3,
     "training": 2, "config_links": 2,
     "data": 1,
-    "console": 0, "signals": 0, "config_errors": 0, "moved": 0,
+    "console": 0, "signals": 0, "config_errors": 0,
 }
 
 

@@ -280,7 +280,7 @@ def test_predicting_imports_no_lightning(tmp_path):
 import json, sys
 import vecset
 vecset.pretrained
-from vecset.pipelines.main import main
+from vecset.command import main
 for i, args in enumerate([["freesolv", "--smiles", "CCO"], ["g2p", "--words", "cat"], ["digits", "--images", {str(png)!r}]]):
     sys.argv = ["vecset", "predict", "--model", args[0], *args[1:], "--out", {str(tmp_path)!r} + f"/{{i}}.csv"]
     try:

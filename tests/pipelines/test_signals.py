@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # the child: Python's own Ctrl-C handler even where the test runner was started with SIGINT
 # ignored (a background job), as in a terminal; then the CLI (what the ``vecset`` command runs)
 CHILD = ("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
-         "from vecset.pipelines.cli import main; main()")
+         "import sys; from vecset.command import main; sys.argv[0] = 'vecset'; main()")
 
 
 def start(tmp: Path, where: str, grace_s: float) -> subprocess.Popen:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from vecset.command import main as vecset_main
 from vecset.pipelines import cli
-from vecset.pipelines.main import main as vecset_main
 
 ROOT = Path(__file__).resolve().parents[3]
 DEBUG = str(ROOT / "configs" / "debug.yaml")
@@ -217,7 +217,7 @@ def test_help_lists_export_ensemble_and_the_shipped_predictors(monkeypatch, caps
     with pytest.raises(SystemExit) as e:
         vecset_main()
     out = capsys.readouterr().out
-    assert e.value.code == 0 and "{fit,validate,test,predict,export,ensemble}" in out
-    assert "\n    export              Write a trained model" in out
-    assert "\n    ensemble            Train k members" in out
-    assert "\n    predict --model     Predict with a shipped model" in out
+    assert e.value.code == 0 and "{fit,validate,test,predict,export,ensemble,configs}" in out
+    assert "\n    export            Write a trained model" in out
+    assert "\n    ensemble          Train k members" in out
+    assert "\n    predict --model   Predict with a shipped model" in out

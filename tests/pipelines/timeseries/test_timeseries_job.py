@@ -13,6 +13,7 @@ import pytest
 
 from vecset.pipelines.cli import run_cli
 from vecset.pipelines.timeseries.data import TimeSeriesDataModule
+from vecset.shipped import shipped_root
 
 ROOT = Path(__file__).resolve().parents[3]
 DEBUG = str(ROOT / "configs" / "timeseries_debug.yaml")
@@ -101,8 +102,14 @@ def test_a_folder_that_is_not_there_is_one_error_at_parse(tmp_path, monkeypatch,
     with pytest.raises(SystemExit):
         run_cli(["fit", "--config", DEBUG, f"--data.init_args.root={tmp_path / 'nowhere'}", *QUIET])
     assert capsys.readouterr().err.splitlines()[0] == (
-        f"error: data.init_args.root / data.init_args.labels: {tmp_path / 'nowhere' / 'labels.csv'}: labels file not "
-        "found (expected a CSV with columns file,label[,split] beside the series files) (read for the channel count, "
+        f"error: data.init_args.root / data.init_args.labels: root: {tmp_path / 'nowhere'}: no such file or folder "
+        "(read for the channel count, model.init_args.encoder.init_args.in_dim)")
+    # a relative folder is also looked up in the shipped data (vecset/shipped.py): both places named
+    with pytest.raises(SystemExit):
+        run_cli(["fit", "--config", DEBUG, "--data.init_args.root=nowhere", *QUIET])
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"error: data.init_args.root / data.init_args.labels: root: nowhere: no such file or folder (tried "
+        f"{tmp_path / 'nowhere'} and the shipped data, {shipped_root() / 'nowhere'}) (read for the channel count, "
         "model.init_args.encoder.init_args.in_dim)")
 
 

@@ -32,7 +32,7 @@ def env() -> dict:
 def start(cwd: Path, *args: str) -> subprocess.Popen:
     # output to a file: an unread pipe would fill up and block the child
     log = open(cwd / "output.log", "w")
-    return subprocess.Popen([sys.executable, "-m", "vecset.pipelines.cli", *args], cwd=cwd, env=env(), stdout=log,
+    return subprocess.Popen([sys.executable, "-m", "vecset", *args], cwd=cwd, env=env(), stdout=log,
                             stderr=subprocess.STDOUT)
 
 

@@ -61,7 +61,7 @@ def write_config(tmp: Path, name: str, pause_at: int | None = None) -> Path:
 
 
 def fit(cfg: Path, cwd: Path, *extra: str, wait: bool = True):
-    cmd = [sys.executable, "-m", "vecset.pipelines.cli", "fit", "--config", str(cfg), "--plots=false", *extra]
+    cmd = [sys.executable, "-m", "vecset", "fit", "--config", str(cfg), "--plots=false", *extra]
     if not wait:
         # output to a file: an unread pipe would fill up and block the child
         return subprocess.Popen(cmd, cwd=cwd, env=env(), stdout=subprocess.DEVNULL, stderr=open(cwd / "stderr.log", "w"))
