@@ -3,7 +3,9 @@
 
 - ``vecset export``: a trained model as a torch.export program and ONNX (``export/command.py``);
 - ``vecset ensemble``: k members trained with k seeds on one split, combined (``ensemble.py``);
-- ``vecset predict --model NAME``: a shipped predictor, without a config (``pretrained.py``).
+- ``vecset pack RUN_DIR OUT_DIR``: a run as a model folder with its model card (``pack.py``);
+- ``vecset predict --model NAME-or-DIR``: a shipped model, a model folder or a run folder, without a
+  config (``pretrained.py``).
 
 It sits above everything in ``pipelines/`` (tests/pipelines/test_inner_order.py) and imports a
 subcommand's module only when that subcommand runs (``predict --model`` imports no Lightning);
@@ -17,7 +19,7 @@ import io
 import sys
 import textwrap
 
-from vecset.pipelines.pretrained import command_main, wants_shipped_model
+from vecset.pipelines.pretrained import command_main, wants_predictor
 from vecset.pipelines.signals import stop_on_signals
 
 # name -> (its module, the help line's text)
@@ -26,9 +28,13 @@ SUBCOMMANDS = {
                "Write a trained model as a torch.export program (.pt2) and ONNX: vecset export --help."),
     "ensemble": ("vecset.pipelines.ensemble",
                  "Train k members with k seeds on one split and combine them: vecset ensemble --help."),
+    "pack": ("vecset.pipelines.pack",
+             "Write a run's best model as a model folder with its model card, for vecset predict --model "
+             "OUT_DIR and vecset.pretrained(OUT_DIR): vecset pack RUN_DIR OUT_DIR."),
 }
 
-SHIPPED_HELP = "Predict with a shipped model, no config or checkpoint: vecset predict --model NAME --help."
+SHIPPED_HELP = ("Predict with a shipped model, a model folder or a run folder, no config or checkpoint: "
+                "vecset predict --model NAME-or-DIR --help.")
 
 
 def help_text() -> str:
@@ -57,7 +63,7 @@ def help_text() -> str:
 def main() -> None:
     """Console entry point ``vecset`` (``vecset/command.py`` sets the process's OpenMP setting first)."""
     argv = sys.argv[1:]
-    if wants_shipped_model(argv):  # vecset predict --model NAME: a shipped predictor (pretrained.py)
+    if wants_predictor(argv):  # vecset predict --model NAME-or-DIR: a predictor (pretrained.py)
         with stop_on_signals():
             raise SystemExit(command_main(argv[1:]))
     if argv[:1] and argv[0] in SUBCOMMANDS:
@@ -70,6 +76,8 @@ def main() -> None:
     if argv in (["-h"], ["--help"]):
         sys.stdout.write(help_text())
         raise SystemExit(0)
+    if argv in (["predict", "-h"], ["predict", "--help"]):  # LightningCLI's predict help follows
+        sys.stdout.write(f"vecset predict --model NAME-or-DIR: {SHIPPED_HELP}\n\nWith a config (LightningCLI):\n")
     from vecset.pipelines import cli
 
     cli.main()

@@ -236,6 +236,8 @@ class MoleculeDataModule(VecsetDataModule):
     Batches: see ``encoders.graph.pad_graphs``; ``y`` (B, T) float, or (B,) long class indices.
     """
 
+    predictor = "vecset.pipelines.molecules.predictor.MoleculePredictor"
+
     def __init__(self, csv_path: str, smiles_column: str = "smiles", target_columns: list[str] | None = None,
                  label_column: str | None = None, classes: list[str] | None = None, split: Split = "random", split_seed: int = 0, split_column: str = "split",
                  val_fraction: float = 0.1, max_atoms: int = 100, max_dist: int = 8, lap_pe_k: int = 0,

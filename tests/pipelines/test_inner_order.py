@@ -20,8 +20,8 @@ PIPELINES = ROOT / "pipelines"
 GENERIC = {
     "main": 7,
     "export": 6, "ensemble": 6, "pretrained": 6,
-    "cli": 5,
-    "predict": 3, "reports": 3,
+    "cli": 5, "pack": 5,
+    "predict": 3, "reports": 3, "predictor": 3,
     "training": 2, "config_links": 2,
     "data": 1,
     "console": 0, "signals": 0, "config_errors": 0, "moved": 0,

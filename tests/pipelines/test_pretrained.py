@@ -1,4 +1,4 @@
-"""The shipped predictors (pipelines/pretrained.py, vecset/models/): each loads, reproduces its
+"""The shipped predictors (pipelines/pretrained.py, pipelines/<job>/predictor.py, vecset/models/): each loads, reproduces its
 card's test metric on the card's fixed slice and its predictions for three known inputs, and
 answers bad input with an error row while the other rows are still predicted."""
 
@@ -14,19 +14,19 @@ import numpy as np
 import pytest
 
 import vecset
+from vecset.pipelines.images.predictor import ImagePredictor
+from vecset.pipelines.predictor import PredictorError
 from vecset.pipelines.pretrained import (
-    REGISTRY,
-    PredictorError,
     available,
     command_main,
     models_dir,
     pretrained,
-    wants_shipped_model,
+    shipped,
+    wants_predictor,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 FASHION_SLICE = ROOT / "data" / "fashion_mnist" / "t10k_first500.npz"  # scripts/make_fashion_slice.py
-NOT_YET_SHIPPED: set[str] = set()  # a name listed in pretrained.py whose files are not in vecset/models/ yet
 _cache: dict = {}
 
 
@@ -50,19 +50,17 @@ def image_inputs(name: str, indices: list[int]) -> list[np.ndarray]:
 
 
 def test_every_registered_predictor_is_shipped():
-    missing = sorted(name for name, ok in available().items() if not ok)
-    assert set(missing) <= NOT_YET_SHIPPED, missing
-    for name in set(REGISTRY) - set(missing):  # small: a few MB at most each
+    assert shipped() == ["b3db", "digits", "fashion_mnist", "freesolv", "g2p", "solubility"]
+    assert all(available().values())
+    for name in shipped():  # small: a few MB at most each
         assert (models_dir() / name / "model.pt").stat().st_size < 5e6
         # the guides link the copy under bench/results/predictors/: the same card
         copy = ROOT / "bench" / "results" / "predictors" / f"{name}.json"
         assert copy.read_text() == (models_dir() / name / "card.json").read_text(), name
 
 
-@pytest.mark.parametrize("name", list(REGISTRY))
+@pytest.mark.parametrize("name", ["b3db", "digits", "fashion_mnist", "freesolv", "g2p", "solubility"])
 def test_slice_metric_and_known_predictions_match_the_card(name):
-    if not available()[name]:
-        pytest.skip(f"{name}: not shipped yet (test_fashion_mnist_from_a_run ships one from a run)")
     check_card(load(name))
 
 
@@ -70,7 +68,7 @@ def check_card(p) -> None:
     """The card's slice metric and known predictions, reproduced by the predictor ``p``."""
     name, card = p.name, p.card
     sl = card["slice"]
-    image = REGISTRY[name].kind == "image"
+    image = isinstance(p, ImagePredictor)
     inputs = image_inputs(name, sl["indices"]) if image else sl["inputs"]
     got = p.score(p.predict(inputs), sl["targets"])
     want = sl["metrics"]
@@ -104,11 +102,14 @@ def test_molecule_bad_inputs_get_error_rows_and_the_rest_is_predicted():
     assert rows[5]["error"] == "expected a SMILES string, got int"
     for bad in (rows[1], rows[2], rows[5]):
         assert bad["expt"] == "" and bad["out_of_domain"] == "" and bad["conformer"] == ""
+        assert bad["out_of_domain_reason"] == ""
     assert rows[0]["conformer"] is True and rows[4]["conformer"] is True  # the 3-D design: conformers embedded
     # an iron salt is nothing like FreeSolv's organic molecules: predicted, and flagged
     assert rows[3]["error"] == "" and math.isfinite(rows[3]["expt"])
     assert rows[3]["out_of_domain"] is True and rows[3]["train_similarity"] < p.threshold
+    assert rows[3]["out_of_domain_reason"].startswith(f"train_similarity {rows[3]['train_similarity']} < 0.3; 2 fragments")
     assert rows[0]["out_of_domain"] is False and rows[0]["train_similarity"] == 1.0  # ethanol is in FreeSolv
+    assert rows[0]["out_of_domain_reason"] == ""
     # the good rows are the same predicted alone
     assert rows[0]["expt"] == pytest.approx(p.predict(["CCO"])[0]["expt"], abs=1e-5)
 
@@ -164,12 +165,18 @@ def test_command_line_smiles_and_csv_input(tmp_path):
     assert rows[1]["error"].startswith("invalid SMILES") and rows[1]["expt"] == ""
     assert err.startswith("1 of 2 inputs could not be predicted")
     src = tmp_path / "mols.csv"
-    src.write_text("name,smiles\nethanol,CCO\nnothing,\nphenol,c1ccccc1O\n")
+    src.write_text("name,smiles,expt\nethanol,CCO,-5.0\nnothing,,\nphenol,c1ccccc1O,-6.6\n")
     rc, out, err = run_command(["--model", "freesolv", "--input", str(src), "--out", str(tmp_path / "p.csv")])
     assert rc == 0 and out == ""
-    rows = list(csv.DictReader(open(tmp_path / "p.csv")))
-    assert [r["input"] for r in rows] == ["CCO", "", "c1ccccc1O"]
-    assert rows[1]["error"] == "invalid SMILES '': empty SMILES"
+    with open(tmp_path / "p.csv") as f:
+        rows = list(csv.DictReader(f))
+    # the input's columns kept (its expt, the measured value, renamed beside the predicted one)
+    assert list(rows[0]) == ["name", "smiles", "expt_input", "expt", "expt_std", "train_similarity",
+                             "out_of_domain", "out_of_domain_reason", "conformer", "error"]
+    assert [(r["name"], r["smiles"], r["expt_input"]) for r in rows] == [
+        ("ethanol", "CCO", "-5.0"), ("nothing", "", ""), ("phenol", "c1ccccc1O", "-6.6")]
+    assert rows[1]["error"] == "invalid SMILES '': empty SMILES" and rows[1]["expt"] == ""
+    assert float(rows[2]["expt"]) == pytest.approx(load("freesolv").predict("c1ccccc1O")[0]["expt"], abs=1e-4)
 
 
 def test_command_line_words(tmp_path):
@@ -182,8 +189,10 @@ def test_command_line_words(tmp_path):
 
 def test_command_line_errors_name_the_option(tmp_path):
     rc, _, err = run_command(["--model", "nosuch", "--smiles", "C"])
-    assert rc == 2 and err.splitlines()[0] == ("error: --model 'nosuch': no such shipped predictor; available: "
-                                               + ", ".join(REGISTRY))
+    assert rc == 2 and err.splitlines()[0] == (
+        "error: --model 'nosuch': no such shipped predictor; give a shipped name (b3db, digits, fashion_mnist, "
+        "freesolv, g2p, solubility), a model folder (vecset pack RUN_DIR OUT_DIR writes one) or a run folder "
+        "(runs/<config>/version_<n>)")
     rc, _, err = run_command(["--model", "freesolv", "--words", "cat"])
     assert rc == 2 and err.splitlines()[0] == "error: --words: not an input of --model freesolv (it takes --smiles or --input)"
     rc, _, err = run_command(["--model", "freesolv"])
@@ -196,14 +205,19 @@ def test_command_line_errors_name_the_option(tmp_path):
         pretrained("nosuch")
 
 
-def test_only_a_model_name_takes_the_shipped_path():
-    assert wants_shipped_model(["predict", "--model", "solubility", "--smiles", "CCO"])
-    assert wants_shipped_model(["predict", "--model=g2p", "--words", "a"])
+def test_only_a_model_name_or_folder_takes_the_predictor_path(tmp_path):
+    assert wants_predictor(["predict", "--model", "solubility", "--smiles", "CCO"])
+    assert wants_predictor(["predict", "--model=g2p", "--words", "a"])
+    assert wants_predictor(["predict", "--model", "Solubility", "--smiles", "CCO"])  # any case: a clear answer
+    assert wants_predictor(["predict", "--model", str(tmp_path), "--smiles", "CCO"])  # a model or run folder
     # LightningCLI's own predict: a model config file, a class name, or any --config
-    assert not wants_shipped_model(["predict", "--config", "c.yaml", "--model", "m.yaml"])
-    assert not wants_shipped_model(["predict", "--model", "TaskModule"])
-    assert not wants_shipped_model(["predict", "--config", "runs/x/config.yaml", "--ckpt_path", "best"])
-    assert not wants_shipped_model(["fit", "--model", "solubility"])
+    (tmp_path / "m.yaml").write_text("{}")
+    assert not wants_predictor(["predict", "--model", str(tmp_path / "m.yaml")])
+    assert not wants_predictor(["predict", "--config", "c.yaml", "--model", "m.yaml"])
+    assert not wants_predictor(["predict", "--model", "TaskModule"])
+    assert not wants_predictor(["predict", "--model", "vecset.pipelines.TaskModule"])
+    assert not wants_predictor(["predict", "--config", "runs/x/config.yaml", "--ckpt_path", "best"])
+    assert not wants_predictor(["fit", "--model", "solubility"])
 
 
 def test_a_wheel_carries_every_shipped_file():
@@ -213,7 +227,7 @@ def test_a_wheel_carries_every_shipped_file():
 
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["vecset"]
-    for name in REGISTRY:
+    for name in shipped():
         for f in ("model.pt", "card.json"):
             assert any(fnmatch.fnmatch(f"models/{name}/{f}", p) for p in patterns), (name, f)
 
@@ -231,9 +245,10 @@ def test_an_ensemble_bundle_reports_the_members_spread(tmp_path):
         (tmp_path / folder).mkdir()
         torch.save(bundle, tmp_path / folder / "model.pt")
         shutil.copy(src / "card.json", tmp_path / folder / "card.json")
-    p = pretrained("freesolv", tmp_path / "three")
-    assert p.columns == ["input", "expt", "expt_std", "train_similarity", "out_of_domain", "conformer", "error"]
-    one = pretrained("freesolv", tmp_path / "one").predict(["CCO"])[0]["expt"]
+    p = pretrained(tmp_path / "three")
+    assert p.columns == ["input", "expt", "expt_std", "train_similarity", "out_of_domain", "out_of_domain_reason",
+                         "conformer", "error"]
+    one = pretrained(tmp_path / "one").predict(["CCO"])[0]["expt"]
     row = p.predict(["CCO"])[0]
     # members: one, one, one + 0.5: the mean moves by a third of it, the std is their spread
     assert row["expt"] == pytest.approx(one + 0.5 / 3, abs=1e-4)
@@ -253,10 +268,10 @@ def test_a_classification_ensemble_reports_the_members_spread_of_the_probability
         (tmp_path / folder).mkdir()
         torch.save(bundle, tmp_path / folder / "model.pt")
         shutil.copy(src / "card.json", tmp_path / folder / "card.json")
-    one = pretrained("b3db", tmp_path / "one")
+    one = pretrained(tmp_path / "one")
     assert "probability_std" not in one.columns
     p_one = one.predict(["CCO"])[0]["P(BBB+)"]
-    two = pretrained("b3db", tmp_path / "two")
+    two = pretrained(tmp_path / "two")
     assert two.columns[:4] == ["input", "prediction", "probability", "probability_std"]
     row = two.predict(["CCO"])[0]
     # members: p and 1: the mean of the two, the spread half their difference
@@ -332,7 +347,7 @@ def test_a_model_file_naming_other_code_is_refused(tmp_path):
     shutil.copy(models_dir() / "digits" / "card.json", tmp_path / "card.json")
     with pytest.raises(PredictorError, match=r"model\.pt: hyper_parameters\.head\.class_path: 'os\.system' is not one "
                                              r"of vecset's classes"):
-        pretrained("digits", tmp_path)
+        pretrained(tmp_path)
 
 
 def fashion_run(tmp_path: Path) -> Path:
@@ -346,7 +361,7 @@ def fashion_run(tmp_path: Path) -> Path:
     import torch
     import yaml
 
-    from vecset.pipelines.pretrained import PredictorModel, instantiate
+    from vecset.pipelines.predictor import PredictorModel, instantiate
 
     sl = np.load(FASHION_SLICE)
     n = len(sl["labels"])
@@ -390,7 +405,7 @@ def test_fashion_mnist_from_a_run(tmp_path):
     ship = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ship)
     ship.main(["fashion_mnist", "--from-run", str(fashion_run(tmp_path)), "--out", str(tmp_path / "models")])
-    p = pretrained("fashion_mnist", tmp_path / "models" / "fashion_mnist")
+    p = pretrained(tmp_path / "models" / "fashion_mnist")
     card = p.card
     assert card["config"] == "configs/fashion_mnist.yaml" and card["checkpoint"] == "best-epoch000-val_acc0.1000.ckpt"
     assert card["slice"]["first"] == 500 and card["test_through_predictor"]["count"] == 500
@@ -409,7 +424,7 @@ def test_fashion_mnist_from_a_run(tmp_path):
 
 def test_instantiate_reads_init_args_dict_kwargs_and_nested_class_paths():
     from vecset.heads import Seq2SeqHead
-    from vecset.pipelines.pretrained import instantiate
+    from vecset.pipelines.predictor import instantiate
 
     head = instantiate({"class_path": "vecset.heads.Seq2SeqHead", "init_args": {
         "d_model": 8, "decoder": {"class_path": "vecset.heads.TransformerDecoder", "init_args": {"d_model": 8, "depth": 1}}},
@@ -462,7 +477,7 @@ def geometry_run(tmp_path_factory):
     ship = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ship)
     ship.main(["freesolv", "--from-run", str(run), "--out", str(tmp / "models")])
-    return run, pretrained("freesolv", tmp / "models" / "freesolv"), cfg
+    return run, pretrained(tmp / "models" / "freesolv"), cfg
 
 
 def test_a_geometry_predictor_equals_the_model_through_the_data_module(geometry_run):
@@ -534,10 +549,10 @@ def test_a_bundle_without_the_geometry_key_is_2d(tmp_path):
         bundle["predictor"].pop(key, None)
     torch.save(bundle, tmp_path / "model.pt")
     shutil.copy(src / "card.json", tmp_path / "card.json")
-    p = pretrained("b3db", tmp_path)
+    p = pretrained(tmp_path)
     assert not p.featurizer.geometry and "geometry" not in p.featurizer.settings()
     assert not p.featurizer.charges and not p.featurizer.surface and p.featurizer.nodes.dim == 42
     assert p.columns == ["input", "prediction", "probability", "P(BBB-)", "P(BBB+)", "train_similarity",
-                         "out_of_domain", "error"]
+                         "out_of_domain", "out_of_domain_reason", "error"]
     row = p.predict(["CCO"])[0]
     assert row["error"] == "" and "dist3d" not in p.prepare("CCO")
