@@ -143,18 +143,18 @@ def write_rows(rows: list[dict], columns: list[str], out) -> None:
         w.writerow([format_value(r[c]) for c in columns])
 
 
-def parser(model_flag: str | None):
+def parser(model_flag: str | None, metavar: str = "INPUT"):
     import argparse
 
     p = argparse.ArgumentParser(
-        prog="vecset predict --model",
+        prog="vecset predict",
         description="Predict with a trained model: a shipped name, a model folder (vecset pack) or a run folder "
                     "(runs/<config>/version_<n>). No config or checkpoint needed. Writes a CSV: the input columns, "
                     "the predicted ones, an error column (empty where the row was predicted).")
     p.add_argument("--model", required=True, metavar="NAME-or-DIR",
                    help=f"a shipped name ({', '.join(shipped())}; any case), a model folder or a run folder")
     if model_flag is not None:
-        p.add_argument(model_flag, nargs="+", dest="given", help="the inputs")
+        p.add_argument(model_flag, nargs="+", dest="given", metavar=metavar, help="the inputs")
     p.add_argument("--input", type=Path, help="a CSV (its --column; every column kept) or a text file, one input a line")
     p.add_argument("--column", default=None, help="the --input CSV's column (default: the model's, e.g. smiles)")
     p.add_argument("--out", type=Path, help="write the CSV here (default: stdout)")
@@ -186,7 +186,7 @@ def command_main(argv: list[str]) -> int:
         wrong = next((a for a in rest if a.startswith("--") and a.split("=")[0] not in (cls.input_flag, "--help")), None)
         if wrong is not None and wrong.split("=")[0] not in ("--input", "--column"):
             raise PredictorError(f"{wrong}: not an input of --model {first.model} (it takes {cls.input_flag} or --input)")
-        args = parser(cls.input_flag).parse_args(argv)
+        args = parser(cls.input_flag, cls.input_column.upper()).parse_args(argv)
         if (args.given is not None) == (args.input is not None):
             raise PredictorError(f"--model {args.model}: give its inputs with {cls.input_flag} or --input FILE (one of them)")
         inputs = args.given if args.given is not None else read_inputs(args.input, args.column or cls.input_column)

@@ -556,3 +556,98 @@ def test_a_bundle_without_the_geometry_key_is_2d(tmp_path):
                          "out_of_domain", "out_of_domain_reason", "error"]
     row = p.predict(["CCO"])[0]
     assert row["error"] == "" and "dist3d" not in p.prepare("CCO")
+
+
+# -- issue 57: a str is one input, --out checked first, salts flagged, long words, exits, names, help --
+
+
+def test_a_string_is_one_input_not_its_letters():
+    rows = load("solubility").predict("CCO")
+    assert len(rows) == 1 and rows[0]["input"] == "CCO" and rows[0]["error"] == ""
+    assert rows[0]["logS"] == load("solubility").predict(["CCO"])[0]["logS"]
+    words = load("g2p").predict("hello")
+    assert [r["input"] for r in words] == ["hello"]
+
+
+def test_as_frame_returns_a_dataframe_with_the_rows_columns():
+    import pandas as pd
+
+    p = load("freesolv")
+    frame = p.predict(pd.DataFrame({"name": ["ethanol", "nothing"], "smiles": ["CCO", "C1CC"]}), as_frame=True)
+    assert list(frame.columns) == ["name", "smiles", *p.columns[1:]]
+    assert frame.loc[0, "expt"] == pytest.approx(p.predict("CCO")[0]["expt"], abs=1e-6)
+    assert frame.loc[1, "error"].startswith("invalid SMILES 'C1CC'") and frame.loc[1, "name"] == "nothing"
+
+
+def test_an_unwritable_out_is_refused_before_the_model_loads(tmp_path, monkeypatch):
+    import sys
+
+    module = sys.modules["vecset.pipelines.pretrained"]  # the package's ``pretrained`` is the function
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(module, "pretrained", never)
+    (tmp_path / "file.txt").write_text("")
+    out = tmp_path / "file.txt" / "p.csv"
+    rc, stdout, err = run_command(["--model", "freesolv", "--smiles", "CCO", "--out", str(out)])
+    assert rc == 2 and stdout == "" and err.splitlines() == [
+        f"error: --out {out}: cannot write there ({tmp_path / 'file.txt'} is a file, not a folder)"]
+    rc, _, err = run_command(["--model", "freesolv", "--smiles", "CCO", "--out", str(tmp_path)])
+    assert rc == 2 and err.splitlines() == [f"error: --out {tmp_path}: a folder (give the CSV file's name)"]
+
+
+def test_salts_charged_and_metal_molecules_are_out_of_domain_where_training_had_none():
+    p = load("freesolv")  # FreeSolv: neutral organic molecules, one fragment each
+    assert p.unseen_kinds == {"fragments", "charged", "metal"}
+    rows = p.predict(["CC(=O)[O-].[Na+]", "C[N+](C)(C)C", "CCO"])
+    assert rows[0]["out_of_domain"] is True and "2 fragments (a salt or mixture), which no training molecule has" \
+        in rows[0]["out_of_domain_reason"] and "metal atom Na" in rows[0]["out_of_domain_reason"]
+    assert rows[1]["out_of_domain"] is True and "net charge +1, which no training molecule has" \
+        in rows[1]["out_of_domain_reason"]
+    assert rows[2]["out_of_domain"] is False and rows[2]["out_of_domain_reason"] == ""
+    # B3DB's training set holds salts, ions and metals: only the similarity decides there
+    b3db = load("b3db")
+    assert b3db.unseen_kinds == frozenset()
+    row = b3db.predict("CC(=O)[O-].[Na+]")[0]
+    assert row["out_of_domain"] is (row["train_similarity"] < b3db.threshold)
+
+
+def test_a_word_longer_than_the_decoder_spells_is_not_finished():
+    p = load("g2p")
+    word = "pneumonoultramicroscopicsilicovolcanoconiosis"  # 45 letters; the decoder spells at most 32 phones
+    rows = p.predict(["cat", word])
+    assert rows[0]["finished"] is True and rows[1]["finished"] is False and rows[1]["error"] == ""
+    assert p.notes(rows) == ["1 of 2 words are not finished (finished: False; longer than the 32 phones or letters "
+                             "the model spells out: their pronunciation is likely cut short)"]
+
+
+def test_nothing_predicted_exits_2_and_says_so():
+    rc, out, err = run_command(["--model", "b3db", "--smiles", "xx", "yy"])
+    assert rc == 2 and len(out.splitlines()) == 3  # the rows are still written, with their errors
+    assert err.splitlines()[0].startswith("error: none of the 2 inputs could be predicted (their error column says "
+                                          "why; the first: invalid SMILES 'xx'")
+
+
+def test_a_shipped_name_is_matched_without_regard_to_case():
+    rc, out, _ = run_command(["--model", "Solubility", "--smiles", "CCO"])
+    assert rc == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert float(rows[0]["logS"]) == pytest.approx(load("solubility").predict("CCO")[0]["logS"], abs=1e-4)
+
+
+def test_help_names_the_model_option_and_pack(capsys, monkeypatch):
+    import sys
+
+    from vecset.pipelines.main import help_text, main
+
+    monkeypatch.setattr(sys, "argv", ["vecset", "predict", "--help"])
+    with pytest.raises(SystemExit):
+        main()
+    out = capsys.readouterr().out
+    assert out.startswith("vecset predict --model NAME-or-DIR: Predict with a shipped model, a model folder or a run "
+                          "folder") and "--ckpt_path" in out  # then LightningCLI's own predict help
+    with pytest.raises(SystemExit), redirect_stdout(io.StringIO()) as text:
+        command_main(["--model", "solubility", "--help"])
+    assert "--smiles SMILES [SMILES ...]" in text.getvalue() and "NAME-or-DIR" in text.getvalue()
+    assert "    pack                Write a run's best model as a model folder" in help_text()
