@@ -107,13 +107,28 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def folder_sha256(folder: Path) -> tuple[str, int, int]:
+    """A folder's sha256 (of each file's relative path and sha256, sorted), file count and bytes."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    h = hashlib.sha256()
+    for p in files:
+        h.update(f"{p.relative_to(folder).as_posix()} {sha256(p)}\n".encode())
+    return h.hexdigest(), len(files), sum(p.stat().st_size for p in files)
+
+
 def data_files(config: dict) -> list[dict]:
-    """Every file the data module's arguments name (its CSV, a labels file), with its sha256."""
+    """Every file or folder the data module's arguments name (its CSV, a folder of series or
+    images), with its sha256 (a folder's: ``folder_sha256``)."""
     out = []
     for key, value in sorted(((config.get("data") or {}).get("init_args") or {}).items()):
-        if isinstance(value, str) and value and Path(value).is_file():
-            out.append({"argument": key, "path": value, "sha256": sha256(Path(value)),
-                        "bytes": Path(value).stat().st_size})
+        if not (isinstance(value, str) and value and Path(value).exists()):
+            continue
+        path = Path(value)
+        if path.is_file():
+            out.append({"argument": key, "path": value, "sha256": sha256(path), "bytes": path.stat().st_size})
+        elif path.is_dir():
+            digest, count, size = folder_sha256(path)
+            out.append({"argument": key, "path": value, "sha256": digest, "bytes": size, "files": count})
     return out
 
 
@@ -179,8 +194,8 @@ def pack(run_dirs: list[Path], out: Path, *, name: str | None = None, data: str 
 
 def readme(card: dict, predictor: Predictor, config: dict) -> str:
     """The model card as Markdown, from ``card.json`` and the run's config."""
-    files = "\n".join(f"- `{f['path']}` ({f['argument']}, {f['bytes']} bytes), sha256 `{f['sha256']}`"
-                      for f in card["data_files"]) or f"- {card['data']}"
+    files = "\n".join(f"- `{f['path']}` ({f['argument']}, {f.get('files', 1)} file(s), {f['bytes']} bytes), "
+                      f"sha256 `{f['sha256']}`" for f in card["data_files"]) or f"- {card['data']}"
     run = card["run"]
     lines = [
         f"# {card['name']}", "",
