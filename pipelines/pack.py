@@ -148,10 +148,8 @@ def pack(run_dirs: list[Path], out: Path, *, name: str | None = None, data: str 
     run_dir, out = run_dirs[0], Path(out)
     bundle, cls, test, results = bundle_of(run_dirs)
     cfg = run_config(run_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    torch.save(bundle, out / MODEL_FILE)
     name = name or run_dir.parent.name
-    predictor = cls(name, out / MODEL_FILE, bundle, {})
+    predictor = cls(name, run_dir / "config.yaml", bundle, {})
     inputs, targets = test["inputs"], test["targets"]
     t0 = time.perf_counter()
     rows = predictor.predict(inputs)
@@ -177,16 +175,22 @@ def pack(run_dirs: list[Path], out: Path, *, name: str | None = None, data: str 
                   "indices": test.get("indices", [])[:slice_size] or None, "targets": targets[:slice_size],
                   "metrics": predictor.score(rows[:slice_size], targets[:slice_size])},
         **predictor.card_fields(rows, targets),
-        "size_bytes": (out / MODEL_FILE).stat().st_size,
+        "size_bytes": None,
         "build_seconds": build_seconds,
         "torch": torch.__version__,
         "date": datetime.now(UTC).date().isoformat(),
     }
     if cls.known_inputs is not None:
         card["known"] = [{k: v for k, v in r.items() if k != "error"} for r in predictor.predict(cls.known_inputs)]
+    elif text_inputs:  # the first three test inputs (file names, ...)
+        card["known"] = [{k: v for k, v in r.items() if k != "error"} for r in rows[:3]]
     else:  # the first three test inputs, by index
         card["known"] = [{"index": i} | {k: v for k, v in r.items() if k not in ("error", "input")}
                          for i, r in zip(test["indices"][:3], rows[:3], strict=True)]
+    # written once everything is computed: a failure leaves no half-written folder
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(bundle, out / MODEL_FILE)
+    card["size_bytes"] = (out / MODEL_FILE).stat().st_size
     (out / CARD_FILE).write_text(json.dumps(card, indent=1) + "\n")
     (out / "README.md").write_text(readme(card, predictor, cfg))
     return card
