@@ -165,7 +165,7 @@ def pack(run_dirs: list[Path], out: Path, *, name: str | None = None, data: str 
         "data_files": data_files(cfg), "split": split_of(cfg),
         "run": {k: results.get(k) for k in ("test", "best_val", "monitor", "epochs", "global_steps", "wall_seconds",
                                             "precision")},
-        "run_dir": str(run_dir.resolve()),
+        "run_dir": str(run_dir),
         "checkpoint": best_checkpoint(run_dir)[1].name,
         "members": [{"seed": run_config(d).get("seed_everything"), "test": r.get("test"), "best_val": r.get("best_val"),
                      "wall_seconds": r.get("wall_seconds")} for d, r in

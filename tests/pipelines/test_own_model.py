@@ -103,7 +103,7 @@ def test_the_card_is_written_from_the_run(own):
     card = json.loads((packed / "card.json").read_text())
     results = json.loads((run / "results.json").read_text())
     assert card["predictor"] == "vecset.pipelines.molecules.predictor.MoleculePredictor"
-    assert card["name"] == "mine" and card["run_dir"] == str(run.resolve())
+    assert card["name"] == "mine" and card["run_dir"] == str(run)
     assert card["data_files"] == [{"argument": "csv_path", "path": str(tmp / "mine.csv"),
                                    "sha256": hashlib.sha256((tmp / "mine.csv").read_bytes()).hexdigest(),
                                    "bytes": (tmp / "mine.csv").stat().st_size}]
