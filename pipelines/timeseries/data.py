@@ -72,6 +72,8 @@ class TimeSeriesDataModule(VecsetDataModule):
     Batches: ``x`` (B, T, C) float, ``mask`` (B, T) bool, ``y`` (B,) long, ``ids`` (B,).
     """
 
+    predictor = "vecset.pipelines.timeseries.predictor.SeriesPredictor"
+
     def __init__(self, root: str | None = None, labels: str = "labels.csv", val_fraction: float = 0.2,
                  test_fraction: float = 0.2, split_seed: int = 0, batch_size: int = 32, num_workers: int = 0,
                  predict_files: list[str] | None = None) -> None:
