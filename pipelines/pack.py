@@ -64,7 +64,10 @@ def predictor_class(config: dict, where: str) -> type[Predictor]:
     if data is None:
         raise PredictorError(f"{where}: data.class_path is missing (a run of one task packs; a multi-task run "
                              "does not yet)")
-    path = getattr(import_class(data, f"{where}: data.class_path"), "predictor", None)
+    from vecset.pipelines.data.base import VecsetDataModule
+
+    data_class = import_class(data, f"{where}: data.class_path")
+    path = data_class.predictor if isinstance(data_class, type) and issubclass(data_class, VecsetDataModule) else None
     if path is None:
         raise PredictorError(f"{where}: data.class_path {data}: its job has no predictor to pack (the molecule, "
                              "image and G2P jobs have one)")
@@ -118,10 +121,11 @@ def folder_sha256(folder: Path) -> tuple[str, int, int]:
 
 def data_files(config: dict) -> list[dict]:
     """Every file or folder the data module's arguments name (its CSV, a folder of series or
-    images), with its sha256 (a folder's: ``folder_sha256``)."""
+    images; not its cache), with its sha256 (a folder's: ``folder_sha256``)."""
     out = []
     for key, value in sorted(((config.get("data") or {}).get("init_args") or {}).items()):
-        if not (isinstance(value, str) and value and Path(value).exists()):
+        # a cache the data module writes (``cache_dir``) is not data
+        if "cache" in key or not (isinstance(value, str) and value and Path(value).exists()):
             continue
         path = Path(value)
         if path.is_file():

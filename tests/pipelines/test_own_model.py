@@ -14,29 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from molecule_run_helpers import GEOMETRY_CONFIG
 
 import vecset
 from vecset.pipelines.pretrained import pretrained
 
 ROOT = Path(__file__).resolve().parents[2]
-# a debug-sized FreeSolv model: 3-D geometry and a mean-variance head, as the shipped predictor has
-# (so its columns are the shipped one's: expt_std, conformer); two steps
-CONFIG = """
-seed_everything: 0
-trainer: {{max_steps: 2, max_epochs: 1, accelerator: cpu, devices: 1, log_every_n_steps: 1,
-          enable_progress_bar: false, enable_model_summary: false}}
-model:
-  class_path: vecset.pipelines.TaskModule
-  init_args:
-    encoder: {{class_path: vecset.encoders.GraphEncoder, init_args: {{attention: all_pairs, heads: 2,
-              geometry: distance_gaussian}}}}
-    backbone: {{class_path: vecset.backbone.Backbone, init_args: {{d_model: 16, depth: 1, heads: 2, mlp_ratio: 2.0}}}}
-    head: {{class_path: vecset.heads.SequenceHead, init_args: {{task: regression, regression_loss: gaussian_nll}}}}
-    lr: 0.003
-data:
-  class_path: vecset.pipelines.MoleculeDataModule
-  init_args: {{csv_path: {csv}, target_columns: [expt], geometry: true, batch_size: 8, split_seed: 3}}
-"""
 DRUGS = "name,smiles\nethanol,CCO\nbroken,C1CC\nsodium acetate,CC(=O)[O-].[Na+]\nphenol,c1ccccc1O\n"
 
 
@@ -53,9 +36,11 @@ def own(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("own")
     with open(ROOT / "data" / "molecules" / "freesolv.csv") as f:
         (tmp / "mine.csv").write_text("".join(f.readlines()[:41]))  # 40 molecules
-    (tmp / "mine.yaml").write_text(CONFIG.format(csv=tmp / "mine.csv"))
+    (tmp / "mine.yaml").write_text(GEOMETRY_CONFIG.format(csv=tmp / "mine.csv", cache=tmp / "cache"))
     (tmp / "drugs.csv").write_text(DRUGS)
-    fit = vecset_command(["fit", "--config", "mine.yaml"], tmp)
+    # a mean-variance head, as the shipped FreeSolv predictor's ensemble has a spread: its columns (expt_std, conformer)
+    fit = vecset_command(["fit", "--config", "mine.yaml", "--model.init_args.head.init_args.regression_loss=gaussian_nll",
+                          "--data.init_args.split_seed=3"], tmp)
     assert fit.returncode == 0, fit.stderr[-3000:]
     run = tmp / "runs" / "mine" / "version_0"
     packed = vecset_command(["pack", str(run), "packed"], tmp)
@@ -113,7 +98,7 @@ def test_the_card_is_written_from_the_run(own):
     assert card["config"] == str(run / "config.yaml") and len(card["date"]) == 10
     readme = (packed / "README.md").read_text()
     assert card["data_files"][0]["sha256"] in readme and json.dumps(results["test"]) in readme
-    assert "regression_loss: gaussian_nll" in readme  # the config
+    assert "regression_loss: gaussian_nll" in readme and "conformers: 2" in readme  # the config
 
 
 def test_pack_refuses_a_folder_that_is_not_a_run(tmp_path):

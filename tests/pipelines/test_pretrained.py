@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from molecule_run_helpers import GEOMETRY_CONFIG
 
 import vecset
 from vecset.pipelines.images.predictor import ImagePredictor
@@ -191,9 +192,8 @@ def test_command_line_words(tmp_path):
 def test_command_line_errors_name_the_option(tmp_path):
     rc, _, err = run_command(["--model", "nosuch", "--smiles", "C"])
     assert rc == 2 and err.splitlines()[0] == (
-        "error: --model 'nosuch': no such shipped predictor; give a shipped name (b3db, digits, fashion_mnist, "
-        "freesolv, g2p, solubility), a model folder (vecset pack RUN_DIR OUT_DIR writes one) or a run folder "
-        "(runs/<config>/version_<n>)")
+        f"error: --model 'nosuch': no such shipped predictor; give a shipped name ({', '.join(shipped())}), a model "
+        "folder (vecset pack RUN_DIR OUT_DIR writes one) or a run folder (runs/<config>/version_<n>)")
     rc, _, err = run_command(["--model", "freesolv", "--words", "cat"])
     assert rc == 2 and err.splitlines()[0] == "error: --words: not an input of --model freesolv (it takes --smiles or --input)"
     rc, _, err = run_command(["--model", "freesolv"])
@@ -435,25 +435,6 @@ def test_instantiate_reads_init_args_dict_kwargs_and_nested_class_paths():
 
 # -- a predictor trained with 3-D geometry ------------------------------------------------
 
-# a debug-sized FreeSolv model with the 3-D design, 2 conformers per molecule (a random one per training
-# draw, conformer 0 to validate and predict) and the solvation atom features (charges, surface)
-GEOMETRY_CONFIG = """
-seed_everything: 0
-trainer: {{max_steps: 2, max_epochs: 1, accelerator: cpu, devices: 1, log_every_n_steps: 1,
-          enable_progress_bar: false, enable_model_summary: false}}
-model:
-  class_path: vecset.pipelines.TaskModule
-  init_args:
-    encoder: {{class_path: vecset.encoders.GraphEncoder, init_args: {{attention: all_pairs, heads: 2,
-              geometry: distance_gaussian}}}}
-    backbone: {{class_path: vecset.backbone.Backbone, init_args: {{d_model: 16, depth: 1, heads: 2, mlp_ratio: 2.0}}}}
-    head: {{class_path: vecset.heads.SequenceHead, init_args: {{task: regression, pooling: attention}}}}
-    lr: 0.003
-data:
-  class_path: vecset.pipelines.MoleculeDataModule
-  init_args: {{csv_path: {csv}, target_columns: [expt], descriptors: true, geometry: true, batch_size: 8,
-              charges: true, surface: true, conformers: 2, cache_dir: {cache}}}
-"""
 UNEMBEDDABLE = "C1#CC1"  # cyclopropyne: RDKit cannot embed it in 3-D (encoders/graph/geometry.py)
 
 
