@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -137,9 +138,8 @@ class Predictor:
         """``inputs``: one input (a str is one input, never its letters), a sequence of them, or
         a pandas DataFrame whose ``column`` (default ``input_column``) holds them (its columns are
         kept in the rows). A list of dicts, or a DataFrame with ``as_frame``."""
-        import pandas as pd
-
-        if isinstance(inputs, pd.DataFrame):
+        pd = sys.modules.get("pandas")  # not imported: the inputs are no DataFrame (pandas takes half a second)
+        if pd is not None and isinstance(inputs, pd.DataFrame):
             col = column or self.input_column
             if col not in inputs.columns:
                 raise PredictorError(f"no column {col!r} among the inputs' columns {list(inputs.columns)}")
@@ -164,7 +164,11 @@ class Predictor:
                 chosen = [ready[j] for j in part]
                 for (i, _), v in zip(chosen, self.run([item for _, item in chosen]), strict=True):
                     rows[i].update(v)
-        return pd.DataFrame(rows, columns=columns) if as_frame else rows
+        if as_frame:
+            import pandas as pd
+
+            return pd.DataFrame(rows, columns=columns)
+        return rows
 
     def describe(self, value: Any) -> str:
         return str(value)
