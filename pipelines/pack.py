@@ -86,7 +86,13 @@ def bundle_of(run_dirs: list[Path]) -> tuple[dict, type[Predictor], dict, dict]:
     cls = predictor_class(config, str(run_dir / "config.yaml"))
     results, best = best_checkpoint(run_dir)
     ckpt = torch.load(best, map_location="cpu", weights_only=True)
-    extra, test = cls.pack_extra(config)
+    try:
+        extra, test = cls.pack_extra(config)
+    except (OSError, ValueError) as e:  # the data moved or changed since the run (a relative path, another folder)
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise PredictorError(f"{run_dir / 'config.yaml'}: the run's data could not be read again ({first}); packing "
+                             "reads it (the training set for the domain check, the test split for the card): run "
+                             "from the folder the run was trained in") from None
     bundle = {"state_dict": fp32(ckpt["state_dict"]), "hyper_parameters": ckpt["hyper_parameters"],
               "pytorch-lightning_version": ckpt.get("pytorch-lightning_version"), "predictor": extra}
     others = [torch.load(best_checkpoint(d)[1], map_location="cpu", weights_only=True) for d in run_dirs[1:]]

@@ -106,3 +106,21 @@ def test_pack_refuses_a_folder_that_is_not_a_run(tmp_path):
     assert done.returncode == 2 and done.stderr.splitlines() == [
         f"error: {tmp_path}: no config.yaml (a run folder is runs/<config>/version_<n>, as vecset fit writes it)"]
     assert not (tmp_path / "out").exists()
+
+
+def test_a_run_whose_data_is_gone_is_one_line(own, tmp_path):
+    import shutil
+
+    import yaml
+
+    _, run, _ = own
+    moved = tmp_path / "runs" / "mine" / "version_0"
+    shutil.copytree(run, moved)
+    cfg = yaml.safe_load((moved / "config.yaml").read_text())
+    cfg["data"]["init_args"]["csv_path"] = str(tmp_path / "gone.csv")
+    (moved / "config.yaml").write_text(yaml.safe_dump(cfg))
+    done = vecset_command(["predict", "--model", str(moved), "--smiles", "CCO"], tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: {moved / 'config.yaml'}: the run's data could not be read again (")
+    assert "gone.csv" in line
