@@ -183,8 +183,9 @@ def command_main(argv: list[str]) -> int:
             if asks_help:
                 parser(None).parse_args(["--help"])
             raise
-        wrong = next((a for a in rest if a.startswith("--") and a.split("=")[0] not in (cls.input_flag, "--help")), None)
-        if wrong is not None and wrong.split("=")[0] not in ("--input", "--column"):
+        known = (cls.input_flag, "--input", "--column", "--help")
+        wrong = next((a for a in rest if a.startswith("--") and a.split("=")[0] not in known), None)
+        if wrong is not None:
             raise PredictorError(f"{wrong}: not an input of --model {first.model} (it takes {cls.input_flag} or --input)")
         args = parser(cls.input_flag, cls.input_column.upper()).parse_args(argv)
         if (args.given is not None) == (args.input is not None):
