@@ -24,13 +24,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.common import RESULTS, machine  # noqa: E402
-from vecset.pipelines.pretrained import INPUT_FLAGS, REGISTRY, available  # noqa: E402
+from vecset.pipelines.pretrained import available, predictor_class, shipped  # noqa: E402
 
-# 10 inputs per kind: ordinary ones, as a user would send them
+# 10 inputs per input option: ordinary ones, as a user would send them
 INPUTS = {
-    "molecule": ["CCO", "c1ccccc1O", "CC(=O)Oc1ccccc1C(=O)O", "CCN(CC)CC", "c1ccc2ccccc2c1", "CC(C)O",
+    "--smiles": ["CCO", "c1ccccc1O", "CC(=O)Oc1ccccc1C(=O)O", "CCN(CC)CC", "c1ccc2ccccc2c1", "CC(C)O",
                  "ClCCl", "CC(=O)N", "OC1CCCCC1", "Cc1ccccc1"],
-    "g2p": ["hello", "world", "pronunciation", "attention", "molecule", "vector", "graph", "speech",
+    "--words": ["hello", "world", "pronunciation", "attention", "molecule", "vector", "graph", "speech",
             "transformer", "lightning"],
 }
 
@@ -80,7 +80,7 @@ def fashion_files(folder: Path, n: int) -> list[str]:
 
 def command(name: str, inputs: list[str]) -> list[str]:
     return [sys.executable, "-c", "import sys; from vecset.command import main; sys.argv[0] = 'vecset'; main()",
-            "predict", "--model", name, INPUT_FLAGS[REGISTRY[name].kind], *inputs]
+            "predict", "--model", name, predictor_class(name).input_flag, *inputs]
 
 
 def child_cpu() -> float:
@@ -118,7 +118,7 @@ def bench(name: str, inputs: list[str], repeats: int, env: dict, parts_too: bool
 
 def main(argv: list[str] | None = None) -> Path:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--models", nargs="*", help=f"default: every shipped one ({', '.join(REGISTRY)})")
+    ap.add_argument("--models", nargs="*", help=f"default: every shipped one ({', '.join(shipped())})")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--dry", action="store_true", help="freesolv, 2 inputs, one repeat, the command only")
     ap.add_argument("--out", type=Path, default=RESULTS / "predictors.json")
@@ -132,8 +132,7 @@ def main(argv: list[str] | None = None) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         images = {"digits": digit_files(Path(tmp), 10), "fashion_mnist": fashion_files(Path(tmp), 10)}
         for name in names:
-            kind = REGISTRY[name].kind
-            inputs = images[name] if kind == "image" else INPUTS[kind]
+            inputs = images[name] if name in images else INPUTS[predictor_class(name).input_flag]
             rows.append(bench(name, inputs[:2] if args.dry else inputs, repeats, env, parts_too=not args.dry))
     print(f"{'model':<14}{'inputs':>7}{'wall s':>9}{'cpu s':>8}{'import s':>10}{'load s':>8}{'predict s':>11}{'modules':>9}  < 5 s")
     for r in rows:

@@ -3,8 +3,9 @@
 first on the command line, importing only that subcommand's code:
 
 - ``fit``, ``validate``, ``test``, ``predict``: LightningCLI (``vecset.pipelines.cli.run_cli``);
-- ``predict --model NAME``: a shipped predictor, without a config (``pipelines/pretrained.py``;
-  no Lightning);
+- ``predict --model NAME-or-DIR``: a shipped model, a model folder or a run folder, without a
+  config (``pipelines/pretrained.py``; no Lightning);
+- ``pack RUN_DIR OUT_DIR``: a run as a model folder with its model card (``pipelines/pack.py``);
 - ``export``: a trained model as a torch.export program and ONNX (``pipelines/export/command.py``);
 - ``ensemble``: k members trained with k seeds on one split, combined (``pipelines/ensemble.py``);
 - ``configs``: the shipped configs, listed or copied (``vecset/shipped.py``; no torch).
@@ -40,10 +41,12 @@ SUBCOMMANDS = {
                "Write a trained model as a torch.export program (.pt2) and ONNX."),
     "ensemble": ("vecset.pipelines.ensemble",
                  "Train k members with k seeds on one split and combine them."),
+    "pack": ("vecset.pipelines.pack",
+             "Write a run's best model as a model folder with its model card: vecset pack RUN_DIR OUT_DIR."),
     "configs": ("vecset.shipped",
                 "List the shipped configs; `vecset configs copy NAME` copies one to edit."),
 }
-SHIPPED_HELP = "Predict with a shipped model, no config or checkpoint."
+SHIPPED_HELP = "Predict with a shipped model, a model folder or a run folder, no config or checkpoint."
 # a module a job imports -> the extra that installs it (pyproject.toml's optional-dependencies;
 # tests/test_packaging.py holds the two equal)
 EXTRAS = {"rdkit": "molecules", "librosa": "speech", "soundfile": "speech", "praatio": "speech",
@@ -100,11 +103,13 @@ def run(argv: list[str]) -> None:
     from vecset.pipelines.signals import stop_on_signals
 
     if argv[0] == "predict":
-        from vecset.pipelines.pretrained import command_main, wants_shipped_model
+        from vecset.pipelines.pretrained import command_main, wants_predictor
 
-        if wants_shipped_model(argv):
+        if wants_predictor(argv):
             with stop_on_signals():
                 raise SystemExit(command_main(argv[1:]))
+        if argv[1:] in (["-h"], ["--help"]):  # LightningCLI's predict help follows
+            sys.stdout.write(f"vecset predict --model NAME-or-DIR: {SHIPPED_HELP}\n\nWith a config (LightningCLI):\n")
     if argv[0] in SUBCOMMANDS:
         module = importlib.import_module(SUBCOMMANDS[argv[0]][0])
         with stop_on_signals():

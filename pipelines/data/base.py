@@ -72,6 +72,9 @@ class VecsetDataModule(pl.LightningDataModule):
 
     class_names: list[str] | None = None
     target_names: list[str] | None = None
+    # the class path of the job's Predictor (``pipelines/<job>/predictor.py``), which ``vecset pack``
+    # and ``vecset.pretrained(run_dir)`` build from a run of this data; None: the job has none
+    predictor: str | None = None
     # the (C, H, W) of every image a batch holds, for data of images (None: not images); the
     # sets one step holds (a subclass's constructor argument)
     image_shape: tuple[int, int, int] | None = None

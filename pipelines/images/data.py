@@ -372,6 +372,8 @@ class DigitsDataModule(ImageDataModule):
             e.g. RandAugment per image, then MixUp/CutMix per batch).
     """
 
+    predictor = "vecset.pipelines.images.predictor.ImagePredictor"
+
     class_names = [str(d) for d in range(10)]
     class_count = 10
     image_shape = (1, 8, 8)

@@ -131,6 +131,8 @@ class FashionMNISTDataModule(ImageDataModule):
             normalization and ``batch_augment`` then run on whole batches there.
     """
 
+    predictor = "vecset.pipelines.images.predictor.ImagePredictor"
+
     image_shape = (1, 28, 28)
     class_count = 10
 

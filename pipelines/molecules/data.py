@@ -237,6 +237,8 @@ class MoleculeDataModule(VecsetDataModule):
     Batches: see ``encoders.graph.pad_graphs``; ``y`` (B, T) float, or (B,) long class indices.
     """
 
+    predictor = "vecset.pipelines.molecules.predictor.MoleculePredictor"
+
     @classmethod
     def input_paths(cls, init_args: dict[str, Any], subcommand: str | None) -> dict[str, Path]:
         """The CSV files."""

@@ -50,6 +50,8 @@ class CMUDictDataModule(VecsetDataModule):
     phone strings), ``ids`` (B,).
     """
 
+    predictor = "vecset.pipelines.text.predictor.G2PPredictor"
+
     def __init__(self, stress: bool = False, pronunciations: Pronunciations = "first", split_seed: int = 0,
                  fractions: tuple[float, float, float] = (0.9, 0.05, 0.05), max_words: int | None = None,
                  dict_file: str | None = None, batch_size: int = 256, predict_file: str | None = None,

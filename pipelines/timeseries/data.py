@@ -74,6 +74,8 @@ class TimeSeriesDataModule(VecsetDataModule):
     Batches: ``x`` (B, T, C) float, ``mask`` (B, T) bool, ``y`` (B,) long, ``ids`` (B,).
     """
 
+    predictor = "vecset.pipelines.timeseries.predictor.SeriesPredictor"
+
     @classmethod
     def input_paths(cls, init_args: dict[str, Any], subcommand: str | None) -> dict[str, Path]:
         """The series folder where one is given (None: the shipped one)."""

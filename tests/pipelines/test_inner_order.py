@@ -19,8 +19,8 @@ PIPELINES = ROOT / "pipelines"
 # place (a folder or a module of pipelines/) -> its layer; higher layers may import lower ones
 GENERIC = {
     "export": 6, "ensemble": 6, "pretrained": 6,
-    "cli": 5,
-    "predict": 3, "reports": 3, "data_errors": 3,
+    "cli": 5, "pack": 5,
+    "predict": 3, "reports": 3, "data_errors": 3, "predictor": 3,
     "training": 2, "config_links": 2,
     "data": 1,
     "console": 0, "signals": 0, "config_errors": 0,

@@ -1,4 +1,4 @@
-"""The shipped predictors (pipelines/pretrained.py, vecset/models/): each loads, reproduces its
+"""The shipped predictors (pipelines/pretrained.py, pipelines/<job>/predictor.py, vecset/models/): each loads, reproduces its
 card's test metric on the card's fixed slice and its predictions for three known inputs, and
 answers bad input with an error row while the other rows are still predicted."""
 
@@ -12,21 +12,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from molecule_run_helpers import GEOMETRY_CONFIG
 
 import vecset
+from vecset.pipelines.images.predictor import ImagePredictor
+from vecset.pipelines.predictor import PredictorError
 from vecset.pipelines.pretrained import (
-    REGISTRY,
-    PredictorError,
     available,
     command_main,
     models_dir,
     pretrained,
-    wants_shipped_model,
+    shipped,
+    wants_predictor,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
 FASHION_SLICE = ROOT / "data" / "fashion_mnist" / "t10k_first500.npz"  # scripts/make_fashion_slice.py
-NOT_YET_SHIPPED: set[str] = set()  # a name listed in pretrained.py whose files are not in vecset/models/ yet
 _cache: dict = {}
 
 
@@ -50,19 +51,18 @@ def image_inputs(name: str, indices: list[int]) -> list[np.ndarray]:
 
 
 def test_every_registered_predictor_is_shipped():
-    missing = sorted(name for name, ok in available().items() if not ok)
-    assert set(missing) <= NOT_YET_SHIPPED, missing
-    for name in set(REGISTRY) - set(missing):  # small: a few MB at most each
+    assert {"b3db", "digits", "fashion_mnist", "freesolv", "g2p", "solubility"} <= set(shipped())
+    assert all(available().values())
+    for name in shipped():  # small: a few MB at most each
         assert (models_dir() / name / "model.pt").stat().st_size < 5e6
-        # the guides link the copy under bench/results/predictors/: the same card
+        # the guides link the copy under bench/results/predictors/ where there is one: the same card
         copy = ROOT / "bench" / "results" / "predictors" / f"{name}.json"
-        assert copy.read_text() == (models_dir() / name / "card.json").read_text(), name
+        if copy.is_file():
+            assert copy.read_text() == (models_dir() / name / "card.json").read_text(), name
 
 
-@pytest.mark.parametrize("name", list(REGISTRY))
+@pytest.mark.parametrize("name", shipped())  # every folder of vecset/models/: a new one is checked without an edit here
 def test_slice_metric_and_known_predictions_match_the_card(name):
-    if not available()[name]:
-        pytest.skip(f"{name}: not shipped yet (test_fashion_mnist_from_a_run ships one from a run)")
     check_card(load(name))
 
 
@@ -70,7 +70,7 @@ def check_card(p) -> None:
     """The card's slice metric and known predictions, reproduced by the predictor ``p``."""
     name, card = p.name, p.card
     sl = card["slice"]
-    image = REGISTRY[name].kind == "image"
+    image = isinstance(p, ImagePredictor)
     inputs = image_inputs(name, sl["indices"]) if image else sl["inputs"]
     got = p.score(p.predict(inputs), sl["targets"])
     want = sl["metrics"]
@@ -104,11 +104,14 @@ def test_molecule_bad_inputs_get_error_rows_and_the_rest_is_predicted():
     assert rows[5]["error"] == "expected a SMILES string, got int"
     for bad in (rows[1], rows[2], rows[5]):
         assert bad["expt"] == "" and bad["out_of_domain"] == "" and bad["conformer"] == ""
+        assert bad["out_of_domain_reason"] == ""
     assert rows[0]["conformer"] is True and rows[4]["conformer"] is True  # the 3-D design: conformers embedded
     # an iron salt is nothing like FreeSolv's organic molecules: predicted, and flagged
     assert rows[3]["error"] == "" and math.isfinite(rows[3]["expt"])
     assert rows[3]["out_of_domain"] is True and rows[3]["train_similarity"] < p.threshold
+    assert rows[3]["out_of_domain_reason"].startswith(f"train_similarity {rows[3]['train_similarity']} < 0.3; 2 fragments")
     assert rows[0]["out_of_domain"] is False and rows[0]["train_similarity"] == 1.0  # ethanol is in FreeSolv
+    assert rows[0]["out_of_domain_reason"] == ""
     # the good rows are the same predicted alone
     assert rows[0]["expt"] == pytest.approx(p.predict(["CCO"])[0]["expt"], abs=1e-5)
 
@@ -164,12 +167,18 @@ def test_command_line_smiles_and_csv_input(tmp_path):
     assert rows[1]["error"].startswith("invalid SMILES") and rows[1]["expt"] == ""
     assert err.startswith("1 of 2 inputs could not be predicted")
     src = tmp_path / "mols.csv"
-    src.write_text("name,smiles\nethanol,CCO\nnothing,\nphenol,c1ccccc1O\n")
+    src.write_text("name,smiles,expt\nethanol,CCO,-5.0\nnothing,,\nphenol,c1ccccc1O,-6.6\n")
     rc, out, err = run_command(["--model", "freesolv", "--input", str(src), "--out", str(tmp_path / "p.csv")])
     assert rc == 0 and out == ""
-    rows = list(csv.DictReader(open(tmp_path / "p.csv")))
-    assert [r["input"] for r in rows] == ["CCO", "", "c1ccccc1O"]
-    assert rows[1]["error"] == "invalid SMILES '': empty SMILES"
+    with open(tmp_path / "p.csv") as f:
+        rows = list(csv.DictReader(f))
+    # the input's columns kept (its expt, the measured value, renamed beside the predicted one)
+    assert list(rows[0]) == ["name", "smiles", "expt_input", "expt", "expt_std", "train_similarity",
+                             "out_of_domain", "out_of_domain_reason", "conformer", "error"]
+    assert [(r["name"], r["smiles"], r["expt_input"]) for r in rows] == [
+        ("ethanol", "CCO", "-5.0"), ("nothing", "", ""), ("phenol", "c1ccccc1O", "-6.6")]
+    assert rows[1]["error"] == "invalid SMILES '': empty SMILES" and rows[1]["expt"] == ""
+    assert float(rows[2]["expt"]) == pytest.approx(load("freesolv").predict("c1ccccc1O")[0]["expt"], abs=1e-4)
 
 
 def test_command_line_words(tmp_path):
@@ -182,8 +191,9 @@ def test_command_line_words(tmp_path):
 
 def test_command_line_errors_name_the_option(tmp_path):
     rc, _, err = run_command(["--model", "nosuch", "--smiles", "C"])
-    assert rc == 2 and err.splitlines()[0] == ("error: --model 'nosuch': no such shipped predictor; available: "
-                                               + ", ".join(REGISTRY))
+    assert rc == 2 and err.splitlines()[0] == (
+        f"error: --model 'nosuch': no such shipped predictor; give a shipped name ({', '.join(shipped())}), a model "
+        "folder (vecset pack RUN_DIR OUT_DIR writes one) or a run folder (runs/<config>/version_<n>)")
     rc, _, err = run_command(["--model", "freesolv", "--words", "cat"])
     assert rc == 2 and err.splitlines()[0] == "error: --words: not an input of --model freesolv (it takes --smiles or --input)"
     rc, _, err = run_command(["--model", "freesolv"])
@@ -196,14 +206,19 @@ def test_command_line_errors_name_the_option(tmp_path):
         pretrained("nosuch")
 
 
-def test_only_a_model_name_takes_the_shipped_path():
-    assert wants_shipped_model(["predict", "--model", "solubility", "--smiles", "CCO"])
-    assert wants_shipped_model(["predict", "--model=g2p", "--words", "a"])
+def test_only_a_model_name_or_folder_takes_the_predictor_path(tmp_path):
+    assert wants_predictor(["predict", "--model", "solubility", "--smiles", "CCO"])
+    assert wants_predictor(["predict", "--model=g2p", "--words", "a"])
+    assert wants_predictor(["predict", "--model", "Solubility", "--smiles", "CCO"])  # any case: a clear answer
+    assert wants_predictor(["predict", "--model", str(tmp_path), "--smiles", "CCO"])  # a model or run folder
     # LightningCLI's own predict: a model config file, a class name, or any --config
-    assert not wants_shipped_model(["predict", "--config", "c.yaml", "--model", "m.yaml"])
-    assert not wants_shipped_model(["predict", "--model", "TaskModule"])
-    assert not wants_shipped_model(["predict", "--config", "runs/x/config.yaml", "--ckpt_path", "best"])
-    assert not wants_shipped_model(["fit", "--model", "solubility"])
+    (tmp_path / "m.yaml").write_text("{}")
+    assert not wants_predictor(["predict", "--model", str(tmp_path / "m.yaml")])
+    assert not wants_predictor(["predict", "--config", "c.yaml", "--model", "m.yaml"])
+    assert not wants_predictor(["predict", "--model", "TaskModule"])
+    assert not wants_predictor(["predict", "--model", "vecset.pipelines.TaskModule"])
+    assert not wants_predictor(["predict", "--config", "runs/x/config.yaml", "--ckpt_path", "best"])
+    assert not wants_predictor(["fit", "--model", "solubility"])
 
 
 def test_a_wheel_carries_every_shipped_file():
@@ -213,7 +228,7 @@ def test_a_wheel_carries_every_shipped_file():
 
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["vecset"]
-    for name in REGISTRY:
+    for name in shipped():
         for f in ("model.pt", "card.json"):
             assert any(fnmatch.fnmatch(f"models/{name}/{f}", p) for p in patterns), (name, f)
 
@@ -231,9 +246,10 @@ def test_an_ensemble_bundle_reports_the_members_spread(tmp_path):
         (tmp_path / folder).mkdir()
         torch.save(bundle, tmp_path / folder / "model.pt")
         shutil.copy(src / "card.json", tmp_path / folder / "card.json")
-    p = pretrained("freesolv", tmp_path / "three")
-    assert p.columns == ["input", "expt", "expt_std", "train_similarity", "out_of_domain", "conformer", "error"]
-    one = pretrained("freesolv", tmp_path / "one").predict(["CCO"])[0]["expt"]
+    p = pretrained(tmp_path / "three")
+    assert p.columns == ["input", "expt", "expt_std", "train_similarity", "out_of_domain", "out_of_domain_reason",
+                         "conformer", "error"]
+    one = pretrained(tmp_path / "one").predict(["CCO"])[0]["expt"]
     row = p.predict(["CCO"])[0]
     # members: one, one, one + 0.5: the mean moves by a third of it, the std is their spread
     assert row["expt"] == pytest.approx(one + 0.5 / 3, abs=1e-4)
@@ -253,10 +269,10 @@ def test_a_classification_ensemble_reports_the_members_spread_of_the_probability
         (tmp_path / folder).mkdir()
         torch.save(bundle, tmp_path / folder / "model.pt")
         shutil.copy(src / "card.json", tmp_path / folder / "card.json")
-    one = pretrained("b3db", tmp_path / "one")
+    one = pretrained(tmp_path / "one")
     assert "probability_std" not in one.columns
     p_one = one.predict(["CCO"])[0]["P(BBB+)"]
-    two = pretrained("b3db", tmp_path / "two")
+    two = pretrained(tmp_path / "two")
     assert two.columns[:4] == ["input", "prediction", "probability", "probability_std"]
     row = two.predict(["CCO"])[0]
     # members: p and 1: the mean of the two, the spread half their difference
@@ -332,7 +348,7 @@ def test_a_model_file_naming_other_code_is_refused(tmp_path):
     shutil.copy(models_dir() / "digits" / "card.json", tmp_path / "card.json")
     with pytest.raises(PredictorError, match=r"model\.pt: hyper_parameters\.head\.class_path: 'os\.system' is not one "
                                              r"of vecset's classes"):
-        pretrained("digits", tmp_path)
+        pretrained(tmp_path)
 
 
 def fashion_run(tmp_path: Path) -> Path:
@@ -346,7 +362,7 @@ def fashion_run(tmp_path: Path) -> Path:
     import torch
     import yaml
 
-    from vecset.pipelines.pretrained import PredictorModel, instantiate
+    from vecset.pipelines.predictor import PredictorModel, instantiate
 
     sl = np.load(FASHION_SLICE)
     n = len(sl["labels"])
@@ -390,7 +406,7 @@ def test_fashion_mnist_from_a_run(tmp_path):
     ship = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ship)
     ship.main(["fashion_mnist", "--from-run", str(fashion_run(tmp_path)), "--out", str(tmp_path / "models")])
-    p = pretrained("fashion_mnist", tmp_path / "models" / "fashion_mnist")
+    p = pretrained(tmp_path / "models" / "fashion_mnist")
     card = p.card
     assert card["config"] == "configs/fashion_mnist.yaml" and card["checkpoint"] == "best-epoch000-val_acc0.1000.ckpt"
     assert card["slice"]["first"] == 500 and card["test_through_predictor"]["count"] == 500
@@ -409,7 +425,7 @@ def test_fashion_mnist_from_a_run(tmp_path):
 
 def test_instantiate_reads_init_args_dict_kwargs_and_nested_class_paths():
     from vecset.heads import Seq2SeqHead
-    from vecset.pipelines.pretrained import instantiate
+    from vecset.pipelines.predictor import instantiate
 
     head = instantiate({"class_path": "vecset.heads.Seq2SeqHead", "init_args": {
         "d_model": 8, "decoder": {"class_path": "vecset.heads.TransformerDecoder", "init_args": {"d_model": 8, "depth": 1}}},
@@ -419,25 +435,6 @@ def test_instantiate_reads_init_args_dict_kwargs_and_nested_class_paths():
 
 # -- a predictor trained with 3-D geometry ------------------------------------------------
 
-# a debug-sized FreeSolv model with the 3-D design, 2 conformers per molecule (a random one per training
-# draw, conformer 0 to validate and predict) and the solvation atom features (charges, surface)
-GEOMETRY_CONFIG = """
-seed_everything: 0
-trainer: {{max_steps: 2, max_epochs: 1, accelerator: cpu, devices: 1, log_every_n_steps: 1,
-          enable_progress_bar: false, enable_model_summary: false}}
-model:
-  class_path: vecset.pipelines.TaskModule
-  init_args:
-    encoder: {{class_path: vecset.encoders.GraphEncoder, init_args: {{attention: all_pairs, heads: 2,
-              geometry: distance_gaussian}}}}
-    backbone: {{class_path: vecset.backbone.Backbone, init_args: {{d_model: 16, depth: 1, heads: 2, mlp_ratio: 2.0}}}}
-    head: {{class_path: vecset.heads.SequenceHead, init_args: {{task: regression, pooling: attention}}}}
-    lr: 0.003
-data:
-  class_path: vecset.pipelines.MoleculeDataModule
-  init_args: {{csv_path: {csv}, target_columns: [expt], descriptors: true, geometry: true, batch_size: 8,
-              charges: true, surface: true, conformers: 2, cache_dir: {cache}}}
-"""
 UNEMBEDDABLE = "C1#CC1"  # cyclopropyne: RDKit cannot embed it in 3-D (encoders/graph/geometry.py)
 
 
@@ -462,7 +459,7 @@ def geometry_run(tmp_path_factory):
     ship = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ship)
     ship.main(["freesolv", "--from-run", str(run), "--out", str(tmp / "models")])
-    return run, pretrained("freesolv", tmp / "models" / "freesolv"), cfg
+    return run, pretrained(tmp / "models" / "freesolv"), cfg
 
 
 def test_a_geometry_predictor_equals_the_model_through_the_data_module(geometry_run):
@@ -534,10 +531,105 @@ def test_a_bundle_without_the_geometry_key_is_2d(tmp_path):
         bundle["predictor"].pop(key, None)
     torch.save(bundle, tmp_path / "model.pt")
     shutil.copy(src / "card.json", tmp_path / "card.json")
-    p = pretrained("b3db", tmp_path)
+    p = pretrained(tmp_path)
     assert not p.featurizer.geometry and "geometry" not in p.featurizer.settings()
     assert not p.featurizer.charges and not p.featurizer.surface and p.featurizer.nodes.dim == 42
     assert p.columns == ["input", "prediction", "probability", "P(BBB-)", "P(BBB+)", "train_similarity",
-                         "out_of_domain", "error"]
+                         "out_of_domain", "out_of_domain_reason", "error"]
     row = p.predict(["CCO"])[0]
     assert row["error"] == "" and "dist3d" not in p.prepare("CCO")
+
+
+# -- issue 57: a str is one input, --out checked first, salts flagged, long words, exits, names, help --
+
+
+def test_a_string_is_one_input_not_its_letters():
+    rows = load("solubility").predict("CCO")
+    assert len(rows) == 1 and rows[0]["input"] == "CCO" and rows[0]["error"] == ""
+    assert rows[0]["logS"] == load("solubility").predict(["CCO"])[0]["logS"]
+    words = load("g2p").predict("hello")
+    assert [r["input"] for r in words] == ["hello"]
+
+
+def test_as_frame_returns_a_dataframe_with_the_rows_columns():
+    import pandas as pd
+
+    p = load("freesolv")
+    frame = p.predict(pd.DataFrame({"name": ["ethanol", "nothing"], "smiles": ["CCO", "C1CC"]}), as_frame=True)
+    assert list(frame.columns) == ["name", "smiles", *p.columns[1:]]
+    assert frame.loc[0, "expt"] == pytest.approx(p.predict("CCO")[0]["expt"], abs=1e-6)
+    assert frame.loc[1, "error"].startswith("invalid SMILES 'C1CC'") and frame.loc[1, "name"] == "nothing"
+
+
+def test_an_unwritable_out_is_refused_before_the_model_loads(tmp_path, monkeypatch):
+    import sys
+
+    module = sys.modules["vecset.pipelines.pretrained"]  # the package's ``pretrained`` is the function
+
+    def never(*args, **kwargs):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(module, "pretrained", never)
+    (tmp_path / "file.txt").write_text("")
+    out = tmp_path / "file.txt" / "p.csv"
+    rc, stdout, err = run_command(["--model", "freesolv", "--smiles", "CCO", "--out", str(out)])
+    assert rc == 2 and stdout == "" and err.splitlines() == [
+        f"error: --out {out}: cannot write there ({tmp_path / 'file.txt'} is a file, not a folder)"]
+    rc, _, err = run_command(["--model", "freesolv", "--smiles", "CCO", "--out", str(tmp_path)])
+    assert rc == 2 and err.splitlines() == [f"error: --out {tmp_path}: a folder (give the CSV file's name)"]
+
+
+def test_salts_charged_and_metal_molecules_are_out_of_domain_where_training_had_none():
+    p = load("freesolv")  # FreeSolv: neutral organic molecules, one fragment each
+    assert p.unseen_kinds == {"fragments", "charged", "metal"}
+    rows = p.predict(["CC(=O)[O-].[Na+]", "C[N+](C)(C)C", "CCO"])
+    assert rows[0]["out_of_domain"] is True and "2 fragments (a salt or mixture), which no training molecule has" \
+        in rows[0]["out_of_domain_reason"] and "metal atom Na" in rows[0]["out_of_domain_reason"]
+    assert rows[1]["out_of_domain"] is True and "net charge +1, which no training molecule has" \
+        in rows[1]["out_of_domain_reason"]
+    assert rows[2]["out_of_domain"] is False and rows[2]["out_of_domain_reason"] == ""
+    # B3DB's training set holds salts, ions and metals: only the similarity decides there
+    b3db = load("b3db")
+    assert b3db.unseen_kinds == frozenset()
+    row = b3db.predict("CC(=O)[O-].[Na+]")[0]
+    assert row["out_of_domain"] is (row["train_similarity"] < b3db.threshold)
+
+
+def test_a_word_longer_than_the_decoder_spells_is_not_finished():
+    p = load("g2p")
+    word = "pneumonoultramicroscopicsilicovolcanoconiosis"  # 45 letters; the decoder spells at most 32 phones
+    rows = p.predict(["cat", word])
+    assert rows[0]["finished"] is True and rows[1]["finished"] is False and rows[1]["error"] == ""
+    assert p.notes(rows) == ["1 of 2 words are not finished (finished: False; longer than the 32 phones or letters "
+                             "the model spells out: their pronunciation is likely cut short)"]
+
+
+def test_nothing_predicted_exits_2_and_says_so():
+    rc, out, err = run_command(["--model", "b3db", "--smiles", "xx", "yy"])
+    assert rc == 2 and len(out.splitlines()) == 3  # the rows are still written, with their errors
+    assert err.splitlines()[0].startswith("error: none of the 2 inputs could be predicted (their error column says "
+                                          "why; the first: invalid SMILES 'xx'")
+
+
+def test_a_shipped_name_is_matched_without_regard_to_case():
+    rc, out, _ = run_command(["--model", "Solubility", "--smiles", "CCO"])
+    assert rc == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert float(rows[0]["logS"]) == pytest.approx(load("solubility").predict("CCO")[0]["logS"], abs=1e-4)
+
+
+def test_help_names_the_model_option_and_pack(capsys, monkeypatch):
+    import sys
+
+    from vecset.command import help_text, main
+
+    monkeypatch.setattr(sys, "argv", ["vecset", "predict", "--help"])
+    with pytest.raises(SystemExit):
+        main()
+    out = capsys.readouterr().out
+    assert out.startswith("vecset predict --model NAME-or-DIR: Predict with a shipped model, a model folder or a run "
+                          "folder") and "--ckpt_path" in out  # then LightningCLI's own predict help
+    with pytest.raises(SystemExit), redirect_stdout(io.StringIO()) as text:
+        command_main(["--model", "solubility", "--help"])
+    assert "--smiles SMILES [SMILES ...]" in text.getvalue() and "NAME-or-DIR" in text.getvalue()
+    assert "    pack              Write a run's best model as a model folder" in help_text()

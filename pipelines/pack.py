@@ -1,0 +1,256 @@
+"""``vecset pack RUN_DIR OUT_DIR``: a finished run -> a model folder that ``vecset.pretrained(OUT_DIR)``
+and ``vecset predict --model OUT_DIR`` read, as Hugging Face's ``save_pretrained`` writes one.
+
+The folder holds ``model.pt`` (the best checkpoint's fp32 weights and hyperparameters, and under
+``predictor`` what predicting needs from the training data: the job predictor's ``pack_extra``),
+``card.json`` (the card's numbers: which predictor class reads the folder, the data files and
+their sha256, the split, the run's test metrics from ``results.json``, the test split's metric
+through the predictor, a fixed slice of it, predictions for three inputs, the date) and
+``README.md``, the model card written from it. The run's data module names its job's predictor
+(``VecsetDataModule.predictor``). ``scripts/ship_predictors.py`` packs the shipped models with
+``pack`` too. Several run folders: a deep ensemble's members (the first one's config is used).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import torch
+import yaml
+
+from vecset.pipelines.predictor import (
+    CARD_FILE,
+    MODEL_FILE,
+    Predictor,
+    PredictorError,
+    import_class,
+)
+
+SLICE = 40  # the first SLICE test items: the card's slice, which a test can score again
+
+
+def run_config(run_dir: Path) -> dict:
+    """A run folder's ``config.yaml`` (as LightningCLI saved it)."""
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        raise PredictorError(f"{run_dir}: no config.yaml (a run folder is runs/<config>/version_<n>, as vecset fit "
+                             "writes it)")
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def best_checkpoint(run_dir: Path) -> tuple[dict, Path]:
+    """A run's results.json and its best checkpoint's path: the last weights where the budget
+    ended the first epoch before its validation (results.json's checkpoint is then null), as
+    the run's test scored them."""
+    path = run_dir / "results.json"
+    if not path.is_file():
+        raise PredictorError(f"{run_dir}: no results.json (the run did not finish: vecset fit writes it at the end)")
+    results = json.loads(path.read_text())
+    best = Path(results.get("checkpoint") or results.get("last_checkpoint") or "")
+    best = best if best.is_absolute() and best.is_file() else run_dir / "checkpoints" / best.name
+    if not best.is_file():
+        raise PredictorError(f"{path}: its checkpoint {best.name!r} is not in {run_dir / 'checkpoints'}")
+    return results, best
+
+
+def predictor_class(config: dict, where: str) -> type[Predictor]:
+    """The predictor class the run's data module names (its job's)."""
+    data = (config.get("data") or {}).get("class_path")
+    if data is None:
+        raise PredictorError(f"{where}: data.class_path is missing (a run of one task packs; a multi-task run "
+                             "does not yet)")
+    from vecset.pipelines.data.base import VecsetDataModule
+
+    data_class = import_class(data, f"{where}: data.class_path")
+    path = data_class.predictor if isinstance(data_class, type) and issubclass(data_class, VecsetDataModule) else None
+    if path is None:
+        raise PredictorError(f"{where}: data.class_path {data}: its job has no predictor to pack (the molecule, "
+                             "image and G2P jobs have one)")
+    return import_class(path, f"{data}.predictor")
+
+
+def fp32(state: dict) -> dict:
+    return {k: v.float() if torch.is_floating_point(v) else v for k, v in state.items()}
+
+
+def bundle_of(run_dirs: list[Path]) -> tuple[dict, type[Predictor], dict, dict]:
+    """What ``model.pt`` holds for ``run_dirs`` (one run, or an ensemble's members), the
+    predictor class, the test split (``pack_extra``'s) and the first run's results.json."""
+    run_dir = run_dirs[0]
+    config = run_config(run_dir)
+    cls = predictor_class(config, str(run_dir / "config.yaml"))
+    results, best = best_checkpoint(run_dir)
+    ckpt = torch.load(best, map_location="cpu", weights_only=True)
+    try:
+        extra, test = cls.pack_extra(config)
+    except (OSError, ValueError) as e:  # the data moved or changed since the run (a relative path, another folder)
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise PredictorError(f"{run_dir / 'config.yaml'}: the run's data could not be read again ({first}); packing "
+                             "reads it (the training set for the domain check, the test split for the card): run "
+                             "from the folder the run was trained in") from None
+    bundle = {"state_dict": fp32(ckpt["state_dict"]), "hyper_parameters": ckpt["hyper_parameters"],
+              "pytorch-lightning_version": ckpt.get("pytorch-lightning_version"), "predictor": extra}
+    others = [torch.load(best_checkpoint(d)[1], map_location="cpu", weights_only=True) for d in run_dirs[1:]]
+    if others:
+        bundle["members"] = [fp32(c["state_dict"]) for c in others]
+    return bundle, cls, test, results
+
+
+def load_run(run_dir: Path) -> Predictor:
+    """A run folder's predictor, packed in memory (``vecset predict --model runs/<job>/version_<n>``):
+    the same values as the folder ``vecset pack`` writes from it."""
+    bundle, cls, _, results = bundle_of([run_dir])
+    return cls(run_dir.parent.name, run_dir / "config.yaml", bundle, {"run": results, "name": run_dir.parent.name})
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def folder_sha256(folder: Path) -> tuple[str, int, int]:
+    """A folder's sha256 (of each file's relative path and sha256, sorted), file count and bytes."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    h = hashlib.sha256()
+    for p in files:
+        h.update(f"{p.relative_to(folder).as_posix()} {sha256(p)}\n".encode())
+    return h.hexdigest(), len(files), sum(p.stat().st_size for p in files)
+
+
+def data_files(config: dict) -> list[dict]:
+    """Every file or folder the data module's arguments name (its CSV, a folder of series or
+    images; not its cache), with its sha256 (a folder's: ``folder_sha256``)."""
+    out = []
+    for key, value in sorted(((config.get("data") or {}).get("init_args") or {}).items()):
+        # a cache the data module writes (``cache_dir``) is not data
+        if "cache" in key or not (isinstance(value, str) and value and Path(value).exists()):
+            continue
+        path = Path(value)
+        if path.is_file():
+            out.append({"argument": key, "path": value, "sha256": sha256(path), "bytes": path.stat().st_size})
+        elif path.is_dir():
+            digest, count, size = folder_sha256(path)
+            out.append({"argument": key, "path": value, "sha256": digest, "bytes": size, "files": count})
+    return out
+
+
+def split_of(config: dict) -> dict:
+    """The data module's arguments that choose the split (``split``, ``*_fraction``, ``*seed*``)."""
+    args = (config.get("data") or {}).get("init_args") or {}
+    return {k: v for k, v in sorted(args.items()) if "split" in k or "fraction" in k or "seed" in k}
+
+
+def pack(run_dirs: list[Path], out: Path, *, name: str | None = None, data: str | None = None,
+         licence: str | None = None, config: str | None = None, fit_args: list[str] | None = None,
+         slice_size: int = SLICE, build_seconds: float | None = None) -> dict:
+    """Write ``model.pt``, ``card.json`` and ``README.md`` for ``run_dirs`` into ``out``; the card.
+    ``name``, ``data``, ``licence``, ``config``: what the card says (default: the run's folder
+    name, its data files, none, its config.yaml)."""
+    run_dirs = [Path(d) for d in run_dirs]
+    run_dir, out = run_dirs[0], Path(out)
+    bundle, cls, test, results = bundle_of(run_dirs)
+    cfg = run_config(run_dir)
+    name = name or run_dir.parent.name
+    predictor = cls(name, run_dir / "config.yaml", bundle, {})
+    inputs, targets = test["inputs"], test["targets"]
+    t0 = time.perf_counter()
+    rows = predictor.predict(inputs)
+    seconds = time.perf_counter() - t0
+    text_inputs = bool(inputs) and isinstance(inputs[0], str)
+    config = config or str(run_dir / "config.yaml")
+    fit_args = fit_args or []
+    card = {
+        "name": name,
+        "predictor": f"{cls.__module__}.{cls.__qualname__}",
+        "config": config, "fit_args": fit_args, "command": " ".join(["vecset fit --config", config, *fit_args]),
+        "data": data or ", ".join(f["path"] for f in data_files(cfg)) or "see config", "licence": licence,
+        "data_files": data_files(cfg), "split": split_of(cfg),
+        "run": {k: results.get(k) for k in ("test", "best_val", "monitor", "epochs", "global_steps", "wall_seconds",
+                                            "precision")},
+        "run_dir": str(run_dir),
+        "checkpoint": best_checkpoint(run_dir)[1].name,
+        "members": [{"seed": run_config(d).get("seed_everything"), "test": r.get("test"), "best_val": r.get("best_val"),
+                     "wall_seconds": r.get("wall_seconds")} for d, r in
+                    zip(run_dirs, [results, *(best_checkpoint(d)[0] for d in run_dirs[1:])], strict=True)],
+        "test_through_predictor": predictor.score(rows, targets) | {"seconds": round(seconds, 2)},
+        "slice": {"first": slice_size, "inputs": inputs[:slice_size] if text_inputs else None,
+                  "indices": test.get("indices", [])[:slice_size] or None, "targets": targets[:slice_size],
+                  "metrics": predictor.score(rows[:slice_size], targets[:slice_size])},
+        **predictor.card_fields(rows, targets),
+        "size_bytes": None,
+        "build_seconds": build_seconds,
+        "torch": torch.__version__,
+        "date": datetime.now(UTC).date().isoformat(),
+    }
+    if cls.known_inputs is not None:
+        card["known"] = [{k: v for k, v in r.items() if k != "error"} for r in predictor.predict(cls.known_inputs)]
+    elif text_inputs:  # the first three test inputs (file names, ...)
+        card["known"] = [{k: v for k, v in r.items() if k != "error"} for r in rows[:3]]
+    else:  # the first three test inputs, by index
+        card["known"] = [{"index": i} | {k: v for k, v in r.items() if k not in ("error", "input")}
+                         for i, r in zip(test["indices"][:3], rows[:3], strict=True)]
+    # written once everything is computed: a failure leaves no half-written folder
+    out.mkdir(parents=True, exist_ok=True)
+    torch.save(bundle, out / MODEL_FILE)
+    card["size_bytes"] = (out / MODEL_FILE).stat().st_size
+    (out / CARD_FILE).write_text(json.dumps(card, indent=1) + "\n")
+    (out / "README.md").write_text(readme(card, predictor, cfg))
+    return card
+
+
+def readme(card: dict, predictor: Predictor, config: dict) -> str:
+    """The model card as Markdown, from ``card.json`` and the run's config."""
+    files = "\n".join(f"- `{f['path']}` ({f['argument']}, {f.get('files', 1)} file(s), {f['bytes']} bytes), "
+                      f"sha256 `{f['sha256']}`" for f in card["data_files"]) or f"- {card['data']}"
+    run = card["run"]
+    lines = [
+        f"# {card['name']}", "",
+        f"A vecset model packed on {card['date']} from `{card['run_dir']}` (checkpoint `{card['checkpoint']}`), "
+        f"read by `{card['predictor']}`.", "",
+        "```python", "import vecset", "",
+        f"predictor = vecset.pretrained(\"path/to/{card['name']}\")  # this folder",
+        f"predictor.predict([...], as_frame=True)  # columns: {', '.join(predictor.columns)}", "```", "",
+        f"or `vecset predict --model path/to/this/folder {predictor.input_flag} ...` "
+        f"(or `--input FILE.csv` with a `{predictor.input_column}` column; its other columns are kept).", "",
+        "## Data", "", files, "", f"Split: `{json.dumps(card['split'])}`."
+        + (f" Licence: {card['licence']}." if card.get("licence") else ""), "",
+        "## Results", "",
+        f"The run's test metrics (`results.json`, monitored `{run.get('monitor')}`, best {run.get('best_val')}, "
+        f"{run.get('epochs')} epochs, {run.get('global_steps')} steps): `{json.dumps(run.get('test'))}`.", "",
+        f"The test split through this predictor: `{json.dumps(card['test_through_predictor'])}`.", "",
+        "## Training", "", f"`{card['command']}`", "", "```yaml",
+        yaml.safe_dump({k: config[k] for k in ("seed_everything", "model", "data") if k in config},
+                       sort_keys=False).rstrip(), "```", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> None:
+    """``vecset pack RUN_DIR [RUN_DIR ...] OUT_DIR``."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="vecset pack", description=__doc__.split("\n\n")[0].replace("``", "`"))
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
+                   help="a run folder (runs/<config>/version_<n>); several: an ensemble's members")
+    p.add_argument("out", type=Path, metavar="OUT_DIR", help="the model folder to write")
+    p.add_argument("--name", help="the model's name on its card (default: the run's config name)")
+    args = p.parse_args(argv)
+    try:
+        if args.out.exists() and not args.out.is_dir():
+            raise PredictorError(f"OUT_DIR {args.out}: a file, not a folder")
+        card = pack(args.runs, args.out, name=args.name)
+    except PredictorError as e:
+        sys.stderr.write(f"error: {e}\n")
+        raise SystemExit(2) from None
+    print(f"packed {args.out}: {card['predictor'].rsplit('.', 1)[1]}, test through the predictor "
+          f"{json.dumps(card['test_through_predictor'])}")
+
+
+__all__ = ["best_checkpoint", "bundle_of", "load_run", "main", "pack", "run_config"]
