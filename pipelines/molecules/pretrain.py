@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import torch

@@ -218,11 +218,7 @@ def test_help_lists_export_ensemble_and_the_shipped_predictors(monkeypatch, caps
         vecset_main()
     out = capsys.readouterr().out
     assert e.value.code == 0 and "{fit,validate,test,predict,export,ensemble,pack,configs}" in out
-    assert "
-    export            Write a trained model" in out
-    assert "
-    ensemble          Train k members" in out
-    assert "
-    pack              Write a run's best model as a model folder" in out
-    assert "
-    predict --model   Predict with a shipped model" in out
+    assert "\n    export            Write a trained model" in out
+    assert "\n    ensemble          Train k members" in out
+    assert "\n    pack              Write a run's best model as a model folder" in out
+    assert "\n    predict --model   Predict with a shipped model" in out
