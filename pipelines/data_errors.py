@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from vecset.contracts.data_errors import DataError
@@ -109,8 +108,11 @@ def missing_input(config: Any, subcommand: str | None) -> str | None:
         return None
     init_args = data.get("init_args")
     args = init_args.as_dict() if isinstance(init_args, Namespace) else {}
+    from vecset.shipped import data_file
+
     for name, path in cls.input_paths(args, subcommand).items():
-        if not path.exists():
-            where = "" if path.is_absolute() else f" (in {Path.cwd()})"
-            return f"data.init_args.{name}: {path} does not exist{where}"
+        try:  # the data modules' own resolver: from the working directory, else the shipped data
+            data_file(path, f"data.init_args.{name}")
+        except FileNotFoundError as ex:
+            return str(ex)
     return None

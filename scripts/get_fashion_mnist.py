@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vecset.pipelines.data import fashion_mnist as fm
+from vecset.pipelines.images import fashion_mnist as fm
 
 
 def apt_install(package: str) -> None:

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from vecset.shipped import shipped_config
+
 from vecset.pipelines.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,16 +132,34 @@ def test_a_guide_command_parses(where, argv, guide_dir, monkeypatch, capsys):
     argv = substituted(argv)
     configs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("--config", "-c")]
     for c in configs:
-        assert (guide_dir / c).is_file() or Path(c).is_file(), f"{where}: --config {c}: no such file"
-    if argv[0] == "predict" and "--model" in argv:  # a shipped predictor: its own options, nothing else
-        parsed = own_parse(monkeypatch, argv)
-        assert not parsed.rest, f"{where}: options vecset predict --model does not take: {parsed.rest}"
+        assert (guide_dir / c).is_file() or Path(c).is_file() or shipped_config(c) is not None, \
+            f"{where}: --config {c}: no such file or shipped config"
+    if argv[0] == "configs":  # vecset configs [copy NAME [DEST]]: lists or copies, reads no data
+        from vecset.shipped import main as configs_main
+
+        configs_main(argv[1:])
+    elif argv[0] == "predict" and "--model" in argv:  # a shipped predictor: its own options, nothing else
+        # the model's own parser (its input option); a user's folder the guide names (a run, a packed
+        # model) is not in the checkout: its input option is the one the guide gives
+        from vecset.pipelines.pretrained import PredictorError, parser, predictor_class
+
+        model = argv[argv.index("--model") + 1]
+        try:
+            cls = predictor_class(model)
+            flag, metavar = cls.input_flag, cls.input_column.upper()
+        except PredictorError:
+            assert "/" in model or not model.isidentifier() or model.startswith("my_"), f"{where}: --model {model}"
+            flag = next((a for a in argv if a in ("--smiles", "--series", "--images", "--words")), "--smiles")
+            metavar = flag[2:].upper()
+        parser(flag, metavar).parse_args(argv[1:])
     elif argv[0] == "export":
         ckpt = argv[argv.index("--ckpt_path") + 1]
         (guide_dir / ckpt).parent.mkdir(parents=True, exist_ok=True)
         (guide_dir / ckpt.replace("*", "x")).write_bytes(b"")  # the command checks the file is there first
         parsed = own_parse(monkeypatch, [a.replace("*", "x") if a == ckpt else a for a in argv])
         print_config([a for c in parsed.namespace.config for a in ("--config", c)] + parsed.rest, run=False)
+    elif argv[0] == "pack":
+        assert len(own_parse(monkeypatch, argv).namespace.__dict__) >= 2, f"{where}: vecset pack RUN_DIR OUT_DIR"
     elif argv[0] == "ensemble":
         print_config(["fit", *own_parse(monkeypatch, argv).rest])
     elif "--help" in argv or "-h" in argv:

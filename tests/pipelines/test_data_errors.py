@@ -211,7 +211,7 @@ def sp_phn_past_end(root: Path) -> str:
 
 
 def sp_missing_ctm(root: Path) -> tuple[str, list[str]]:
-    return r"^error: data\.init_args\.phone_ctm: sp/phones\.ctm does not exist", ["--data.init_args.phone_ctm=phones.ctm"]
+    return r"^error: data\.init_args\.phone_ctm: sp/phones\.ctm: no such file or folder \(tried ", ["--data.init_args.phone_ctm=phones.ctm"]
 
 
 def sp_no_words_tier(root: Path) -> str:
@@ -440,7 +440,7 @@ def test_an_error_in_a_dataloader_worker_is_named_by_its_own_message():
 
 def test_a_missing_csv_is_found_when_the_config_is_read(tmp_path, monkeypatch, capsys):
     lines = run(tmp_path, monkeypatch, capsys, [*MOL[:2], "--data.init_args.csv_path=nowhere.csv"])
-    assert lines == [f"error: data.init_args.csv_path: nowhere.csv does not exist (in {tmp_path})"]
+    assert lines[0].startswith(f"error: data.init_args.csv_path: nowhere.csv: no such file or folder (tried {tmp_path}/nowhere.csv and the shipped data")
 
 
 def test_the_paths_checked_at_config_time_are_those_the_subcommand_reads():

@@ -141,7 +141,7 @@ def test_crop_padding_shows_each_datas_background(root):
     """The padding a RandomCrop uncovers is the data's background after its normalization:
     Fashion-MNIST's black (0) normalized, the digits' -1."""
     from vecset.pipelines import DigitsDataModule
-    from vecset.pipelines.data import fashion_mnist as fm
+    from vecset.pipelines.images import fashion_mnist as fm
 
     crop = RandomCrop(2)
     module(root, batch_augment=[crop]).train_dataloader()

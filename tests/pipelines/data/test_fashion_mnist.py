@@ -16,7 +16,7 @@ from PIL import Image
 from torchvision.transforms import v2
 
 from vecset.pipelines import FashionMNISTDataModule
-from vecset.pipelines.data import fashion_mnist as fm
+from vecset.pipelines.images import fashion_mnist as fm
 
 ROOT = Path(__file__).resolve().parents[3]
 NAMES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
