@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from vecset.shipped import shipped_config
-
 from vecset.pipelines.cli import run_cli
+from vecset.shipped import shipped_config
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

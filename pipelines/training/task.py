@@ -99,7 +99,7 @@ def adamw_warmup_cosine(module: pl.LightningModule, lr: float, weight_decay: flo
         log.info("learning rate %.4g: %s; warmup %d of %d steps", lr, why, steps, total)
         module.scaled_lr = lr
     opt = torch.optim.AdamW(groups, lr=lr, weight_decay=weight_decay, fused=True if cuda and groups else None)
-    clock = next((c for c in getattr(module.trainer, "callbacks", []) if isinstance(c, TrainingClock)), None)
+    clock = next((c for c in module.trainer.callbacks if isinstance(c, TrainingClock)), None)
     if schedule == "budget" and clock is not None and clock.budget_seconds:
         # the clock's last reading (once per step, after it): the schedule itself reads no time
         def multiplier(s: int) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -586,13 +587,15 @@ def test_cli_image_folder_config(tmp_path, monkeypatch, capsys):
         f"(3 class folders in {data}); give it once, at data.init_args.root")
 
 
-def test_cli_cifar10_config_without_data(tmp_path, monkeypatch):
+def test_cli_cifar10_config_without_data(tmp_path, monkeypatch, capsys):
     from vecset.pipelines.cli import run_cli
 
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(FileNotFoundError, match=r"CIFAR-10 not found: looked for .*missing/cifar-10-batches-py"):
+    with pytest.raises(SystemExit) as e:  # the data error's one line, exit 2
         run_cli(["fit", "--config", str(ROOT / "configs" / "cifar10.yaml"), "--data.init_args.root", "missing",
                  "--trainer.accelerator", "cpu"])
+    assert e.value.code == 2
+    assert re.match(r"error: CIFAR-10 not found: looked for .*missing/cifar-10-batches-py", capsys.readouterr().err)
 
 
 # -- the convolutional stem ------------------------------------------------------------------

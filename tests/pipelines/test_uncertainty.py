@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -161,7 +162,7 @@ def test_one_class_test_labels_write_null_roc_auc_with_the_reason(tmp_path, monk
     assert "test ROC-AUC undefined: the labels hold one class only ('BBB+'" in capsys.readouterr().out
 
 
-def test_balanced_class_weights_on_a_one_class_file_name_the_class_and_the_file(tmp_path, monkeypatch):
+def test_balanced_class_weights_on_a_one_class_file_name_the_class_and_the_file(tmp_path, monkeypatch, capsys):
     from vecset.pipelines.cli import run_cli
 
     monkeypatch.chdir(tmp_path)
@@ -169,8 +170,10 @@ def test_balanced_class_weights_on_a_one_class_file_name_the_class_and_the_file(
     csv_path = b3db_positives(tmp_path, 100)
     cfg.write_text(tiny(outputs=2, head="task: classification, class_weights: balanced", csv=csv_path,
                                data="label_column: label, classes: [BBB-, BBB+]"))
-    with pytest.raises(ValueError, match=rf"class 'BBB-' \(index 0\) has no training labels in {csv_path}"):
+    with pytest.raises(SystemExit) as e:  # one line, exit 2
         run_cli(["fit", "--config", str(cfg), "--trainer.max_epochs=1"])
+    assert e.value.code == 2
+    assert re.search(rf"class 'BBB-' \(index 0\) has no training labels in {csv_path}", capsys.readouterr().err)
 
 
 TINY = """

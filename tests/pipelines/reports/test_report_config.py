@@ -96,5 +96,5 @@ def test_debug_fit_writes_its_reports_and_an_empty_list_writes_none(tmp_path, mo
     (tmp_path / "none.yaml").write_text("trainer:\n  callbacks:\n    - class_path: "
                                         "vecset.pipelines.reports.callback.ReportWriter\n      init_args: {reports: []}\n")
     run_cli(["fit", "--config", cfg, "--config", "none.yaml", *TINY])
-    res = json.loads((tmp_path / "runs" / "none" / "version_0" / "results.json").read_text())  # the last config's name
+    res = json.loads((tmp_path / "runs" / "debug" / "version_1" / "results.json").read_text())  # the first config names the run
     assert [Path(p).name for p in res["plots"]] == ["curves.png"]  # the run's curves; no task report

@@ -46,7 +46,7 @@ def test_a_file_and_its_array_predict_alike_and_bad_series_are_error_rows(p, tmp
     assert rows[0]["probability"] == pytest.approx(rows[1]["probability"], abs=1e-6)
     assert rows[2]["error"].startswith("expected a series of shape [T, 12] (T >= 1 steps of the channels c01,")
     assert rows[3]["error"] == f"{tmp_path / 'none.csv'}: no such series file"
-    assert rows[4]["error"].startswith(f"{bad} line 1: channels ['a', 'b'] differ")
+    assert rows[4]["error"].startswith(f"{bad}:1: channels ['a', 'b'] differ")
     assert rows[4]["prediction"] == ""
 
 
