@@ -221,7 +221,7 @@ def test_adamw_is_fused_on_cuda():
     gpu.cuda()
     opts = []
     for m in (cpu, gpu):
-        m._trainer = SimpleNamespace(estimated_stepping_batches=10)
+        m._trainer = SimpleNamespace(estimated_stepping_batches=10, callbacks=[])
         opts.append(adamw_warmup_cosine(m, 1e-2, 0.01, 0.0)["optimizer"])
         for p in m.parameters():
             p.grad = torch.ones_like(p)

@@ -129,7 +129,7 @@ def test_adamw_is_not_fused_on_the_cpu():
     from vecset.pipelines.training.task import adamw_warmup_cosine
 
     m = TaskModule(VectorEncoder(2, 8), Backbone(d_model=8, depth=1, heads=2), LabelingHead(8, 2))
-    m._trainer = SimpleNamespace(estimated_stepping_batches=10)
+    m._trainer = SimpleNamespace(estimated_stepping_batches=10, callbacks=[])
     assert not adamw_warmup_cosine(m, 1e-3, 0.01, 0.0)["optimizer"].defaults["fused"]
 
 

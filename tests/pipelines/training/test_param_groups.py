@@ -53,7 +53,7 @@ def test_frozen_parameters_are_left_out_and_configure_optimizers_uses_the_groups
     m = small_module()
     for p in m.backbone.parameters():
         p.requires_grad_(False)
-    m._trainer = SimpleNamespace(estimated_stepping_batches=100)  # what configure_optimizers reads
+    m._trainer = SimpleNamespace(estimated_stepping_batches=100, callbacks=[])  # what configure_optimizers reads
     opt = m.configure_optimizers()["optimizer"]
     assert isinstance(opt, torch.optim.AdamW)
     decay, no_decay = named_groups(m, opt.param_groups)
