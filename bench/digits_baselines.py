@@ -1,4 +1,4 @@
-"""Digits baselines on the pinned split (vecset.pipelines.images.data.digits_split).
+"""Digits baselines on the pinned split (vecset.pipelines.images.digits.digits_split).
 
 scikit-learn's SVC() with default settings, KNeighborsClassifier(3) and an MLPClassifier
 on the 64 raw pixel values (the usual scikit-learn recipe: pixels / 16), against vecset's
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.common import fit_in_child  # noqa: E402
-from vecset.pipelines.images.data import digits_split  # noqa: E402
+from vecset.pipelines.images.digits import digits_split  # noqa: E402
 
 # digits.yaml with 2x2 patches for its convolutional tokenizer and no stochastic depth
 PATCH = ["--model.init_args.encoder",

@@ -24,11 +24,9 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` 
     from vecset.pipelines.data.samplers import ResumableSampler
     from vecset.pipelines.data.synthetic import SyntheticSetDataModule
     from vecset.pipelines.graphs.data import GraphNodeDataModule
-    from vecset.pipelines.images.data import (
-        Cifar10DataModule,
-        DigitsDataModule,
-        ImageFolderDataModule,
-    )
+    from vecset.pipelines.images.cifar10 import Cifar10DataModule
+    from vecset.pipelines.images.digits import DigitsDataModule
+    from vecset.pipelines.images.folder import ImageFolderDataModule
     from vecset.pipelines.images.fashion_mnist import FashionMNISTDataModule
     from vecset.pipelines.kernel_regression.data import KernelRegressionDataModule
     from vecset.pipelines.molecules.data import MoleculeDataModule
@@ -49,7 +47,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` 
 _SOURCES = {
     "VecsetDataModule": "data.base", "MultiTaskDataModule": "data.multitask", "ResumableSampler": "data.samplers",
     "SyntheticSetDataModule": "data.synthetic", "GraphNodeDataModule": "graphs.data",
-    "Cifar10DataModule": "images.data", "DigitsDataModule": "images.data", "ImageFolderDataModule": "images.data",
+    "Cifar10DataModule": "images.cifar10", "DigitsDataModule": "images.digits", "ImageFolderDataModule": "images.folder",
     "FashionMNISTDataModule": "images.fashion_mnist", "KernelRegressionDataModule": "kernel_regression.data",
     "MoleculeDataModule": "molecules.data", "MoleculePretrainDataModule": "molecules.pretrain",
     "PredictionWriter": "predict.writer",

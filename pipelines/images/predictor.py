@@ -85,7 +85,7 @@ class ImagePredictor(Predictor):
 def digits_extra() -> tuple[dict, dict]:
     from sklearn.datasets import load_digits
 
-    from vecset.pipelines.images.data import DigitsDataModule, digits_split
+    from vecset.pipelines.images.digits import DigitsDataModule, digits_split
 
     X, y = load_digits(return_X_y=True)
     test = [int(i) for i in digits_split(y)["test"]]

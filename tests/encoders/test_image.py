@@ -18,7 +18,7 @@ from vecset.backbone import Backbone
 from vecset.encoders import PatchEncoder, PixelEncoder
 from vecset.heads import SequenceHead
 from vecset.pipelines import Cifar10DataModule, DigitsDataModule, ImageFolderDataModule, TaskModule
-from vecset.pipelines.images.data import digits_split
+from vecset.pipelines.images.digits import digits_split
 
 ROOT = Path(__file__).resolve().parents[2]
 

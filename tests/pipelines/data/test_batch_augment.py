@@ -157,7 +157,7 @@ def test_a_data_module_refuses_another_kind_of_transform():
     """Each data module declares the kind of batch transform it takes; the images take no
     SpecAugment, the speech frames no MixUp (issue 57: a KeyError in the first step)."""
     from vecset.pipelines.data.batch_augment import FrameAugment, ImageAugment
-    from vecset.pipelines.images.data import DigitsDataModule
+    from vecset.pipelines.images.digits import DigitsDataModule
     from vecset.pipelines.speech.data import SpeechFramesDataModule
 
     assert SpeechFramesDataModule.batch_augment_kind is FrameAugment and DigitsDataModule.batch_augment_kind is ImageAugment

@@ -10,7 +10,7 @@ import torch
 
 from vecset.pipelines.data.synthetic import SyntheticSetDataModule
 from vecset.pipelines.graphs.predictions import NodeRows
-from vecset.pipelines.images.data import DigitsDataModule
+from vecset.pipelines.images.digits import DigitsDataModule
 from vecset.pipelines.molecules.data import MoleculeDataModule
 from vecset.pipelines.molecules.predictions import MoleculeRows
 from vecset.pipelines.predict import Rows
