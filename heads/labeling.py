@@ -62,7 +62,7 @@ class LabelingHead(Head):
     task = "labeling"
     monitor = ("val_acc", "max")
     # how outputs become segments, not the weights: a checkpoint predicts with the config's decoder
-    # (pipelines/training/checkpoint.py)
+    # (pipelines/training/checkpoint_fit.py)
     decode_settings = ("decoder",)
     receptive_field = 0  # each vector's logits read that vector alone (chunked predict relies on it)
 

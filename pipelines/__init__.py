@@ -26,8 +26,8 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` 
     from vecset.pipelines.graphs.data import GraphNodeDataModule
     from vecset.pipelines.images.cifar10 import Cifar10DataModule
     from vecset.pipelines.images.digits import DigitsDataModule
-    from vecset.pipelines.images.folder import ImageFolderDataModule
     from vecset.pipelines.images.fashion_mnist import FashionMNISTDataModule
+    from vecset.pipelines.images.folder import ImageFolderDataModule
     from vecset.pipelines.kernel_regression.data import KernelRegressionDataModule
     from vecset.pipelines.molecules.data import MoleculeDataModule
     from vecset.pipelines.molecules.pretrain import MoleculePretrainDataModule

@@ -49,20 +49,19 @@ from vecset.pipelines.predict.writer import PredictionWriter
 from vecset.pipelines.reports.callback import ReportWriter
 from vecset.pipelines.training.averaging import warn_lightning_averaging
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
-from vecset.pipelines.training.checkpoint import (
-    CheckpointConfigCheck,
-    claim_version,
-    last_checkpoint_path,
-    remove_unused_run_dir,
-    resumed_run,
-    resumed_version,
-    wants_last_checkpoint,
-    with_atomic_checkpoint_io,
-)
+from vecset.pipelines.training.checkpoint import last_checkpoint_path, with_atomic_checkpoint_io
+from vecset.pipelines.training.checkpoint_config_check import CheckpointConfigCheck
 from vecset.pipelines.training.elapsed import TrainingClock
 from vecset.pipelines.training.lr_finder import FoundLearningRate
 from vecset.pipelines.training.metrics_history import HistoryCSVLogger, TrimMetricsHistory
 from vecset.pipelines.training.precision import AUTO, backbone_width, ran_as, resolve_precision
+from vecset.pipelines.training.run_folders import (
+    claim_version,
+    remove_unused_run_dir,
+    resumed_run,
+    resumed_version,
+    wants_last_checkpoint,
+)
 from vecset.shipped import with_shipped_configs
 
 RUNS_DIR = "runs"

@@ -45,7 +45,7 @@ import torch
 
 from vecset.contracts.abilities import regression_std, task_kind
 from vecset.pipelines.cli import RUNS_DIR, config_name, run_cli
-from vecset.pipelines.training.checkpoint import claim_version
+from vecset.pipelines.training.run_folders import claim_version
 
 
 def combine(means: np.ndarray, variances: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:

@@ -38,14 +38,13 @@ from vecset.pipelines.export.program import (
     served_batch,
     set_size,
 )
-from vecset.pipelines.training.checkpoint import (
-    CheckpointMismatchError,
+from vecset.pipelines.training.checkpoint_files import (
     NotACheckpointError,
     UnsafeCheckpointError,
-    check_checkpoint,
     is_checkpoint_file,
     read_checkpoint,
 )
+from vecset.pipelines.training.checkpoint_fit import CheckpointMismatchError, check_checkpoint
 from vecset.pipelines.training.hand_over import hand_over
 
 

@@ -18,13 +18,13 @@ from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
 from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.data.overlap import note_pretraining_overlap
-from vecset.pipelines.training.checkpoint import (
+from vecset.pipelines.training.checkpoint import last_checkpoint
+from vecset.pipelines.training.checkpoint_files import (
     NotACheckpointError,
     UnsafeCheckpointError,
-    last_checkpoint,
     read_checkpoint,
-    state_mismatch,
 )
+from vecset.pipelines.training.checkpoint_fit import state_mismatch
 from vecset.pipelines.training.elapsed import TrainingClock
 from vecset.pipelines.training.hand_over import hand_over
 from vecset.pipelines.training.lr_scaling import (

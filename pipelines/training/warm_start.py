@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 from torch import Tensor, nn
 
 from vecset.pipelines.config_errors import MissingSettingFile, SettingError
-from vecset.pipelines.training.checkpoint import (
+from vecset.pipelines.training.checkpoint_files import (
     NotACheckpointError,
     UnsafeCheckpointError,
     read_checkpoint,
-    run_of_checkpoint,
 )
+from vecset.pipelines.training.run_folders import run_of_checkpoint
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import yaml
 from pytorch_lightning.callbacks import ModelCheckpoint
 
 from vecset.pipelines.cli import config_name, run_cli
-from vecset.pipelines.training.checkpoint import claim_version
+from vecset.pipelines.training.run_folders import claim_version
 from vecset.pipelines.training.task import TaskModule, warmup_cosine
 
 ROOT = Path(__file__).resolve().parents[2]

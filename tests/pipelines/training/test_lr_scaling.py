@@ -130,7 +130,7 @@ def test_a_fit_trains_at_the_scaled_rate_and_a_replaced_optimizer_is_an_error(tm
 def test_a_checkpoint_trained_at_another_reference_batch_fits_the_config():
     """Like lr, the scaling is training-only: testing or fine-tuning a run's checkpoint under a
     config with another (or no) reference batch is not a mismatch."""
-    from vecset.pipelines.training.checkpoint import hparams_mismatch
+    from vecset.pipelines.training.checkpoint_fit import hparams_mismatch
 
     saved = {"lr": 1e-3, "lr_reference_batch": 128, "lr_scaling": "linear", "weight_decay": 0.01}
     assert hparams_mismatch(saved, {"lr": 2e-3, "lr_reference_batch": None, "lr_scaling": "sqrt", "weight_decay": 0.01}) == []

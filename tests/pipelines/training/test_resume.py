@@ -25,14 +25,14 @@ import pytest
 import torch
 import yaml
 
-import vecset.pipelines.training.checkpoint as checkpoint
-from vecset.pipelines.training.checkpoint import (
-    AtomicCheckpointIO,
+import vecset.pipelines.training.run_folders as run_folders
+from vecset.pipelines.training.checkpoint import AtomicCheckpointIO
+from vecset.pipelines.training.metrics_history import HistoryWriter
+from vecset.pipelines.training.run_folders import (
     claim_version,
     resumed_version,
     wants_last_checkpoint,
 )
-from vecset.pipelines.training.metrics_history import HistoryWriter
 
 ROOT = Path(__file__).resolve().parents[3]
 STEPS_PER_EPOCH = 8  # n_train 256 / batch 32
@@ -240,7 +240,7 @@ def test_two_runs_never_claim_one_version(tmp_path, monkeypatch):
     A claim creates its directory exclusively: the second run, having listed before the first
     created version_0, takes version_1."""
     assert claim_version(tmp_path) == 0
-    monkeypatch.setattr(checkpoint, "taken_versions", lambda root: [])  # listed before version_0 existed
+    monkeypatch.setattr(run_folders, "taken_versions", lambda root: [])  # listed before version_0 existed
     assert claim_version(tmp_path) == 1
     assert claim_version(tmp_path) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["version_0", "version_1", "version_2"]
@@ -256,7 +256,7 @@ def test_a_fit_started_with_another_writes_into_its_own_version(tmp_path, monkey
     other = tmp_path / "runs/job/version_0"
     other.mkdir(parents=True)
     (other / "metrics.csv").write_text("epoch,step,val_acc\n0,3,0.5\n")  # the other run's
-    monkeypatch.setattr(checkpoint, "taken_versions", lambda root: [])
+    monkeypatch.setattr(run_folders, "taken_versions", lambda root: [])
     monkeypatch.chdir(tmp_path)
     cli = run_cli(["fit", "--config", str(cfg), "--plots=false", "--trainer.max_epochs=1",
                    "--trainer.enable_progress_bar=false"])

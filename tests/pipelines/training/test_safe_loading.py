@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from vecset.pipelines.cli import run_cli
-from vecset.pipelines.training.checkpoint import CheckpointMismatchError, check_checkpoint
+from vecset.pipelines.training.checkpoint_fit import CheckpointMismatchError, check_checkpoint
 
 ROOT = Path(__file__).resolve().parents[3]
 TINY = ["--config", str(ROOT / "configs/debug.yaml"), "--trainer.max_epochs=1", "--plots=false",
@@ -160,7 +160,7 @@ def test_a_file_that_is_not_a_checkpoint_is_named(tmp_path, monkeypatch, kind):
     from vecset.encoders import VectorEncoder
     from vecset.heads import LabelingHead
     from vecset.pipelines import TaskModule
-    from vecset.pipelines.training.checkpoint import NotACheckpointError
+    from vecset.pipelines.training.checkpoint_files import NotACheckpointError
 
     bad = _not_checkpoints(tmp_path)[kind]
     monkeypatch.chdir(tmp_path)
@@ -191,7 +191,7 @@ def test_decode_settings_are_not_part_of_the_match():
     """A seq2seq head's beam size, length penalty and maximum output length only change how a
     trained model decodes; another class's argument of the same name (a positional table's
     max_len) still has to match."""
-    from vecset.pipelines.training.checkpoint import hparams_mismatch
+    from vecset.pipelines.training.checkpoint_fit import hparams_mismatch
 
     def config(beam: int, penalty: float, max_len: int, enc_max_len: int | None) -> dict:
         return {"encoder": {"class_path": "vecset.encoders.VectorEncoder", "init_args": {"max_len": enc_max_len}},
@@ -228,7 +228,7 @@ def test_read_checkpoint_through_fsspec(trained):
     reads it, with the same checks."""
     import fsspec
 
-    from vecset.pipelines.training.checkpoint import NotACheckpointError, read_checkpoint
+    from vecset.pipelines.training.checkpoint_files import NotACheckpointError, read_checkpoint
 
     fs = fsspec.filesystem("memory")
     fs.pipe("/vecset/last.ckpt", Path(_last(trained)).read_bytes())
@@ -315,7 +315,7 @@ def test_a_class_path_that_no_longer_imports_is_named(trained, tmp_path, monkeyp
 def test_renamed_parameters_are_named_with_the_file(trained, tmp_path, monkeypatch):
     """A checkpoint whose config matches but whose parameter names differ (code that named a
     module otherwise) ended in torch's raw missing/unexpected keys without the file."""
-    from vecset.pipelines.training.checkpoint import CheckpointMismatchError
+    from vecset.pipelines.training.checkpoint_fit import CheckpointMismatchError
 
     renamed = _edited_checkpoint(_last(trained), tmp_path / "renamed.ckpt", lambda c: c.update(
         state_dict={k.replace("backbone.blocks.", "backbone.layers."): v for k, v in c["state_dict"].items()}))
@@ -343,7 +343,7 @@ def test_a_checkpoint_that_would_run_code_is_refused_naming_the_file(tmp_path, m
     from vecset.encoders import VectorEncoder
     from vecset.heads import LabelingHead
     from vecset.pipelines import AtomicCheckpointIO, TaskModule
-    from vecset.pipelines.training.checkpoint import UnsafeCheckpointError
+    from vecset.pipelines.training.checkpoint_files import UnsafeCheckpointError
 
     marker = tmp_path / "code-ran"
     evil = tmp_path / "evil.ckpt"

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from vecset.pipelines.cli import run_cli
-from vecset.pipelines.training.checkpoint import resumed_run, resumed_version, run_of_checkpoint
+from vecset.pipelines.training.run_folders import resumed_run, resumed_version, run_of_checkpoint
 
 ROOT = Path(__file__).resolve().parents[3]
 QUIET = ["--plots=false", "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
@@ -141,7 +141,7 @@ def test_a_multi_task_config_takes_init_from(tmp_path, monkeypatch, capsys):
 def test_init_from_is_not_compared_with_a_runs_checkpoint():
     """Where a run's first weights came from does not make its checkpoint differ from a config
     (resuming or testing it without init_from, or with another); freeze does."""
-    from vecset.pipelines.training.checkpoint import hparams_mismatch
+    from vecset.pipelines.training.checkpoint_fit import hparams_mismatch
 
     saved = {"init_from": "gone/pretrained.ckpt", "init_parts": ["encoder", "backbone"], "freeze": None}
     assert hparams_mismatch(saved, {"init_from": None, "init_parts": None, "freeze": None}) == []
