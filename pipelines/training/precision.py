@@ -19,8 +19,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import torch
+
+if TYPE_CHECKING:
+    from pytorch_lightning.cli import LightningArgumentParser
 
 AUTO = "auto"
 # set to a Lightning precision, it replaces what ``auto`` resolves to on this machine (e.g.
@@ -134,3 +138,14 @@ def resolve_precision(precision, accelerator="auto", width: int | None = None) -
                                    + ("" if width is None else f" and d_model {width} >= {MIN_BF16_WIDTH}"))
         return PrecisionChoice("32-true", "auto: this CPU has no bf16 matrix units (AMX or AVX512-BF16)")
     return PrecisionChoice("32-true", f"auto: fp32 on the {kind} accelerator")
+
+
+def accept_auto_precision(parser: LightningArgumentParser) -> None:
+    """``trainer.precision`` takes ``auto`` too, and defaults to it (pipelines/training/precision.py);
+    Lightning's own values are checked as before."""
+    action = next(a for a in parser._actions if a.dest == "trainer.precision")
+    action._typehint = Literal[AUTO] | action._typehint  # jsonargparse's ActionTypeHint checks values against it
+    action.default = AUTO
+    action.help = ("auto (the default): bf16-mixed where the CPU has bf16 matrix units (AMX, AVX512-BF16) and "
+                   "the backbone's d_model is at least 128, or the GPU supports bf16, else 32-true; or one of "
+                   "Lightning's values, e.g. 32-true")
