@@ -2,7 +2,7 @@
 
 ``SpeechReader.read`` (``reader.py``) is the one call from an audio file to a labelled,
 featurized ``Utterance`` (the .phn, .wrd and .txt beside it found and read there; or a Praat
-TextGrid, Kaldi CTM or Buckeye .phones alignment: ``alignment_formats.py``).
+TextGrid, Kaldi CTM or Buckeye .phones alignment: ``alignment_reader.py``).
 
 Features: ``torchaudio.compliance.kaldi.fbank`` (or ``.mfcc``) with 25 ms frames and a 10 ms
 shift (Povey et al. 2011, the Kaldi toolkit). Masking in training: SpecAugment (Park et al.
@@ -32,12 +32,8 @@ from vecset.encoders.speech.alignment import (
     frames_to_segments,
     read_phn,
 )
-from vecset.encoders.speech.alignment_formats import (
-    AlignmentFormat,
-    AlignmentReader,
-    AlignmentSource,
-    PhoneMap,
-)
+from vecset.encoders.speech.alignment_formats import AlignmentFormat, PhoneMap
+from vecset.encoders.speech.alignment_reader import AlignmentReader, AlignmentSource
 from vecset.encoders.speech.audio import Audio, audio_extensions, check_wav_complete, read_audio
 from vecset.encoders.speech.encoder import Normalization, SpeechEncoder
 from vecset.encoders.speech.features import Featurizer, featurize

@@ -8,6 +8,10 @@
 - ``buckeye``: the Buckeye corpus's ``.phones`` (and ``.words``): a header ending in ``#``, then
   ``end_time color label`` per line, each segment starting where the previous one ended.
 
+Each format's reader has its module (``alignment_textgrid.py``, ``alignment_ctm.py``,
+``alignment_buckeye.py``); ``alignment_reader.py`` finds an utterance's file and reads it; this
+module holds what they share: intervals, their checks, the label mapping, the words of a tier.
+
 Times in seconds become samples of the audio file (``round(t * rate)``), so an alignment written
 from a ``.phn`` reads back to the same samples and the same frame labels (the frame-centre rule of
 ``alignment.py``). The phone segments are checked as a .phn's are (each ends after it starts, no
@@ -31,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from vecset.encoders.speech.alignment import Segment, check_coverage, rate_hint
+from vecset.encoders.speech.alignment import Segment, rate_hint
 from vecset.encoders.speech.phones import FOLD39, TIMIT39, PhoneSet, phone_names
 from vecset.encoders.speech.transcripts import Word
 
@@ -177,99 +181,6 @@ def span(t0: float, t1: float) -> str:
     return f"{t0:.3f}-{t1:.3f} s"
 
 
-# --- Praat TextGrid ----------------------------------------------------------------------------
-def read_textgrid(path: Path) -> dict:
-    """A TextGrid (long or short text format, or praatio's JSON) as praatio's dictionary: its
-    ``tiers``, each with ``name``, ``class`` and ``entries`` (start, end, label), empty intervals
-    kept and nothing checked yet (``check_intervals`` names the tier and interval of a problem)."""
-    from praatio.utilities import textgrid_io
-
-    try:
-        try:  # Praat writes UTF-16 or UTF-8 (as praatio's openTextgrid reads them)
-            data = path.read_text(encoding="utf-16")
-        except UnicodeError:
-            data = path.read_text(encoding="utf-8")
-        return textgrid_io.parseTextgridStr(data, includeEmptyIntervals=True)
-    except Exception as e:  # noqa: BLE001 - praatio's parser fails in many ways on a broken file: name it
-        raise ValueError(f"{path}: cannot read it as a Praat TextGrid ({type(e).__name__}: {e})") from None
-
-
-def textgrid_tier(path: Path, tg: dict, tier: str, sample_rate: int) -> list[Interval]:
-    """The intervals of the interval tier ``tier`` of ``tg`` (``read_textgrid``), in samples."""
-    names = [t["name"] for t in tg["tiers"]]
-    if tier not in names:
-        raise ValueError(f"{path}: no tier {tier!r} (its tiers: {', '.join(map(repr, names)) or 'none'}); set the "
-                         "data module's phone_tier / word_tier to the names your aligner writes")
-    if names.count(tier) > 1:
-        raise ValueError(f"{path}: {names.count(tier)} tiers named {tier!r}; which one is the alignment is unclear")
-    t = tg["tiers"][names.index(tier)]
-    if t["class"] != "IntervalTier":
-        raise ValueError(f"{path}: tier {tier!r} is a {t['class']}; an alignment needs an IntervalTier")
-    return [Interval(to_sample(float(s), sample_rate), to_sample(float(e), sample_rate), str(lab).strip(),
-                     f"tier {tier!r}, interval {i} ({span(float(s), float(e))})")
-            for i, (s, e, lab) in enumerate(t["entries"], 1)]
-
-
-# --- Kaldi CTM ---------------------------------------------------------------------------------
-def read_ctm(path: Path) -> dict[str, list[tuple[float, float, str, int]]]:
-    """A CTM file: utterance id -> its rows (start s, end s, label, line number) in file order."""
-    out: dict[str, list[tuple[float, float, str, int]]] = {}
-    try:
-        lines = path.read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: cannot read the CTM file ({e})") from None
-    for ln, line in enumerate(lines, 1):
-        parts = line.split()
-        if not parts or parts[0].startswith(";;"):
-            continue
-        try:
-            if len(parts) not in (5, 6):
-                raise ValueError
-            start, dur = float(parts[2]), float(parts[3])
-        except ValueError:
-            raise ValueError(f"{path}:{ln}: expected 'utterance channel start duration label [confidence]', "
-                             f"got {line!r}") from None
-        out.setdefault(parts[0], []).append((start, start + dur, parts[4], ln))
-    if not out:
-        raise ValueError(f"{path}: no CTM rows")
-    return out
-
-
-def ctm_intervals(path: Path, rows: list[tuple[float, float, str, int]], sample_rate: int) -> list[Interval]:
-    return [Interval(to_sample(s, sample_rate), to_sample(e, sample_rate), lab, f"line {ln} ({span(s, e)})")
-            for s, e, lab, ln in rows]
-
-
-# --- Buckeye .phones / .words ------------------------------------------------------------------
-def read_buckeye(path: Path, sample_rate: int) -> list[Interval]:
-    """The segments of a Buckeye ``.phones`` or ``.words`` file: after the header's ``#`` line, each
-    line ``end_time color label`` (a ``.words`` label is ``word; ...``: the word is kept) ends a
-    segment that starts at the previous end (the first at 0)."""
-    try:
-        lines = path.read_text(errors="strict").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: cannot read it ({e})") from None
-    try:
-        body = next(i for i, line in enumerate(lines) if line.strip() == "#") + 1
-    except StopIteration:
-        raise ValueError(f"{path}: no '#' line ending the header (Buckeye .phones/.words files have one)") from None
-    out, prev = [], 0.0
-    for ln, line in enumerate(lines[body:], body + 1):
-        if not line.strip():
-            continue
-        parts = line.split(None, 2)
-        try:
-            if len(parts) < 2:
-                raise ValueError
-            end = float(parts[0])
-        except ValueError:
-            raise ValueError(f"{path}:{ln}: expected 'end_time color label', got {line!r}") from None
-        label = parts[2].split(";")[0].strip() if len(parts) == 3 else ""
-        out.append(Interval(to_sample(prev, sample_rate), to_sample(end, sample_rate), label,
-                            f"line {ln} ({span(prev, end)})"))
-        prev = end
-    return out
-
 
 def words_from(intervals: list[Interval], zero_length: list[str] | None, path: Path) -> list[Word]:
     """The words of a word tier: pauses (empty, ``sil``, ``sp``, ``<eps>``; Buckeye's {..} and <..> markers)
@@ -285,140 +196,3 @@ def words_from(intervals: list[Interval], zero_length: list[str] | None, path: P
         words.append(Word(iv.start, iv.end, lab))
     return words
 
-
-# --- which files, read into segments and words -------------------------------------------------
-@dataclass(frozen=True)
-class AlignmentSource:
-    """Where an utterance's alignment is (the data module's options of the same names).
-
-    Args:
-        format: ``auto`` (the one alignment file beside the audio: ``.phn``, ``.TextGrid`` or
-            ``.phones``; with ``phone_ctm`` set, the CTM), ``phn``, ``textgrid``, ``ctm``, ``buckeye``.
-        phone_tier, word_tier: a TextGrid's tier names (MFA's ``phones`` and ``words``);
-            word_tier None: no words from the TextGrid.
-        phone_ctm, word_ctm: Kaldi CTM files for the whole corpus (word_ctm optional).
-    """
-
-    format: AlignmentFormat = "auto"
-    phone_tier: str = "phones"
-    word_tier: str | None = "words"
-    phone_ctm: Path | None = None
-    word_ctm: Path | None = None
-
-    def __post_init__(self) -> None:
-        if self.format not in ("auto", "phn", "textgrid", "ctm", "buckeye"):
-            raise ValueError(f"alignment_format must be auto, phn, textgrid, ctm or buckeye, got {self.format!r}")
-        if self.format == "ctm" and self.phone_ctm is None:
-            raise ValueError("alignment_format ctm needs phone_ctm: the Kaldi phone CTM file of the corpus")
-        if self.format not in ("auto", "ctm") and (self.phone_ctm is not None or self.word_ctm is not None):
-            raise ValueError(f"phone_ctm / word_ctm are read with alignment_format ctm (or auto), not "
-                             f"{self.format!r}")
-        if self.word_ctm is not None and self.phone_ctm is None:
-            raise ValueError("word_ctm is read together with phone_ctm; set phone_ctm too")
-
-
-def beside(audio: Path, exts: tuple[str, ...]) -> Path | None:
-    """The file beside ``audio`` with one of ``exts``, in the given, lower or upper case."""
-    for ext in exts:
-        for e in (ext, ext.lower(), ext.upper()):
-            if audio.with_suffix(e).exists():
-                return audio.with_suffix(e)
-    return None
-
-
-@dataclass
-class Alignment:
-    """An utterance's alignment as read: its phone ``segments`` (in the set, 39-folded where
-    asked), its ``words`` (None: no word alignment), the zero-length words left out, the
-    ``format`` and ``source`` file, and what label mapping did (``mapped``: counts)."""
-
-    segments: list[Segment]
-    words: list[Word] | None
-    zero_length_words: list[str]
-    format: str
-    source: Path
-    mapped: Counter[str]
-
-
-class AlignmentReader:
-    """Finds and reads an utterance's phone (and word) alignment in any format (``AlignmentSource``),
-    mapped to ``phone_set``. A .phn is read by ``alignment.read_phn`` with its .wrd; the CTM files
-    are read once."""
-
-    def __init__(self, source: AlignmentSource, phone_set: PhoneSet) -> None:
-        self.source = source
-        self.phone_set = phone_set
-        self.map = PhoneMap(phone_set)
-        self._ctm: dict[Path, dict[str, list[tuple[float, float, str, int]]]] = {}
-
-    def ctm(self, path: Path) -> dict[str, list[tuple[float, float, str, int]]]:
-        if path not in self._ctm:
-            self._ctm[path] = read_ctm(path)
-        return self._ctm[path]
-
-    def find(self, audio: Path) -> tuple[str, Path]:
-        """(format, file) of ``audio``'s alignment; none, or more than one format in ``auto``, is
-        an error naming the audio file."""
-        fmt = self.source.format
-        if fmt == "ctm" or (fmt == "auto" and self.source.phone_ctm is not None):
-            return "ctm", Path(self.source.phone_ctm)  # type: ignore[arg-type]
-        formats = [fmt] if fmt != "auto" else list(ALIGNMENT_EXTS)
-        found = {f: p for f in formats if (p := beside(audio, ALIGNMENT_EXTS[f])) is not None}
-        if len(found) > 1:
-            names = ", ".join(p.name for p in found.values())
-            raise ValueError(f"{audio}: alignments in more than one format beside it ({names}); set the data "
-                             f"module's alignment_format to {' or '.join(found)}")
-        if not found:
-            names = [audio.with_suffix(ALIGNMENT_EXTS[f][0]).name for f in formats]
-            others = f" (nor {' nor '.join(names[1:])})" if len(names) > 1 else ""
-            raise ValueError(f"{audio}: no {names[0]} next to it{others}; every training, validation and test utterance "
-                             "needs its phone alignment (alignment_format: phn, textgrid, buckeye, or ctm with "
-                             "phone_ctm)")
-        return next(iter(found.items()))
-
-    def read(self, audio: Path, n_samples: int, sample_rate: int, fmt: str, path: Path) -> Alignment:
-        """The alignment of ``audio`` (``n_samples`` at ``sample_rate``, its own) from ``path`` in
-        ``fmt`` (not phn: the reader reads a .phn itself)."""
-        zero: list[str] = []
-        words: list[Word] | None = None
-        fixed: Counter[str] = Counter()  # gaps and overruns of at most 10 ms mended (check_intervals)
-        if fmt == "textgrid":
-            tg = read_textgrid(path)
-            phones = textgrid_tier(path, tg, self.source.phone_tier, sample_rate)
-            if self.source.word_tier is not None:
-                w = textgrid_tier(path, tg, self.source.word_tier, sample_rate)
-                w = check_intervals(path, w, n_samples, sample_rate, audio, fixed=fixed)  # a Praat tier has no gaps
-                words = words_from(w, zero, path)
-            extra = None
-        elif fmt == "ctm":
-            utt = audio.stem
-            rows = self.ctm(path)
-            if utt not in rows:
-                raise ValueError(f"{path}: no rows for utterance {utt!r} (the audio file {audio}'s stem is its "
-                                 "utterance id)")
-            phones = ctm_intervals(path, rows[utt], sample_rate)
-            if self.source.word_ctm is not None:
-                wpath = Path(self.source.word_ctm)
-                wrows = self.ctm(wpath)
-                if utt not in wrows:
-                    raise ValueError(f"{wpath}: no rows for utterance {utt!r} (the audio file {audio}'s stem is its "
-                                     "utterance id)")
-                words = words_from(ctm_intervals(wpath, wrows[utt], sample_rate), zero, wpath)
-                check_intervals(wpath, [Interval(w.start, w.end, w.word, f"word {w.word!r}") for w in words],
-                                n_samples, sample_rate, audio, contiguous=False, fixed=Counter())
-            extra = None
-        elif fmt == "buckeye":
-            phones = [iv for iv in read_buckeye(path, sample_rate) if iv.label not in BUCKEYE_EDGES]
-            if (wpath := beside(audio, (".words",))) is not None:
-                w = [iv for iv in read_buckeye(wpath, sample_rate) if iv.label not in BUCKEYE_EDGES]
-                w = check_intervals(wpath, w, n_samples, sample_rate, audio, fixed=fixed)
-                words = words_from(w, zero, wpath)
-            extra = BUCKEYE_PHONES
-        else:
-            raise ValueError(f"unknown alignment format {fmt!r}")
-        if not phones:
-            raise ValueError(f"{path}: no phone intervals for {audio}")
-        phones = check_intervals(path, phones, n_samples, sample_rate, audio, fixed=fixed)
-        check_coverage(path, phones[-1].end, n_samples, sample_rate, audio)
-        segs = self.map.segments(path, phones, extra)
-        return Alignment(segs, words, zero, fmt, path, self.map.counts + fixed)

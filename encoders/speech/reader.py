@@ -6,7 +6,7 @@ and ``<utt>.txt`` (the sentence). ``SpeechReader.read`` finds them beside the au
 audio, featurizes it, labels each frame from the .phn (the frame-centre rule, ``alignment.py``)
 and keeps the segments, words and sentence the reports score; everything an utterance is, in
 one call. The alignment may instead be a Praat TextGrid (the Montreal Forced Aligner's), a
-Kaldi CTM or a Buckeye ``.phones`` file (``alignment_formats.py``, chosen by ``AlignmentSource``). ``read_vocabulary`` and ``read_sentences`` read the .wrd and .txt of a whole split
+Kaldi CTM or a Buckeye ``.phones`` file (``alignment_reader.py``, chosen by ``AlignmentSource``). ``read_vocabulary`` and ``read_sentences`` read the .wrd and .txt of a whole split
 (what the training split says, without its audio).
 """
 
@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from vecset.encoders.speech.alignment import Segment, frame_labels, read_phn
-from vecset.encoders.speech.alignment_formats import AlignmentReader, AlignmentSource
+from vecset.encoders.speech.alignment_reader import AlignmentReader, AlignmentSource
 from vecset.encoders.speech.audio import audio_extensions, read_audio
 from vecset.encoders.speech.features import Featurizer, featurize
 from vecset.encoders.speech.phones import PhoneSet, phone_names
@@ -128,7 +128,7 @@ class SpeechReader:
 
     def read(self, audio: Path, uid: int, labelled: bool = True, keep_wave: bool = False) -> Utterance:
         """The utterance of ``audio``: features, and with ``labelled`` its alignment's frame labels
-        and segments (its .phn, TextGrid, CTM rows or .phones: ``alignment_formats.py``; none is
+        and segments (its .phn, TextGrid, CTM rows or .phones: ``alignment_reader.py``; none is
         an error naming the file), its words (the alignment's word tier, word CTM or Buckeye
         .words, else its .wrd) and its .txt's sentence where they exist; with ``keep_wave`` also
         its 16 kHz waveform."""
