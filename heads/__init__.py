@@ -17,15 +17,16 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` 
     from vecset.heads.labeling import LabelingHead
     from vecset.heads.pretext import PretextHead
     from vecset.heads.segment_decoder import SegmentDecoder
-    from vecset.heads.seq2seq.head import GRUAttentionDecoder, Seq2SeqHead, TransformerDecoder
+    from vecset.heads.seq2seq.decoders import GRUAttentionDecoder, TransformerDecoder
+    from vecset.heads.seq2seq.head import Seq2SeqHead
     from vecset.heads.sequence import SequenceHead
 
 # name -> the module that defines it
 _SOURCES = {
     "Head": "contract", "PhoneErrorRate": "edit_metrics", "WordErrorRate": "edit_metrics",
     "NadarayaWatsonHead": "kernel_regression", "nadaraya_watson": "kernel_regression", "LabelingHead": "labeling",
-    "PretextHead": "pretext", "SegmentDecoder": "segment_decoder", "GRUAttentionDecoder": "seq2seq.head",
-    "Seq2SeqHead": "seq2seq.head", "TransformerDecoder": "seq2seq.head", "SequenceHead": "sequence",
+    "PretextHead": "pretext", "SegmentDecoder": "segment_decoder", "GRUAttentionDecoder": "seq2seq.decoders",
+    "Seq2SeqHead": "seq2seq.head", "TransformerDecoder": "seq2seq.decoders", "SequenceHead": "sequence",
 }
 
 __all__ = [

@@ -12,7 +12,8 @@ from vecset.backbone.masked_softmax import masked_softmax
 from vecset.encoders.text import TextEncoder
 from vecset.heads.edit_metrics import PhoneErrorRate, WordErrorRate
 from vecset.heads.seq2seq.cross_attention import MultiHeadCrossAttention
-from vecset.heads.seq2seq.head import GRUAttentionDecoder, Seq2SeqHead, TransformerDecoder
+from vecset.heads.seq2seq.decoders import GRUAttentionDecoder, TransformerDecoder
+from vecset.heads.seq2seq.head import Seq2SeqHead
 
 WORDS = ["cat", "dog", "bird", "fish", "ox", "emu", "gnu", "yak"]
 PHONES = ["K AE T", "D AO G", "B ER D", "F IH SH", "AA K S", "IY M Y UW", "N UW", "Y AE K"]

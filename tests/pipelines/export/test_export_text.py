@@ -52,7 +52,8 @@ def test_text_classifier_export_and_its_tokenizer(check_exports):
 
 def test_seq2seq_text_model_stays_refused():
     # grapheme to phoneme: the encoder's ids export, the head's greedy / beam search does not
-    from vecset.heads.seq2seq.head import Seq2SeqHead, TransformerDecoder
+    from vecset.heads.seq2seq.decoders import TransformerDecoder
+    from vecset.heads.seq2seq.head import Seq2SeqHead
 
     torch.manual_seed(0)
     encoder = TextEncoder(16, level="char")
