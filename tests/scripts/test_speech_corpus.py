@@ -1,7 +1,8 @@
-"""scripts/make_speech_corpus.py and scripts/speech_text.py: the sentence filter, number spelling,
-the sentence-disjoint assignment, the split statistics and speakers (pure Python); the shipped
-sample; and, where Festival is installed, a tiny generation that must be identical for 1 and 2
-jobs and valid TIMIT layout, and a batch that survives a sentence Festival crashes on."""
+"""scripts/make_speech_corpus.py (and its corpus_*.py parts) and scripts/speech_text.py: the
+sentence filter, number spelling, the sentence-disjoint assignment, the split statistics and
+speakers (pure Python); the shipped sample; and, where Festival is installed, a tiny generation
+that must be identical for 1 and 2 jobs and valid TIMIT layout, and a batch that survives a
+sentence Festival crashes on."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ corpus = importlib.util.module_from_spec(spec)
 sys.modules["make_speech_corpus"] = corpus
 spec.loader.exec_module(corpus)
 text = sys.modules["speech_text"]  # imported by the generator from scripts/
+plan, common = sys.modules["corpus_plan"], sys.modules["corpus_common"]  # its parts, beside it
+festival, flite = sys.modules["corpus_festival"], sys.modules["corpus_flite"]
 SAMPLE = SCRIPT.parents[1] / "data" / "speech"
 # a generated corpus draws its sentences from WordNet's examples
 needs_wordnet = pytest.mark.skipif(not all((text.WORDNET_DIR / f).exists() for f in text.WORDNET_FILES),
@@ -92,16 +95,16 @@ def test_wordnet_examples_reads_quoted_examples_and_names_a_bad_line(tmp_path):
 
 def test_sentences_used_once_seeded_and_a_prefix():
     pool = [f"Sentence number {text.number_words(i)} is here." for i in range(50)]
-    a, b = corpus.assign_sentences(pool, 20, seed=0), corpus.assign_sentences(pool, 20, seed=0)
+    a, b = plan.assign_sentences(pool, 20, seed=0), plan.assign_sentences(pool, 20, seed=0)
     assert a == b and len(set(a)) == 20 and a != pool[:20]
-    assert corpus.assign_sentences(pool, 8, seed=0) == a[:8]  # the sample is the full corpus's first part
-    assert corpus.assign_sentences(pool, 20, seed=1) != a
+    assert plan.assign_sentences(pool, 8, seed=0) == a[:8]  # the sample is the full corpus's first part
+    assert plan.assign_sentences(pool, 20, seed=1) != a
     with pytest.raises(SystemExit, match="exceeds the 50 distinct sentences"):
-        corpus.assign_sentences(pool, 51, seed=0)
+        plan.assign_sentences(pool, 51, seed=0)
 
 
 def test_split_stats_counts_unseen_words():
-    st = corpus.split_stats({"train": ["The dog ran.", "A cat sat."], "dev": ["The dog sat."],
+    st = plan.split_stats({"train": ["The dog ran.", "A cat sat."], "dev": ["The dog sat."],
                              "test": ["A bird sang, the dog ran.", "The dog ran."]})
     assert st["train"] == {"utterances": 2, "word_tokens": 6, "distinct_words": 6}
     assert st["dev"]["unseen_tokens"] == 0 and st["dev"]["sentences_shared_with_train"] == 0
@@ -111,10 +114,10 @@ def test_split_stats_counts_unseen_words():
 
 def test_merge_clitics_joins_a_split_possessive():
     # Festival 2.5: "the stranger's car" -> 's without a syllable (0 0), its z inside "stranger"
-    got = corpus.merge_clitics([["0.22", "0.33", "the"], ["0.33", "1.01", "stranger"], ["0", "0", "'s"],
+    got = common.merge_clitics([["0.22", "0.33", "the"], ["0.33", "1.01", "stranger"], ["0", "0", "'s"],
                                 ["1.01", "1.36", "car"]])
     assert got == [("0.22", "0.33", "the"), ("0.33", "1.01", "stranger's"), ("1.01", "1.36", "car")]
-    assert corpus.merge_clitics([["0.1", "0.4", "John"], ["0.4", "0.5", "'s"]]) == [("0.1", "0.5", "John's")]
+    assert common.merge_clitics([["0.1", "0.4", "John"], ["0.4", "0.5", "'s"]]) == [("0.1", "0.5", "John's")]
 
 
 def test_shipped_sample_is_sentence_and_speaker_disjoint_with_a_real_vocabulary():
@@ -126,7 +129,7 @@ def test_shipped_sample_is_sentence_and_speaker_disjoint_with_a_real_vocabulary(
     assert not (sents["dev"] & sents["test"])
     spk = {s: {u.split("/")[0] for u in v} for s, v in lists.items()}
     assert not (spk["train"] & spk["test"]) and not (spk["train"] & spk["dev"]) and not (spk["dev"] & spk["test"])
-    stats = corpus.split_stats(texts)
+    stats = plan.split_stats(texts)
     assert stats == info["splits"]  # corpus.json's counts are those of the shipped files
     assert stats["train"]["distinct_words"] >= 400 and stats["test"]["unseen_token_share"] > 0.2
     assert info["dropped_zero_length_words"] == 0
@@ -137,7 +140,7 @@ def test_shipped_sample_is_sentence_and_speaker_disjoint_with_a_real_vocabulary(
 
 
 def test_speakers_split_disjoint_and_cover_every_voice():
-    spk = corpus.make_speakers(12, seed=0)
+    spk = plan.make_speakers(12, seed=0)
     by = {s: [x for x in spk if x.split == s] for s in ("train", "dev", "test")}
     assert [len(by[s]) for s in ("train", "dev", "test")] == [6, 3, 3]
     for s in by.values():
@@ -145,22 +148,22 @@ def test_speakers_split_disjoint_and_cover_every_voice():
     assert all(0.9 <= x.resample <= 1.1 for x in spk)
     assert all((x.f0_mean is None) == (x.voice == "slt") for x in spk)
     with pytest.raises(ValueError, match="multiple of 3 and at least 12"):
-        corpus.make_speakers(10, seed=0)
+        plan.make_speakers(10, seed=0)
 
 
 def test_nine_speakers_are_refused_as_they_leave_test_without_a_speaker():
     # per base voice the speakers go train, train, dev, test: 9 speakers (3 per voice) gave no
     # test speaker at all
     with pytest.raises(ValueError, match=r"at least 12 .*got 9"):
-        corpus.make_speakers(9, seed=0)
+        plan.make_speakers(9, seed=0)
     for n in (12, 15, 18):
-        assert {x.split for x in corpus.make_speakers(n, seed=0)} == {"train", "dev", "test"}
+        assert {x.split for x in plan.make_speakers(n, seed=0)} == {"train", "dev", "test"}
 
 
 def test_the_shipped_15_speaker_recipe_is_unchanged():
     # data/speech (make speech-sample: 15 speakers, seed 0) must stay byte-identical
     info = json.loads((SAMPLE / "corpus.json").read_text())
-    assert [s.recipe() for s in corpus.make_speakers(15, seed=info["seed"])] == info["speakers"]
+    assert [s.recipe() for s in plan.make_speakers(15, seed=info["seed"])] == info["speakers"]
     tsv = (SAMPLE / "speakers.tsv").read_text().splitlines()
     assert tsv[0].split("\t")[:3] == ["name", "family", "synth"]
     assert [ln.split("\t")[1] for ln in tsv[1:]] == ["kal", "ked", "slt"] * 5
@@ -169,19 +172,19 @@ def test_the_shipped_15_speaker_recipe_is_unchanged():
 def test_utterances_that_leave_a_split_empty_are_refused_before_synthesis(tmp_path):
     # utterance i goes to speaker i mod S: with 12 speakers the first test speaker (s09) gets
     # utterance 9, so fewer than 10 utterances leave test empty; refused before Festival runs
-    spk = corpus.make_speakers(12, seed=0)
+    spk = plan.make_speakers(12, seed=0)
     with pytest.raises(SystemExit, match=r"--utterances 9 with 12 speakers leaves the test split empty.*at least 10"):
-        corpus.check_splits(spk, 9)
+        plan.check_splits(spk, 9)
     with pytest.raises(SystemExit, match=r"leaves the dev, test splits empty"):
         corpus.generate(tmp_path / "c", utterances=3, speakers=12, seed=0, jobs=1, fmt="wav")
     assert not (tmp_path / "c").exists()
-    assert corpus.check_splits(spk, 10) == {"train": 6, "dev": 3, "test": 1}
+    assert plan.check_splits(spk, 10) == {"train": 6, "dev": 3, "test": 1}
 
 
 def test_a_split_festival_left_empty_is_refused():
     written = {"train": ["s00kal/u00000"], "dev": ["s06kal/u00006"], "test": []}
     with pytest.raises(SystemExit, match=r"no utterance of the test split was written.*skipped"):
-        corpus.check_written(written)
+        plan.check_written(written)
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
@@ -194,13 +197,13 @@ def test_make_test_installs_what_the_festival_tests_need():
     recipe = subprocess.run(["make", "-n", "test"], cwd=SCRIPT.parents[1], capture_output=True, text=True,
                             check=True).stdout
     listed = {p for group in re.findall(r'pkgs="(?:\$\{pkgs:\+\$pkgs \})?([^"$]+)"', recipe) for p in group.split()}
-    assert set(corpus.PACKAGES) <= listed, sorted(set(corpus.PACKAGES) - listed)
+    assert set(festival.PACKAGES) <= listed, sorted(set(festival.PACKAGES) - listed)
 
 
 @pytest.mark.skipif(shutil.which("festival") is None, reason="Festival is not installed")
 def test_generation_deterministic_for_job_counts(tmp_path):
     try:
-        corpus.check_festival(install=False)
+        festival.check_festival(install=False)
     except SystemExit:
         pytest.skip("Festival voices are not installed")
     one, two = tmp_path / "one", tmp_path / "two"
@@ -222,10 +225,10 @@ def test_generation_deterministic_for_job_counts(tmp_path):
 
 @pytest.mark.skipif(shutil.which("festival") is None, reason="Festival is not installed")
 def test_a_sentence_festival_crashes_on_is_skipped_and_counted(tmp_path):
-    spk = corpus.make_speakers(12, seed=0)[0]
+    spk = plan.make_speakers(12, seed=0)[0]
     batch = [("a__u0", spk, "The dog ran home."), ("a__u1", spk, "..."), ("a__u2", spk, "A cat sat down.")]
     counts: list[int] = []  # what the progress bar is told: every utterance once, said or not
-    failed = corpus.run_festival(batch, tmp_path, counts.append)  # Festival segfaults on text without a word
+    failed = festival.run_festival(batch, tmp_path, counts.append)  # Festival segfaults on text without a word
     assert failed == {"a__u1": "festival_crashed"} and sum(counts) == 3
     assert (tmp_path / "a__u0.done").exists() and (tmp_path / "a__u2.done").exists()
 
@@ -234,38 +237,38 @@ VOICES5 = ["kal", "slt", "espeak:en-us+m3", "espeak:en-us+f3", "espeak:en-us+kla
 
 
 def test_voice_families_and_their_splits():
-    assert corpus.family_of("espeak:en-us+f3") == "enusf3" and corpus.family_of("slt") == "slt"
+    assert plan.family_of("espeak:en-us+f3") == "enusf3" and plan.family_of("slt") == "slt"
     with pytest.raises(ValueError, match="expected one of kal, ked, slt"):
-        corpus.family_of("awb")
-    assert corpus.family_splits(["kal", "espeak:en-us"]) == {"kal": ["train", "dev", "test"],
+        plan.family_of("awb")
+    assert plan.family_splits(["kal", "espeak:en-us"]) == {"kal": ["train", "dev", "test"],
                                                             "enus": ["train", "dev", "test"]}
-    got = corpus.family_splits(VOICES5, train=["kal", "espeak:en-us+m3", "espeak:en-us+klatt"],
+    got = plan.family_splits(VOICES5, train=["kal", "espeak:en-us+m3", "espeak:en-us+klatt"],
                                dev=["espeak:en-us+klatt"], test=["slt", "espeak:en-us+f3"])
     assert got == {"kal": ["train"], "slt": ["test"], "enusm3": ["train"], "enusf3": ["test"],
                    "enusklatt": ["train", "dev"]}
     with pytest.raises(ValueError, match=r"slt in both --train-voices and --test-voices: the test voices must be"):
-        corpus.family_splits(VOICES5, train=["kal", "slt"], dev=["kal"], test=["slt"])
+        plan.family_splits(VOICES5, train=["kal", "slt"], dev=["kal"], test=["slt"])
     with pytest.raises(ValueError, match=r"enusklatt in no split"):
-        corpus.family_splits(VOICES5, train=["kal", "espeak:en-us+m3"], dev=["kal"], test=["slt", "espeak:en-us+f3"])
+        plan.family_splits(VOICES5, train=["kal", "espeak:en-us+m3"], dev=["kal"], test=["slt", "espeak:en-us+f3"])
     with pytest.raises(ValueError, match=r"--dev-voices is empty"):
-        corpus.family_splits(VOICES5, train=["kal"], test=["slt"])
+        plan.family_splits(VOICES5, train=["kal"], test=["slt"])
     with pytest.raises(ValueError, match=r"--test-voices names x, not in --voices \(kal, awb\)"):
-        corpus.family_splits(["kal", "espeak:awb"], train=["kal"], dev=["kal"], test=["espeak:awb", "espeak:x"])
+        plan.family_splits(["kal", "espeak:awb"], train=["kal"], dev=["kal"], test=["espeak:awb", "espeak:x"])
 
 
 def test_voice_disjoint_speakers_and_rotations():
-    splits = corpus.family_splits(VOICES5, train=["kal", "espeak:en-us+m3", "espeak:en-us+klatt"],
+    splits = plan.family_splits(VOICES5, train=["kal", "espeak:en-us+m3", "espeak:en-us+klatt"],
                                   dev=["espeak:en-us+klatt"], test=["slt", "espeak:en-us+f3"])
-    spk = corpus.make_speakers(15, 0, VOICES5, splits)
+    spk = plan.make_speakers(15, 0, VOICES5, splits)
     by = {k: {s.family for s in spk if s.split == k} for k in ("train", "dev", "test")}
     assert by == {"train": {"kal", "enusm3", "enusklatt"}, "dev": {"enusklatt"}, "test": {"slt", "enusf3"}}
     es = [s for s in spk if s.synth == "espeak"]
     assert len(es) == 9 and all(140 <= s.rate <= 200 and 25 <= s.pitch <= 75 for s in es)
     assert es[0].name == "s02enusm3" and es[0].voice == "en-us+m3" and es[0].resample == 1.0
     # in-voice corpus: every family everywhere; a rotation holds one family out of train and dev
-    spk = corpus.make_speakers(20, 0, VOICES5)
+    spk = plan.make_speakers(20, 0, VOICES5)
     lists = {k: [f"{s.name}/u{i:05d}" for i, s in enumerate(spk) if s.split == k] for k in ("train", "dev", "test")}
-    rot = corpus.rotations(spk, lists)
+    rot = plan.rotations(spk, lists)
     assert set(rot) == {"kal", "slt", "enusm3", "enusf3", "enusklatt"}
     r = rot["enusf3"]
     held = sorted(u for u in sum(lists.values(), []) if "enusf3" in u)
@@ -276,7 +279,7 @@ def test_voice_disjoint_speakers_and_rotations():
     assert len(r["train"]) == 8 and len(r["test_in_voice"]) == 4
     # one synthesizer out: no Festival speaker in the festival rotation's train or dev
     synth = {s.name: s.synth for s in spk}
-    rs = corpus.rotations(spk, lists, by="synth")
+    rs = plan.rotations(spk, lists, by="synth")
     assert set(rs) == {"festival", "espeak"}
     f = rs["festival"]
     assert {synth[u.split("/")[0]] for k in ("train", "dev", "test_in_voice") for u in f[k]} == {"espeak"}
@@ -315,21 +318,21 @@ def flite_missing() -> str | None:
 
 
 def test_flite_families_and_the_voices_of_festival_speakers_refused():
-    assert corpus.family_of("flite:awb") == "fliteawb" and corpus.family_of("flite:rms") == "fliterms"
+    assert plan.family_of("flite:awb") == "fliteawb" and plan.family_of("flite:rms") == "fliterms"
     for v, festival in (("slt", "slt"), ("kal", "kal"), ("kal16", "kal")):
         with pytest.raises(ValueError, match=rf"flite's {v} is the same recorded speaker as Festival's {festival}"):
-            corpus.family_of(f"flite:{v}")
+            plan.family_of(f"flite:{v}")
     with pytest.raises(ValueError, match="flite voices offered are flite:awb, flite:rms"):
-        corpus.family_of("flite:awb_time")
+        plan.family_of("flite:awb_time")
     with pytest.raises(ValueError, match="flite:awb, flite:rms"):
-        corpus.family_of("awb")
+        plan.family_of("awb")
     with pytest.raises(SystemExit, match="same recorded speaker"):  # refused before any synthesis
         corpus.generate(Path("/nonexistent/c"), utterances=16, speakers=8, seed=0, jobs=1, fmt="wav",
                         voices=("kal", "flite:slt"))
 
 
 def test_flite_speakers_draw_tempo_and_f0_like_festivals_diphone_speakers():
-    spk = corpus.make_speakers(16, 0, ["kal", "espeak:en-us", "flite:awb", "flite:rms"])
+    spk = plan.make_speakers(16, 0, ["kal", "espeak:en-us", "flite:awb", "flite:rms"])
     fl = [s for s in spk if s.synth == "flite"]
     assert [s.name for s in fl[:2]] == ["s02fliteawb", "s03fliterms"] and [s.voice for s in fl[:2]] == ["awb", "rms"]
     assert all(0.85 <= s.stretch <= 1.2 and s.rate is None for s in fl)
@@ -345,10 +348,10 @@ def test_flite_speakers_draw_tempo_and_f0_like_festivals_diphone_speakers():
 
 def test_rotations_leave_each_of_three_synthesizers_out():
     voices = ["kal", "slt", "espeak:en-us", "espeak:en-us+f3", "flite:awb", "flite:rms"]
-    spk = corpus.make_speakers(24, 0, voices)
+    spk = plan.make_speakers(24, 0, voices)
     lists = {k: [f"{s.name}/u{i:05d}" for i, s in enumerate(spk) if s.split == k] for k in ("train", "dev", "test")}
     synth = {s.name: s.synth for s in spk}
-    rs = corpus.rotations(spk, lists, by="synth")
+    rs = plan.rotations(spk, lists, by="synth")
     assert set(rs) == {"festival", "espeak", "flite"}
     every = sorted(sum(lists.values(), []))
     for held, r in rs.items():
@@ -363,7 +366,7 @@ def test_radio_labels_are_exact_after_the_resampling_factor():
     segs = [(0.2, "pau"), (0.25, "dh"), (0.31, "ax"), (0.50, "k"), (0.50001, "ae"), (0.7, "t"), (0.9, "pau")]
     said = [(0.2, 0.31, "the"), (0.31, 0.7, "cat")]
     f, n = 1.07, 13_500
-    phn, words, dropped, dropped_words = corpus.radio_labels(segs, said, "The cat.", n, f)
+    phn, words, dropped, dropped_words = common.radio_labels(segs, said, "The cat.", n, f)
     # t -> round(t * 16000 / f); ae rounds to zero samples (dropped); the last ends at the file's end
     assert phn == [[0, 2991, "h#"], [2991, 3738, "dh"], [3738, 4636, "ax"], [4636, 7477, "k"], [7477, 10467, "t"],
                    [10467, n, "h#"]]
@@ -373,8 +376,8 @@ def test_radio_labels_are_exact_after_the_resampling_factor():
 
 @pytest.mark.skipif(flite_missing() is not None, reason=flite_missing() or "")
 def test_a_word_flite_reads_otherwise_skips_the_utterance(tmp_path):
-    spk = corpus.make_speakers(16, 0, ["kal", "espeak:en-us", "flite:awb", "flite:rms"])[2]
-    row = corpus.flite_utterance(f"{spk.name}__u00002", spk, "The boss gave me his A-list of people.", tmp_path, "wav")
+    spk = plan.make_speakers(16, 0, ["kal", "espeak:en-us", "flite:awb", "flite:rms"])[2]
+    row = flite.flite_utterance(f"{spk.name}__u00002", spk, "The boss gave me his A-list of people.", tmp_path, "wav")
     # flite says the letter name (its word "_a"), not the article of the transcript
     assert row["skipped"] == "flite_words_differ" and row["flite_words"].startswith("the boss gave me his _a list")
     assert not any(tmp_path.iterdir())
@@ -393,7 +396,7 @@ def test_a_flite_corpus_is_valid_timit_layout_with_exact_labels(tmp_path):
     assert info["flite"]["utterances"] == 10 and info["flite"]["skipped"] == {} and info["utterances"] == 15
     assert sorted(p.name for p in (root / "lovo_synth").iterdir()) == ["espeak", "flite"]
     assert sorted(p.name for p in (root / "lovo").iterdir()) == ["enus", "fliteawb", "fliterms"]
-    spk = {s.name: s for s in corpus.make_speakers(12, 4, ["espeak:en-us", "flite:awb", "flite:rms"])}
+    spk = {s.name: s for s in plan.make_speakers(12, 4, ["espeak:en-us", "flite:awb", "flite:rms"])}
     fl = flite_synth.Flite()
     resampled = 0
     for wav in sorted(root.glob("s*flite*/*.wav")):
@@ -429,16 +432,16 @@ def test_rotations_that_would_write_empty_lists_are_refused_before_synthesis(tmp
     assert not (tmp_path / "c").exists()
     # every other family only tests: holding out the one train and dev family empties both, so that
     # rotation is not written; the test family's rotation is
-    splits = corpus.family_splits(["kal", "slt"], train=["kal"], dev=["kal"], test=["slt"])
-    spk = corpus.make_speakers(8, 0, ["kal", "slt"], splits)
-    assert corpus.check_rotations(spk, ["kal", "slt"]) == {"kal": ["train", "dev"]}
-    assert corpus.check_rotations(corpus.make_speakers(8, 0, ["kal", "slt"]), ["kal", "slt"]) == {}  # in-voice
+    splits = plan.family_splits(["kal", "slt"], train=["kal"], dev=["kal"], test=["slt"])
+    spk = plan.make_speakers(8, 0, ["kal", "slt"], splits)
+    assert plan.check_rotations(spk, ["kal", "slt"]) == {"kal": ["train", "dev"]}
+    assert plan.check_rotations(plan.make_speakers(8, 0, ["kal", "slt"]), ["kal", "slt"]) == {}  # in-voice
     # after synthesis: a list the synthesizers' skips emptied; refused when every rotation is empty
-    assert corpus.check_rotations(spk, ["kal", "espeak:en-us"], by="synth",
+    assert plan.check_rotations(spk, ["kal", "espeak:en-us"], by="synth",
                                   lists={"espeak": {"train": ["a"], "dev": [], "test": ["b"]},
                                          "festival": {"train": ["c"], "dev": ["d"], "test": ["e"]}}) == {"espeak": ["dev"]}
     with pytest.raises(SystemExit, match=r"holding out the synthesizer espeak leaves its dev list empty \(no other "
                                          r"synthesizer has a speaker there, and so does every other rotation\)"):
-        corpus.check_rotations(spk, ["kal", "espeak:en-us"], by="synth",
+        plan.check_rotations(spk, ["kal", "espeak:en-us"], by="synth",
                                lists={"espeak": {"train": ["a"], "dev": [], "test": ["b"]},
                                       "festival": {"train": [], "dev": ["d"], "test": ["e"]}})
