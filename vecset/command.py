@@ -11,7 +11,7 @@ first on the command line, importing only that subcommand's code:
 - ``configs``: the shipped configs, listed or copied (``vecset/shipped.py``; no torch).
 
 ``vecset --help`` is answered here, without importing torch (``vecset fit --help`` shows
-LightningCLI's full options), so that it answers at once (bench/startup.py measures it).
+LightningCLI's full options), so that it answers at once (measured: bench/logs/2026-12-06-startup.md).
 
 ``OMP_WAIT_POLICY=PASSIVE`` unless the user set the variable: torch's OpenMP threads then
 sleep at the end of a parallel region instead of spinning for a while. On a laptop or a
