@@ -1,4 +1,4 @@
-"""Alignments beside .phn (encoders/speech/alignment_formats.py): Praat TextGrid, Kaldi CTM and
+"""Alignments beside .phn (encoders/speech/alignment_*.py): Praat TextGrid, Kaldi CTM and
 Buckeye .phones read into the phone set's segments; MFA's ARPAbet and silences mapped and counted;
 malformed files (overlap, gap, missing tier, past the audio's end, unknown label) are errors
 naming file, tier and interval; the format detected beside the audio or chosen."""
