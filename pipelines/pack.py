@@ -127,13 +127,20 @@ def folder_sha256(folder: Path) -> tuple[str, int, int]:
 
 def data_files(config: dict) -> list[dict]:
     """Every file or folder the data module's arguments name (its CSV, a folder of series or
-    images; not its cache), with its sha256 (a folder's: ``folder_sha256``)."""
+    images; not its cache), with its sha256 (a folder's: ``folder_sha256``). A path is found as
+    the data modules find it (``vecset.shipped.data_file``: from the working directory, else the
+    shipped data), so a run on the shipped data names its files from any folder."""
+    from vecset.shipped import data_file
+
     out = []
     for key, value in sorted(((config.get("data") or {}).get("init_args") or {}).items()):
         # a cache the data module writes (``cache_dir``) is not data
-        if "cache" in key or not (isinstance(value, str) and value and Path(value).exists()):
+        if "cache" in key or not (isinstance(value, str) and value):
             continue
-        path = Path(value)
+        try:
+            path = data_file(value, key)
+        except OSError:  # not a path (a phone set's name, ...), or gone
+            continue
         if path.is_file():
             out.append({"argument": key, "path": value, "sha256": sha256(path), "bytes": path.stat().st_size})
         elif path.is_dir():
