@@ -210,7 +210,30 @@ def textgrid_tier(path: Path, tg: dict, tier: str, sample_rate: int) -> list[Int
             for i, (s, e, lab) in enumerate(t["entries"], 1)]
 
 
+def write_textgrid(path: Path, tiers: dict[str, list[tuple[float, float, str]]], duration: float) -> None:
+    """A Praat TextGrid (long text format, UTF-8, as praatio writes it) with one interval tier per
+    ``tiers`` entry: name -> its intervals (start s, end s, label), contiguous from 0 to
+    ``duration``; ``read_textgrid`` reads it back."""
+    from praatio.utilities import textgrid_io
+    from praatio.utilities.constants import Interval as PraatInterval
+
+    tg = {"xmin": 0.0, "xmax": duration,
+          "tiers": [{"class": "IntervalTier", "name": name, "xmin": 0.0, "xmax": duration,
+                     "entries": [PraatInterval(s, e, lab) for s, e, lab in entries]} for name, entries in tiers.items()]}
+    # no ultrashort-interval removal: every interval is written as given
+    text = textgrid_io.getTextgridAsStr(tg, "long_textgrid", includeBlankSpaces=True, minimumIntervalLength=None)
+    Path(path).write_text(text, encoding="utf-8")
+
+
 # --- Kaldi CTM ---------------------------------------------------------------------------------
+def write_ctm(path: Path, utterance: str, intervals: list[tuple[float, float, str]]) -> None:
+    """A CTM file of one utterance: ``utterance 1 start duration label`` per interval (start s,
+    end s, label), times to 0.1 µs (a 16 kHz sample's time exactly: ``read_ctm`` gives the
+    samples back)."""
+    lines = [f"{utterance} 1 {s:.7f} {e - s:.7f} {lab}\n" for s, e, lab in intervals]
+    Path(path).write_text("".join(lines))
+
+
 def read_ctm(path: Path) -> dict[str, list[tuple[float, float, str, int]]]:
     """A CTM file: utterance id -> its rows (start s, end s, label, line number) in file order."""
     out: dict[str, list[tuple[float, float, str, int]]] = {}
