@@ -54,10 +54,20 @@ DATA = {
                       "the official 60,000/10,000 split",
                       "Debian's dataset-fashion-mnist; Expat (Zalando SE); its first 500 test images shipped in "
                       "data/fashion_mnist/t10k_first500.npz"),
-    "speech_frames": ("the shipped speech sample data/speech: 240 utterances, 15 speakers made from Festival's three "
+    "speech_frames": ("The shipped speech sample data/speech: 240 utterances, 15 speakers made from Festival's three "
                       "English voices (kal and ked diphone, slt HTS: synthetic speech, not recordings of people), phone-aligned; "
                       "test speakers and sentences unseen in training, their voices seen",
                       "synthesized with Festival 2.5 (scripts/make_speech_corpus.py); data/README.md"),
+}
+
+
+# what a model is for, where its card should say more than its data (the README's first paragraph)
+ABOUT = {
+    "speech_frames": "It labels each 10 ms frame of English speech with a Festival phone and merges the frames into "
+                     "phone segments (a TextGrid, CTM or .phn per recording): a demonstration of the speech job "
+                     "and a starting point for fine-tuning. It was trained on synthetic voices only (Festival's kal, "
+                     "ked and slt): expect much lower accuracy on recordings of people or on other voices "
+                     "(docs/speech.md#results).",
 }
 
 
@@ -105,7 +115,8 @@ def ship(name: str, run_dirs: list[Path], out_root: Path, build_seconds: float |
     if build_seconds is None and (ROOT / "configs" / f"{run_dir.parent.name}.yaml").is_file():
         config, fit_args = f"configs/{run_dir.parent.name}.yaml", FIT_ARGS.get(run_dir.parent.name, [])
     card = pack(run_dirs, out_root / name, name=name, data=DATA[name][0], licence=DATA[name][1], config=config,
-                fit_args=fit_args, slice_size=SLICES.get(name, SLICE), build_seconds=build_seconds)
+                fit_args=fit_args, slice_size=SLICES.get(name, SLICE), build_seconds=build_seconds,
+                about=ABOUT.get(name))
     if out_root.resolve() == (ROOT / "vecset" / "models").resolve():  # the guides link this copy
         CARDS.mkdir(parents=True, exist_ok=True)
         (CARDS / f"{name}.json").write_text((out_root / name / "card.json").read_text())
