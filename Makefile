@@ -135,7 +135,7 @@ ablations-quick: $(STAMP)
 # config, then written with its model card to vecset/models/<name>/ (scripts/ship_predictors.py;
 # docs/molecules.md#shipped-predictors); MODELS picks some, e.g. make models MODELS=freesolv;
 # fashion_mnist trains for its config's 30 minutes and needs Debian's dataset-fashion-mnist
-MODELS ?= freesolv solubility digits b3db g2p fashion_mnist
+MODELS ?= freesolv solubility digits b3db g2p fashion_mnist speech_frames
 .PHONY: models
 models: $(STAMP)
 	$(PY) scripts/ship_predictors.py --train $(MODELS)

@@ -127,13 +127,20 @@ def folder_sha256(folder: Path) -> tuple[str, int, int]:
 
 def data_files(config: dict) -> list[dict]:
     """Every file or folder the data module's arguments name (its CSV, a folder of series or
-    images; not its cache), with its sha256 (a folder's: ``folder_sha256``)."""
+    images; not its cache), with its sha256 (a folder's: ``folder_sha256``). A path is found as
+    the data modules find it (``vecset.shipped.data_file``: from the working directory, else the
+    shipped data), so a run on the shipped data names its files from any folder."""
+    from vecset.shipped import data_file
+
     out = []
     for key, value in sorted(((config.get("data") or {}).get("init_args") or {}).items()):
         # a cache the data module writes (``cache_dir``) is not data
-        if "cache" in key or not (isinstance(value, str) and value and Path(value).exists()):
+        if "cache" in key or not (isinstance(value, str) and value):
             continue
-        path = Path(value)
+        try:
+            path = data_file(value, key)
+        except OSError:  # not a path (a phone set's name, ...), or gone
+            continue
         if path.is_file():
             out.append({"argument": key, "path": value, "sha256": sha256(path), "bytes": path.stat().st_size})
         elif path.is_dir():
@@ -150,10 +157,10 @@ def split_of(config: dict) -> dict:
 
 def pack(run_dirs: list[Path], out: Path, *, name: str | None = None, data: str | None = None,
          licence: str | None = None, config: str | None = None, fit_args: list[str] | None = None,
-         slice_size: int = SLICE, build_seconds: float | None = None) -> dict:
+         slice_size: int = SLICE, build_seconds: float | None = None, about: str | None = None) -> dict:
     """Write ``model.pt``, ``card.json`` and ``README.md`` for ``run_dirs`` into ``out``; the card.
-    ``name``, ``data``, ``licence``, ``config``: what the card says (default: the run's folder
-    name, its data files, none, its config.yaml)."""
+    ``name``, ``data``, ``licence``, ``config``, ``about``: what the card says (default: the run's
+    folder name, its data files, none, its config.yaml, nothing on what the model is for)."""
     run_dirs = [Path(d) for d in run_dirs]
     run_dir, out = run_dirs[0], Path(out)
     bundle, cls, test, results = bundle_of(run_dirs)
@@ -169,6 +176,7 @@ def pack(run_dirs: list[Path], out: Path, *, name: str | None = None, data: str 
     fit_args = fit_args or []
     card = {
         "name": name,
+        **({"about": about} if about else {}),
         "predictor": f"{cls.__module__}.{cls.__qualname__}",
         "config": config, "fit_args": fit_args, "command": " ".join(["vecset fit --config", config, *fit_args]),
         "data": data or ", ".join(f["path"] for f in data_files(cfg)) or "see config", "licence": licence,
@@ -206,6 +214,11 @@ def pack(run_dirs: list[Path], out: Path, *, name: str | None = None, data: str 
     return card
 
 
+def data_given(card: dict) -> bool:
+    """The card's ``data`` is words given to ``pack`` (not its data files' paths, which it lists)."""
+    return card["data"] != ", ".join(f["path"] for f in card["data_files"])
+
+
 def readme(card: dict, predictor: Predictor, config: dict) -> str:
     """The model card as Markdown, from ``card.json`` and the run's config."""
     files = "\n".join(f"- `{f['path']}` ({f['argument']}, {f.get('files', 1)} file(s), {f['bytes']} bytes), "
@@ -214,13 +227,13 @@ def readme(card: dict, predictor: Predictor, config: dict) -> str:
     lines = [
         f"# {card['name']}", "",
         f"A vecset model packed on {card['date']} from `{card['run_dir']}` (checkpoint `{card['checkpoint']}`), "
-        f"read by `{card['predictor']}`.", "",
+        f"read by `{card['predictor']}`." + (f" {card['about']}" if card.get("about") else ""), "",
         "```python", "import vecset", "",
         f"predictor = vecset.pretrained(\"path/to/{card['name']}\")  # this folder",
         f"predictor.predict([...], as_frame=True)  # columns: {', '.join(predictor.columns)}", "```", "",
         f"or `vecset predict --model path/to/this/folder {predictor.input_flag} ...` "
         f"(or `--input FILE.csv` with a `{predictor.input_column}` column; its other columns are kept).", "",
-        "## Data", "", files, "", f"Split: `{json.dumps(card['split'])}`."
+        "## Data", "", *([card["data"], ""] if card["data_files"] and data_given(card) else []), files, "", f"Split: `{json.dumps(card['split'])}`."
         + (f" Licence: {card['licence']}." if card.get("licence") else ""), "",
         "## Results", "",
         f"The run's test metrics (`results.json`, monitored `{run.get('monitor')}`, best {run.get('best_val')}, "

@@ -111,6 +111,11 @@ class Predictor:
     # inputs whose predictions a packed card records (None: the test split's first three)
     known_inputs: ClassVar[list | None] = None
     values: list[str]
+    # a job whose rows hold more than a CSV cell (a recording's frame labels) writes a file per
+    # input in one of these formats (``write_file``; ``vecset predict --format``, ``--out DIR``),
+    # and the command's CSV lists those files with the ``table_values`` (None: every value)
+    file_formats: ClassVar[tuple[str, ...]] = ()
+    table_values: ClassVar[list[str] | None] = None
 
     def __init__(self, name: str, path: Path, bundle: dict, card: dict) -> None:
         self.name, self.card, self.extra = name, card, bundle["predictor"]
@@ -179,6 +184,15 @@ class Predictor:
 
     def run(self, items: list) -> list[dict]:
         """A batch of prepared items -> the predicted columns of each row."""
+        raise NotImplementedError
+
+    @staticmethod
+    def file_suffix(fmt: str) -> str:
+        """The file name's suffix of a ``file_formats`` format (``.TextGrid``)."""
+        raise NotImplementedError
+
+    def write_file(self, row: dict, path: Path, fmt: str) -> None:
+        """A predicted row as a file in one of ``file_formats``."""
         raise NotImplementedError
 
     def notes(self, rows: list[dict]) -> list[str]:

@@ -143,7 +143,43 @@ def write_rows(rows: list[dict], columns: list[str], out) -> None:
         w.writerow([format_value(r[c]) for c in columns])
 
 
-def parser(model_flag: str | None, metavar: str = "INPUT"):
+def check_out_dir(path: Path) -> None:
+    """``--out`` of a predictor that writes files: a folder that can be made and written."""
+    if path.exists() and not path.is_dir():
+        raise PredictorError(f"--out {path}: a file (give the folder to write the files into)")
+    parent = path
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise PredictorError(f"--out {path}: cannot write there ({parent} is not a folder that can be written)")
+
+
+def file_targets(cls: type[Predictor], sources: list[str], out: Path | None, formats: list[str]) -> list[list[Path]]:
+    """Per input, the files ``write_file`` writes: beside the input (never over an existing file:
+    an alignment may be there), or into ``out`` (named by the input's stem; a stem seen before
+    gets its folder's name, then a number)."""
+    used: set[str] = set()
+    targets = []
+    for i, src in enumerate(map(Path, sources)):
+        if out is None:
+            paths = [src.with_suffix(cls.file_suffix(f)) for f in formats]
+            there = [str(p) for p in paths if p.exists()]
+            if there:
+                raise PredictorError(f"{there[0]}: exists; vecset predict writes beside the input only where no such "
+                                     "file is (it may be an alignment): give --out DIR")
+        else:
+            name = src.stem
+            for candidate in (src.stem, f"{src.parent.name}_{src.stem}", f"{src.stem}_{i}"):
+                if candidate not in used:
+                    name = candidate
+                    break
+            used.add(name)
+            paths = [out / f"{name}{cls.file_suffix(f)}" for f in formats]
+        targets.append(paths)
+    return targets
+
+
+def parser(model_flag: str | None, metavar: str = "INPUT", formats: tuple[str, ...] = ()):
     import argparse
 
     p = argparse.ArgumentParser(
@@ -157,7 +193,14 @@ def parser(model_flag: str | None, metavar: str = "INPUT"):
         p.add_argument(model_flag, nargs="+", dest="given", metavar=metavar, help="the inputs")
     p.add_argument("--input", type=Path, help="a CSV (its --column; every column kept) or a text file, one input a line")
     p.add_argument("--column", default=None, help="the --input CSV's column (default: the model's, e.g. smiles)")
-    p.add_argument("--out", type=Path, help="write the CSV here (default: stdout)")
+    if formats:
+        p.add_argument("--format", nargs="+", choices=formats, default=[formats[0]],
+                       help=f"the file(s) written per input (default: {formats[0]})")
+        p.add_argument("--out", type=Path, metavar="DIR",
+                       help="write the files into this folder (default: beside each input); the CSV listing them "
+                            "goes to stdout")
+    else:
+        p.add_argument("--out", type=Path, help="write the CSV here (default: stdout)")
     return p
 
 
@@ -175,28 +218,37 @@ def command_main(argv: list[str]) -> int:
     if first.model is None:
         parser(None).parse_args(argv)  # its help, or the usage error naming --model
     try:
-        if first.out is not None:
-            check_out(first.out)
         try:
             cls = predictor_class(first.model)
         except PredictorError:
             if asks_help:
                 parser(None).parse_args(["--help"])
+            if first.out is not None:
+                check_out(first.out)
             raise
-        known = (cls.input_flag, "--input", "--column", "--help")
+        if first.out is not None:
+            (check_out_dir if cls.file_formats else check_out)(first.out)
+        known = (cls.input_flag, "--input", "--column", "--help", *(("--format",) if cls.file_formats else ()))
         wrong = next((a for a in rest if a.startswith("--") and a.split("=")[0] not in known), None)
         if wrong is not None:
             raise PredictorError(f"{wrong}: not an input of --model {first.model} (it takes {cls.input_flag} or --input)")
-        args = parser(cls.input_flag, cls.input_column.upper()).parse_args(argv)
+        args = parser(cls.input_flag, cls.input_column.upper(), cls.file_formats).parse_args(argv)
         if (args.given is not None) == (args.input is not None):
             raise PredictorError(f"--model {args.model}: give its inputs with {cls.input_flag} or --input FILE (one of them)")
         inputs = args.given if args.given is not None else read_inputs(args.input, args.column or cls.input_column)
+        targets = None
+        if cls.file_formats:  # where each input's files go, checked before any work
+            sources = inputs if isinstance(inputs, list) else list(inputs[args.column or cls.input_column])
+            targets = file_targets(cls, sources, args.out, args.format)
         predictor = pretrained(args.model)
     except PredictorError as e:
         sys.stderr.write(f"error: {e}\n")
         return 2
     rows = predictor.predict(inputs, column=args.column)
     columns = predictor.columns_for(None if isinstance(inputs, list) else list(inputs.columns))
+    if targets is not None:
+        rows, columns = written_files(predictor, rows, columns, targets, args.format)
+        args.out = None  # the files are written; the CSV listing them goes to stdout
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         with open(args.out, "w", newline="") as f:
@@ -215,6 +267,23 @@ def command_main(argv: list[str]) -> int:
     for line in predictor.notes([r for r in rows if not r["error"]]):
         sys.stderr.write(line + "\n")
     return 0
+
+
+def written_files(predictor: Predictor, rows: list[dict], columns: list[str], targets: list[list[Path]],
+                  formats: list[str]) -> tuple[list[dict], list[str]]:
+    """Each predicted row's files written (``Predictor.write_file``); the rows for the CSV: the
+    input columns, the ``table_values``, ``files`` (``;``-separated) and ``error``."""
+    for row, paths in zip(rows, targets, strict=True):
+        row["files"] = ""
+        if row["error"]:
+            continue
+        for path, fmt in zip(paths, formats, strict=True):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            predictor.write_file(row, path, fmt)
+        row["files"] = ";".join(map(str, paths))
+    shown = predictor.table_values if predictor.table_values is not None else predictor.values
+    given = [c for c in columns if c not in predictor.values and c != "error"]
+    return rows, [*given, *shown, "files", "error"]
 
 
 def wants_predictor(argv: list[str]) -> bool:

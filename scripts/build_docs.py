@@ -39,6 +39,20 @@ def stage(dest: Path) -> None:
             shutil.copy2(src, target)
 
 
+# a wide command scrolls inside its block rather than running off the page
+SCROLL_CSS = ".highlight pre { overflow-x: auto; white-space: pre; }\n.highlight pre code { white-space: pre; }\n"
+
+
+def stage_css(dest: Path) -> None:
+    """``css/code.css`` (mkdocs.yml's extra_css): the Pygments style of the code blocks
+    (pymdownx.highlight writes its classes) and their sideways scrolling."""
+    from pygments.formatters import HtmlFormatter
+
+    (dest / "css").mkdir(parents=True, exist_ok=True)
+    (dest / "css" / "code.css").write_text(HtmlFormatter(style="default").get_style_defs(".highlight") + "\n"
+                                           + SCROLL_CSS)
+
+
 def stage_package(dest: Path) -> Path:
     """The checkout's Python files under ``dest`` as the installed package has them
     (``vecset.backbone`` -> ``dest/vecset/backbone``); ``dest``."""
@@ -61,6 +75,7 @@ def build(site_dir: Path, strict: bool = True) -> Path:
     with tempfile.TemporaryDirectory(prefix="vecset-docs-") as tmp:
         src = Path(tmp) / "src"
         stage(src)
+        stage_css(src)
         package = stage_package(Path(tmp) / "package")
         text = (ROOT / "mkdocs.yml").read_text()
         if "paths: [.]" not in text:

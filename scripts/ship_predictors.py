@@ -30,12 +30,13 @@ sys.path.insert(0, str(ROOT))
 from vecset.pipelines.pack import SLICE, pack  # noqa: E402
 
 # the budget each is trained with (the config's own unless said here; the card states it)
-FIT_ARGS: dict[str, list[str]] = {}
+# speech_frames: 10 of the config's 30 epochs (a short run on one core: minutes, not half an hour)
+FIT_ARGS: dict[str, list[str]] = {"speech_frames": ["--trainer.max_epochs=10"]}
 # deep ensembles, members trained with seeds 0..k-1 (pipelines/ensemble.py's): FreeSolv's and B3DB's 3 members
 # are their most accurate models (docs/molecules.md#results); three times the training
 MEMBERS: dict[str, int] = {"freesolv": 3, "b3db": 3}
 # Fashion-MNIST's slice: the test images shipped in the repository (the card test needs no Debian package)
-SLICES = {"fashion_mnist": 500}
+SLICES = {"fashion_mnist": 500, "speech_frames": 10}  # speech: each target is a recording's frame labels
 FASHION_SLICE = ROOT / "data" / "fashion_mnist" / "t10k_first500.npz"  # scripts/make_fashion_slice.py
 CARDS = ROOT / "bench" / "results" / "predictors"  # a copy of each card.json, for the docs site
 DATA = {
@@ -53,6 +54,20 @@ DATA = {
                       "the official 60,000/10,000 split",
                       "Debian's dataset-fashion-mnist; Expat (Zalando SE); its first 500 test images shipped in "
                       "data/fashion_mnist/t10k_first500.npz"),
+    "speech_frames": ("The shipped speech sample data/speech: 240 utterances, 15 speakers made from Festival's three "
+                      "English voices (kal and ked diphone, slt HTS: synthetic speech, not recordings of people), phone-aligned; "
+                      "test speakers and sentences unseen in training, their voices seen",
+                      "synthesized with Festival 2.5 (scripts/make_speech_corpus.py); data/README.md"),
+}
+
+
+# what a model is for, where its card should say more than its data (the README's first paragraph)
+ABOUT = {
+    "speech_frames": "It labels each 10 ms frame of English speech with a Festival phone and merges the frames into "
+                     "phone segments (a TextGrid, CTM or .phn per recording): a demonstration of the speech job "
+                     "and a starting point for fine-tuning. It was trained on synthetic voices only (Festival's kal, "
+                     "ked and slt): expect much lower accuracy on recordings of people or on other voices "
+                     "(docs/speech.md#results).",
 }
 
 
@@ -98,9 +113,10 @@ def ship(name: str, run_dirs: list[Path], out_root: Path, build_seconds: float |
     # a finished run (--from-run) was trained with its own config: runs/<config's stem>/version_<n>
     config, fit_args = f"configs/{name}.yaml", FIT_ARGS.get(name, [])
     if build_seconds is None and (ROOT / "configs" / f"{run_dir.parent.name}.yaml").is_file():
-        config, fit_args = f"configs/{run_dir.parent.name}.yaml", []
+        config, fit_args = f"configs/{run_dir.parent.name}.yaml", FIT_ARGS.get(run_dir.parent.name, [])
     card = pack(run_dirs, out_root / name, name=name, data=DATA[name][0], licence=DATA[name][1], config=config,
-                fit_args=fit_args, slice_size=SLICES.get(name, SLICE), build_seconds=build_seconds)
+                fit_args=fit_args, slice_size=SLICES.get(name, SLICE), build_seconds=build_seconds,
+                about=ABOUT.get(name))
     if out_root.resolve() == (ROOT / "vecset" / "models").resolve():  # the guides link this copy
         CARDS.mkdir(parents=True, exist_ok=True)
         (CARDS / f"{name}.json").write_text((out_root / name / "card.json").read_text())

@@ -143,14 +143,15 @@ def test_a_guide_command_parses(where, argv, guide_dir, monkeypatch, capsys):
         from vecset.pipelines.pretrained import PredictorError, parser, predictor_class
 
         model = argv[argv.index("--model") + 1]
+        formats: tuple[str, ...] = ()
         try:
             cls = predictor_class(model)
-            flag, metavar = cls.input_flag, cls.input_column.upper()
+            flag, metavar, formats = cls.input_flag, cls.input_column.upper(), cls.file_formats
         except PredictorError:
             assert "/" in model or not model.isidentifier() or model.startswith("my_"), f"{where}: --model {model}"
             flag = next((a for a in argv if a in ("--smiles", "--series", "--images", "--words")), "--smiles")
             metavar = flag[2:].upper()
-        parser(flag, metavar).parse_args(argv[1:])
+        parser(flag, metavar, formats).parse_args(argv[1:])  # a speech model's --format and --out DIR too
     elif argv[0] == "export":
         ckpt = argv[argv.index("--ckpt_path") + 1]
         (guide_dir / ckpt).parent.mkdir(parents=True, exist_ok=True)

@@ -55,3 +55,14 @@ def test_guides_link_to_their_json_and_the_links_resolve_in_the_site(site):
     targets = re.findall(r'href="([^"#]*speech_baselines\.json)"', html)
     assert targets, "docs/speech.md should link its results to bench/results/speech_baselines.json"
     assert (site / "docs" / "speech" / targets[0]).resolve().exists()
+
+
+def test_code_blocks_are_highlighted_at_build_time_and_scroll_sideways(site):
+    html = (site / "docs" / "speech" / "index.html").read_text()
+    # a fenced ```bash block (speech.md's first) becomes a Pygments-highlighted <pre>, not inline code
+    blocks = re.findall(r'<div class="highlight"><pre>(.*?)</pre></div>', html, re.S)
+    assert blocks and '<span class="c1"># self-attention' in blocks[0]  # a comment token: bash highlighted
+    assert "```" not in html and "hljs" not in html  # no fence left as text; no highlight.js from a CDN
+    css = (site / "css" / "code.css").read_text()
+    assert ".highlight .k " in css and "overflow-x: auto" in css
+    assert 'href="../../css/code.css"' in html

@@ -31,6 +31,7 @@ from vecset.encoders.speech.alignment import (
     frame_labels,
     frames_to_segments,
     read_phn,
+    write_phn,
 )
 from vecset.encoders.speech.alignment_formats import AlignmentFormat, PhoneMap
 from vecset.encoders.speech.alignment_reader import AlignmentReader, AlignmentSource
@@ -75,4 +76,4 @@ from vecset.encoders.speech.transcripts import (
     word_frames,
 )
 
-__all__ = ["AlignmentFormat", "AlignmentReader", "AlignmentSource", "PhoneMap", "Audio", "AudioFile", "COMPANION_EXTS", "INT16_SCALE", "SpeechReader", "Utterance", "featurize", "find_audio", "find_companion", "read_sentences", "read_vocabulary", "to_int16", "FESTIVAL_PHONES", "FOLD39", "FRAME_LENGTH", "FRAME_SHIFT", "Featurizer", "Normalization", "PhoneSet", "Recording", "SAMPLE_RATE", "Segment", "SpeechEncoder", "TIMIT39", "TIMIT61", "audio_extensions", "check_wav_complete", "frame_centres", "frame_labels", "fold39_runs", "frames_stats", "frames_to_segments", "normalise_sentence", "num_frames", "phone_names", "read_audio", "read_frames", "read_phn", "read_txt", "read_wrd", "recording_info", "recording_stats", "scoring_phones", "Word", "word_frames"]
+__all__ = ["AlignmentFormat", "AlignmentReader", "AlignmentSource", "PhoneMap", "Audio", "AudioFile", "COMPANION_EXTS", "INT16_SCALE", "SpeechReader", "Utterance", "featurize", "find_audio", "find_companion", "read_sentences", "read_vocabulary", "to_int16", "FESTIVAL_PHONES", "FOLD39", "FRAME_LENGTH", "FRAME_SHIFT", "Featurizer", "Normalization", "PhoneSet", "Recording", "SAMPLE_RATE", "Segment", "SpeechEncoder", "TIMIT39", "TIMIT61", "audio_extensions", "check_wav_complete", "frame_centres", "frame_labels", "fold39_runs", "frames_stats", "frames_to_segments", "normalise_sentence", "num_frames", "phone_names", "read_audio", "read_frames", "read_phn", "write_phn", "read_txt", "read_wrd", "recording_info", "recording_stats", "scoring_phones", "Word", "word_frames"]

@@ -69,6 +69,11 @@ def read_phn(path: str | Path, n_samples: int, phones: list[str] | None = None,
     return segs
 
 
+def write_phn(path: str | Path, segments: list[Segment]) -> None:
+    """A TIMIT ``.phn``: ``start end phone`` per segment, in samples (``read_phn`` reads it)."""
+    Path(path).write_text("".join(f"{s.start} {s.end} {s.phone}\n" for s in segments))
+
+
 def last_end(lines: list[str], default: int) -> int:
     """The end sample of a .phn's last well-formed line (``default`` when none)."""
     for line in reversed(lines):

@@ -40,3 +40,11 @@ def read_ctm(path: Path) -> dict[str, list[tuple[float, float, str, int]]]:
 def ctm_intervals(path: Path, rows: list[tuple[float, float, str, int]], sample_rate: int) -> list[Interval]:
     return [Interval(to_sample(s, sample_rate), to_sample(e, sample_rate), lab, f"line {ln} ({span(s, e)})")
             for s, e, lab, ln in rows]
+
+
+def write_ctm(path: Path, utterance: str, intervals: list[tuple[float, float, str]]) -> None:
+    """A CTM file of one utterance: ``utterance 1 start duration label`` per interval (start s,
+    end s, label), times to 0.1 µs (a 16 kHz sample's time exactly: ``read_ctm`` gives the
+    samples back)."""
+    lines = [f"{utterance} 1 {s:.7f} {e - s:.7f} {lab}\n" for s, e, lab in intervals]
+    Path(path).write_text("".join(lines))

@@ -43,3 +43,18 @@ def textgrid_tier(path: Path, tg: dict, tier: str, sample_rate: int) -> list[Int
     return [Interval(to_sample(float(s), sample_rate), to_sample(float(e), sample_rate), str(lab).strip(),
                      f"tier {tier!r}, interval {i} ({span(float(s), float(e))})")
             for i, (s, e, lab) in enumerate(t["entries"], 1)]
+
+
+def write_textgrid(path: Path, tiers: dict[str, list[tuple[float, float, str]]], duration: float) -> None:
+    """A Praat TextGrid (long text format, UTF-8, as praatio writes it) with one interval tier per
+    ``tiers`` entry: name -> its intervals (start s, end s, label), contiguous from 0 to
+    ``duration``; ``read_textgrid`` reads it back."""
+    from praatio.utilities import textgrid_io
+    from praatio.utilities.constants import Interval as PraatInterval
+
+    tg = {"xmin": 0.0, "xmax": duration,
+          "tiers": [{"class": "IntervalTier", "name": name, "xmin": 0.0, "xmax": duration,
+                     "entries": [PraatInterval(s, e, lab) for s, e, lab in entries]} for name, entries in tiers.items()]}
+    # no ultrashort-interval removal: every interval is written as given
+    text = textgrid_io.getTextgridAsStr(tg, "long_textgrid", includeBlankSpaces=True, minimumIntervalLength=None)
+    Path(path).write_text(text, encoding="utf-8")

@@ -209,6 +209,7 @@ class SpeechFramesDataModule(VecsetDataModule):
 
     # the batch_augment transforms it takes: its batches are frame sequences
     batch_augment_kind = FrameAugment
+    predictor = "vecset.pipelines.speech.predictor.SpeechPredictor"
 
     @classmethod
     def input_paths(cls, init_args: dict[str, Any], subcommand: str | None) -> dict[str, Path]:

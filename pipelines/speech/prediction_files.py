@@ -29,6 +29,7 @@ from vecset.encoders.speech import (
     SAMPLE_RATE,
     AudioFile,
     frames_to_segments,
+    write_phn,
 )
 from vecset.heads.segment_decoder import SegmentDecoder, ViterbiStream
 from vecset.pipelines.predict.output import PredictionOutput
@@ -113,8 +114,7 @@ class SpeechPredictionFiles:
         labels = [self.class_names[j] for j in f.labels.tolist()]
         segs = frames_to_segments(labels, f.n_samples, f.rate)
         phn = self.pred_dir / f"{f.name}.phn"
-        with open(phn, "w") as out:
-            out.writelines(f"{s.start} {s.end} {s.phone}\n" for s in segs)
+        write_phn(phn, segs)
         self.index.append({"input": str(f.audio), "frames": len(labels), "segments": len(segs),
                            "segments_from": "decoder" if f.decoded else "argmax", "phn": str(phn)})
 
