@@ -1,5 +1,4 @@
-"""CIFAR-10 (Krizhevsky 2009) from a local folder in torchvision's layout, never downloading.
-"""
+"""CIFAR-10 (Krizhevsky 2009) from a local folder in torchvision's layout, never downloading."""
 
 from __future__ import annotations
 
@@ -12,9 +11,7 @@ from torch import Tensor
 from torchvision.transforms import v2
 
 from vecset.pipelines.data.batch_augment import BatchAugment
-from vecset.pipelines.data.device_loader import (
-    ScaleNormalize,
-)
+from vecset.pipelines.data.device_loader import ScaleNormalize
 from vecset.pipelines.images.data import (
     ImageDataModule,
     TensorImages,

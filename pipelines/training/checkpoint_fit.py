@@ -12,12 +12,11 @@ from typing import Any
 import torch
 
 from vecset.contracts.abilities import DecodeSettings
-from vecset.pipelines.training.checkpoint_files import (
-    read_checkpoint,
-)
+from vecset.pipelines.training.checkpoint_files import read_checkpoint
 
 
 def flat_settings(d: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested config as ``{"a.b.c": value}`` (bookkeeping keys, ``_...``, left out)."""
     if isinstance(d, dict):
         out: dict[str, Any] = {}
         for k, v in d.items():
