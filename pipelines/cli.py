@@ -61,6 +61,7 @@ from vecset.pipelines.training.precision import (
 )
 from vecset.pipelines.training.run_folders import (
     claim_version,
+    last_checkpoint_named,
     remove_unused_run_dir,
     resumed_run,
     resumed_version,
@@ -333,6 +334,7 @@ def run_cli(args: list[str] | None = None, run: bool = True) -> VecsetCLI:
     except FileNotFoundError as e:  # neither a file nor a shipped config: one line, as a setting's error
         sys.stderr.write(f"error: {e}\n")
         raise SystemExit(2) from None
+    argv = last_checkpoint_named(argv, Path(RUNS_DIR) / config_name(argv))
     if args is None:
         sys.argv[1:] = argv
     else:

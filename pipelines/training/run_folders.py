@@ -75,6 +75,30 @@ def resumed_version(argv: list[str], root: Path) -> int | None:
     return version
 
 
+def last_checkpoint_named(argv: list[str], root: Path) -> list[str]:
+    """``argv`` of a ``validate``/``test``/``predict`` with ``--ckpt_path last``, the newest run's
+    last checkpoint under ``root`` named as a file instead: the command evaluates that run from a
+    folder of its own and leaves the run's config.yaml, metrics and results as they are (it
+    rewrote the run's config.yaml with its own). Any other command line is returned as it is."""
+    if not wants_last_checkpoint(argv) or not {"validate", "test", "predict"} & set(argv[:1]):
+        return argv
+    version = resumed_version(argv, root)
+    if version is None:
+        return argv  # no run with a last checkpoint: Lightning's own message says so
+    ckpts = Path(root) / f"version_{version}" / "checkpoints"
+    last = ckpts / "last.ckpt" if (ckpts / "last.ckpt").is_file() else max(ckpts.glob("last*.ckpt"),
+                                                                           key=lambda p: p.stat().st_mtime)
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "--ckpt_path" and i + 1 < len(argv) and argv[i + 1] == "last":
+            out += ["--ckpt_path", str(last)]
+            i += 2
+            continue
+        out.append(f"--ckpt_path={last}" if argv[i] == "--ckpt_path=last" else argv[i])
+        i += 1
+    return out
+
+
 def resumed_run(argv: list[str], runs: Path) -> tuple[str, int] | None:
     """A fit resuming from a checkpoint file in a run directory (``--ckpt_path
     runs/<job>/version_<n>/checkpoints/last.ckpt``) continues that directory: ``(job, n)``, so

@@ -234,6 +234,15 @@ def test_last_refuses_another_runs_data_and_a_finished_run(tmp_path, monkeypatch
     assert snapshot(a) == before
     assert sorted(p.name for p in (tmp_path / "runs/job").iterdir()) == ["version_0", "version_1"]
 
+    # a test of "last" on data B rewrote A's config.yaml with B's settings: now it tests A's last
+    # checkpoint from a folder of its own and A's files stay as they are
+    run_cli(["test", "--config", cfg, "--data.init_args.seed=1", "--ckpt_path", "last", "--plots=false",
+             "--trainer.enable_progress_bar=false"])
+    assert snapshot(a) == before
+    tested = yaml.safe_load((tmp_path / "runs/job/version_2/config.yaml").read_text())
+    assert tested["ckpt_path"] == "runs/job/version_0/checkpoints/last.ckpt"
+    assert tested["data"]["init_args"]["seed"] == 1
+
 
 def test_two_runs_never_claim_one_version(tmp_path, monkeypatch):
     """Two fits started together listed the same versions and both wrote into the next one.
