@@ -585,6 +585,11 @@ class MoleculeDataModule(VecsetDataModule):
                 ModelLink("output count", ("target_columns", "label_column", "classes"), "head", "num_outputs",
                           output_count)]
 
+    def predict_table(self) -> tuple[Path, str] | None:
+        """``predict_csv`` and its SMILES column: predicted by the molecule predictor, the rows of
+        ``vecset predict --model`` (its similarity, domain and uncertainty columns)."""
+        return None if self.predict_csv is None else (self.predict_csv, self.smiles_column)
+
     def prediction_output(self, out_dir: Path, model) -> MoleculeRows:
         """Per molecule its CSV line and SMILES and the prediction; the invalid rows apart."""
         return MoleculeRows(self, out_dir)
