@@ -197,9 +197,11 @@ class MoleculeDataModule(VecsetDataModule):
             the head's ``extra_features`` to their number, 217 with RDKit 2026.09; a
             mismatch is an error at setup).
         batch_size: molecules per batch.
-        predict_csv: a CSV of SMILES for ``vecset predict`` (its ``smiles_column``); invalid
-            rows are written to ``invalid_rows.csv`` and the rest predicted. Without it,
-            ``predict`` runs on the test split.
+        predict_csv: a CSV of SMILES for ``vecset predict`` (its ``smiles_column``); with
+            ``--ckpt_path`` its rows are predicted by the molecule predictor (``predict_table``:
+            the rows of ``vecset predict --model``, invalid ones in place with their error);
+            without (the config's own weights), invalid rows go to ``invalid_rows.csv`` and the
+            rest are predicted. Without it, ``predict`` runs on the test split.
         num_workers: DataLoader workers.
         cache: keep the featurized molecules on disk and read them from there when the same
             SMILES come again with the same settings (``encoders/graph/cache.py``).
