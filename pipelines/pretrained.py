@@ -154,7 +154,8 @@ def parser(model_flag: str | None, metavar: str = "INPUT", formats: tuple[str, .
         prog="vecset predict",
         description="Predict with a trained model: a shipped name, a model folder (vecset pack) or a run folder "
                     "(runs/<config>/version_<n>). No config or checkpoint needed. Writes a CSV: the input columns, "
-                    "the predicted ones, an error column (empty where the row was predicted).")
+                    "the predicted ones, an error column (empty where the row was predicted)."
+                    + (" This model also writes a file per input (--format), which the CSV lists." if formats else ""))
     p.add_argument("--model", required=True, metavar="NAME-or-DIR",
                    help=f"a shipped name ({', '.join(shipped())}; any case), a model folder or a run folder")
     if model_flag is not None:
