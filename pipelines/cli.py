@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
+import yaml
 from pytorch_lightning.callbacks import ModelSummary as LightningModelSummary
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 
@@ -42,8 +43,10 @@ from vecset.pipelines.config_links import (
     unset_target,
 )
 from vecset.pipelines.console import ModelSummary, ProgressBar
+from vecset.pipelines.data.base import VecsetDataModule
 from vecset.pipelines.data_errors import data_error, missing_input
 from vecset.pipelines.predict.writer import PredictionWriter
+from vecset.pipelines.predictor import predict_table
 from vecset.pipelines.reports.callback import ReportWriter
 from vecset.pipelines.training.averaging import warn_lightning_averaging
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
@@ -239,6 +242,24 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
                                         r"`best_model_path` will be reloaded\.$")
 
     before_test = before_predict = before_validate
+
+    def predict(self, **kwargs):
+        """``vecset predict --config ... --ckpt_path FILE``: data whose job has a predictor and whose
+        inputs are a table (the molecule job's ``predict_csv``) predicts through that predictor,
+        the rows ``vecset predict --model RUN_DIR`` writes (``predictor.predict_table``); other
+        data through Lightning's predict loop and the ``PredictionWriter``."""
+        data, ckpt = kwargs.get("datamodule"), kwargs.get("ckpt_path")
+        if not (isinstance(data, VecsetDataModule) and data.predictor is not None and data.predict_table() is not None
+                and isinstance(ckpt, str) and Path(ckpt).is_file()):
+            return self.trainer.predict(**kwargs)
+        parser = self._parser(self.subcommand)
+        dumped = parser.dump(self._subcommand_config(), skip_none=False)
+        out_dir = Path(self.trainer.log_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "config.yaml").write_text(dumped)  # as SaveConfigCallback saves a run's
+        path = predict_table(data, ckpt, yaml.safe_load(dumped), out_dir, str(out_dir / "config.yaml"))
+        print(f"predictions: {path}")
+        return None
 
     def after_fit(self) -> None:
         trainer, model, dm = self.trainer, self.model, self.datamodule

@@ -28,7 +28,8 @@ from vecset.pipelines.predictor import (
     MODEL_FILE,
     Predictor,
     PredictorError,
-    import_class,
+    checkpoint_bundle,
+    fp32,
 )
 
 SLICE = 40  # the first SLICE test items: the card's slice, which a test can score again
@@ -58,43 +59,13 @@ def best_checkpoint(run_dir: Path) -> tuple[dict, Path]:
     return results, best
 
 
-def predictor_class(config: dict, where: str) -> type[Predictor]:
-    """The predictor class the run's data module names (its job's)."""
-    data = (config.get("data") or {}).get("class_path")
-    if data is None:
-        raise PredictorError(f"{where}: data.class_path is missing (a run of one task packs; a multi-task run "
-                             "does not yet)")
-    from vecset.pipelines.data.base import VecsetDataModule
-
-    data_class = import_class(data, f"{where}: data.class_path")
-    path = data_class.predictor if isinstance(data_class, type) and issubclass(data_class, VecsetDataModule) else None
-    if path is None:
-        raise PredictorError(f"{where}: data.class_path {data}: its job has no predictor to pack (the molecule, "
-                             "image and G2P jobs have one)")
-    return import_class(path, f"{data}.predictor")
-
-
-def fp32(state: dict) -> dict:
-    return {k: v.float() if torch.is_floating_point(v) else v for k, v in state.items()}
-
-
 def bundle_of(run_dirs: list[Path]) -> tuple[dict, type[Predictor], dict, dict]:
     """What ``model.pt`` holds for ``run_dirs`` (one run, or an ensemble's members), the
     predictor class, the test split (``pack_extra``'s) and the first run's results.json."""
     run_dir = run_dirs[0]
     config = run_config(run_dir)
-    cls = predictor_class(config, str(run_dir / "config.yaml"))
     results, best = best_checkpoint(run_dir)
-    ckpt = torch.load(best, map_location="cpu", weights_only=True)
-    try:
-        extra, test = cls.pack_extra(config)
-    except (OSError, ValueError) as e:  # the data moved or changed since the run (a relative path, another folder)
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise PredictorError(f"{run_dir / 'config.yaml'}: the run's data could not be read again ({first}); packing "
-                             "reads it (the training set for the domain check, the test split for the card): run "
-                             "from the folder the run was trained in") from None
-    bundle = {"state_dict": fp32(ckpt["state_dict"]), "hyper_parameters": ckpt["hyper_parameters"],
-              "pytorch-lightning_version": ckpt.get("pytorch-lightning_version"), "predictor": extra}
+    bundle, cls, test = checkpoint_bundle(config, best, str(run_dir / "config.yaml"))
     others = [torch.load(best_checkpoint(d)[1], map_location="cpu", weights_only=True) for d in run_dirs[1:]]
     if others:
         bundle["members"] = [fp32(c["state_dict"]) for c in others]

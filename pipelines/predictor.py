@@ -15,7 +15,9 @@ model is rebuilt as plain ``nn.Module``s from its hyperparameters (``build_model
 from __future__ import annotations
 
 import copy
+import csv
 import importlib
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -240,5 +242,103 @@ def load_folder(folder: Path, name: str | None = None) -> Predictor:
     return cls(name or card.get("name") or folder.name, folder / MODEL_FILE, bundle, card)
 
 
-__all__ = ["CARD_FILE", "MODEL_FILE", "Predictor", "PredictorError", "PredictorModel", "build_model", "import_class",
-           "instantiate", "load_folder"]
+# -- a run's checkpoint as a predictor, and rows as a CSV (vecset pack, predict --model, --config) --
+
+
+def config_predictor_class(config: dict, where: str) -> type[Predictor]:
+    """The predictor class the run's data module names (its job's)."""
+    data = (config.get("data") or {}).get("class_path")
+    if data is None:
+        raise PredictorError(f"{where}: data.class_path is missing (a run of one task packs; a multi-task run "
+                             "does not yet)")
+    from vecset.pipelines.data.base import VecsetDataModule
+
+    data_class = import_class(data, f"{where}: data.class_path")
+    path = data_class.predictor if isinstance(data_class, type) and issubclass(data_class, VecsetDataModule) else None
+    if path is None:
+        raise PredictorError(f"{where}: data.class_path {data}: its job has no predictor to pack (the molecule, "
+                             "image and G2P jobs have one)")
+    return import_class(path, f"{data}.predictor")
+
+
+def fp32(state: dict) -> dict:
+    return {k: v.float() if torch.is_floating_point(v) else v for k, v in state.items()}
+
+
+def checkpoint_bundle(config: dict, ckpt_path: Path, where: str) -> tuple[dict, type[Predictor], dict]:
+    """What ``model.pt`` holds for one checkpoint of a run of ``config`` (its data module's
+    arguments: what predicting needs from the training data), the predictor class and the test
+    split (``pack_extra``'s). ``where`` names the config in errors."""
+    cls = config_predictor_class(config, where)
+    ckpt = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+    try:
+        extra, test = cls.pack_extra(config)
+    except (OSError, ValueError) as e:  # the data moved or changed since the run (a relative path, another folder)
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise PredictorError(f"{where}: the run's data could not be read again ({first}); packing "
+                             "reads it (the training set for the domain check, the test split for the card): run "
+                             "from the folder the run was trained in") from None
+    bundle = {"state_dict": fp32(ckpt["state_dict"]), "hyper_parameters": ckpt["hyper_parameters"],
+              "pytorch-lightning_version": ckpt.get("pytorch-lightning_version"), "predictor": extra}
+    return bundle, cls, test
+
+
+def read_inputs(path: Path, column: str) -> Any:
+    """A CSV's rows (a DataFrame of strings: its ``column`` is predicted, every column kept), or
+    a text file's lines (one input per line; blank lines kept as empty inputs)."""
+    from vecset.encoders.files import read_csv_rows
+
+    if not path.is_file():
+        raise PredictorError(f"--input {path}: no such file")
+    if path.suffix.lower() == ".csv":
+        try:
+            df, _ = read_csv_rows(path)
+        except ValueError as e:
+            raise PredictorError(f"--input {e}") from None
+        if column not in df.columns:
+            raise PredictorError(f"--input {path}: no column {column!r} (--column); its columns are {list(df.columns)}")
+        return df
+    return path.read_text().splitlines()
+
+
+def format_value(v: Any) -> str:
+    if isinstance(v, float):
+        return "" if math.isnan(v) else f"{v:.6g}"
+    return str(v)
+
+
+def write_rows(rows: list[dict], columns: list[str], out) -> None:
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([format_value(r[c]) for c in columns])
+
+
+def predict_table(datamodule: Any, ckpt_path: str | Path, config: dict, out_dir: Path, where: str) -> Path:
+    """``vecset predict --config ... --ckpt_path FILE`` for data that gives its inputs as a table
+    (``VecsetDataModule.predict_table``: the molecule job's ``predict_csv``): the checkpoint read
+    as ``vecset pack`` reads a run's, with ``config``'s data (the training set's values: a
+    molecule's nearest training neighbours), and the table predicted by its job's predictor, the
+    rows ``vecset predict --model RUN_DIR`` writes (input columns kept, errors in place, the same
+    uncertainty and domain columns), into ``out_dir/predictions.csv``; its path. Rows not
+    predicted are counted on stderr, with the predictor's notes."""
+    path, column = datamodule.predict_table()
+    bundle, cls, _ = checkpoint_bundle(config, Path(ckpt_path), where)
+    predictor = cls(out_dir.parent.name, Path(ckpt_path), bundle, {})
+    table = read_inputs(Path(path), column)
+    rows = predictor.predict(table, column=column)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / "predictions.csv"
+    with open(out, "w", newline="") as f:
+        write_rows(rows, predictor.columns_for(list(table.columns)), f)
+    failed = sum(bool(r["error"]) for r in rows)
+    if failed:
+        sys.stderr.write(f"{failed} of {len(rows)} inputs could not be predicted (their error column says why)\n")
+    for line in predictor.notes([r for r in rows if not r["error"]]):
+        sys.stderr.write(line + "\n")
+    return out
+
+
+__all__ = ["CARD_FILE", "MODEL_FILE", "Predictor", "PredictorError", "PredictorModel", "build_model",
+           "checkpoint_bundle", "config_predictor_class", "format_value", "fp32", "import_class", "instantiate", "load_folder",
+           "predict_table", "read_inputs", "write_rows"]

@@ -16,23 +16,23 @@ path gives the same rows (``Predictor.predict``): the input columns kept, the pr
 
 from __future__ import annotations
 
-import csv
 import io
-import math
 import os
 import re
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from vecset.pipelines.predictor import (
     CARD_FILE,
     MODEL_FILE,
     Predictor,
     PredictorError,
+    config_predictor_class,
     import_class,
     load_folder,
+    read_inputs,
+    write_rows,
 )
 
 
@@ -73,10 +73,9 @@ def predictor_class(name_or_dir: str | Path) -> type[Predictor]:
     """The predictor class that reads ``name_or_dir``, without loading its weights."""
     kind, path = locate(name_or_dir)
     if kind == "run":
-        from vecset.pipelines.pack import predictor_class as of_config
         from vecset.pipelines.pack import run_config
 
-        return of_config(run_config(path), str(path / "config.yaml"))
+        return config_predictor_class(run_config(path), str(path / "config.yaml"))
     import json
 
     card = json.loads((path / CARD_FILE).read_text()) if (path / CARD_FILE).is_file() else {}
@@ -99,24 +98,6 @@ def pretrained(name_or_dir: str | Path) -> Predictor:
 # -- the command line: vecset predict --model NAME-or-DIR ... --------------------------------
 
 
-def read_inputs(path: Path, column: str) -> Any:
-    """A CSV's rows (a DataFrame of strings: its ``column`` is predicted, every column kept), or
-    a text file's lines (one input per line; blank lines kept as empty inputs)."""
-    from vecset.encoders.files import read_csv_rows
-
-    if not path.is_file():
-        raise PredictorError(f"--input {path}: no such file")
-    if path.suffix.lower() == ".csv":
-        try:
-            df, _ = read_csv_rows(path)
-        except ValueError as e:
-            raise PredictorError(f"--input {e}") from None
-        if column not in df.columns:
-            raise PredictorError(f"--input {path}: no column {column!r} (--column); its columns are {list(df.columns)}")
-        return df
-    return path.read_text().splitlines()
-
-
 def check_out(path: Path) -> None:
     """``--out`` must be a file that can be written, checked before any work."""
     if path.is_dir():
@@ -128,19 +109,6 @@ def check_out(path: Path) -> None:
         raise PredictorError(f"--out {path}: cannot write there ({parent} is a file, not a folder)")
     if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise PredictorError(f"--out {path}: cannot write there (permission denied)")
-
-
-def format_value(v: Any) -> str:
-    if isinstance(v, float):
-        return "" if math.isnan(v) else f"{v:.6g}"
-    return str(v)
-
-
-def write_rows(rows: list[dict], columns: list[str], out) -> None:
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(columns)
-    for r in rows:
-        w.writerow([format_value(r[c]) for c in columns])
 
 
 def check_out_dir(path: Path) -> None:
@@ -186,7 +154,8 @@ def parser(model_flag: str | None, metavar: str = "INPUT", formats: tuple[str, .
         prog="vecset predict",
         description="Predict with a trained model: a shipped name, a model folder (vecset pack) or a run folder "
                     "(runs/<config>/version_<n>). No config or checkpoint needed. Writes a CSV: the input columns, "
-                    "the predicted ones, an error column (empty where the row was predicted).")
+                    "the predicted ones, an error column (empty where the row was predicted)."
+                    + (" This model also writes a file per input (--format), which the CSV lists." if formats else ""))
     p.add_argument("--model", required=True, metavar="NAME-or-DIR",
                    help=f"a shipped name ({', '.join(shipped())}; any case), a model folder or a run folder")
     if model_flag is not None:

@@ -163,6 +163,13 @@ class VecsetDataModule(pl.LightningDataModule):
         one CSV row per sample (``pipelines/predict/rows.py``)."""
         return None
 
+    def predict_table(self) -> tuple[Path, str] | None:
+        """The file of ``vecset predict --config``'s inputs as a table of rows (a CSV) and its
+        input column, which the job's ``predictor`` then predicts: the same rows as ``vecset
+        predict --model`` (input columns kept, errors in place). None: Lightning's predict loop
+        and ``prediction_output``."""
+        return None
+
     def default_reports(self) -> list | None:
         """The reports (``Report`` objects) of this data's job, which ``ReportWriter`` writes when
         its config lists none. None: the generic ones (the per-class report with ``class_names``,

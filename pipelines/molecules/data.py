@@ -197,9 +197,11 @@ class MoleculeDataModule(VecsetDataModule):
             the head's ``extra_features`` to their number, 217 with RDKit 2026.09; a
             mismatch is an error at setup).
         batch_size: molecules per batch.
-        predict_csv: a CSV of SMILES for ``vecset predict`` (its ``smiles_column``); invalid
-            rows are written to ``invalid_rows.csv`` and the rest predicted. Without it,
-            ``predict`` runs on the test split.
+        predict_csv: a CSV of SMILES for ``vecset predict`` (its ``smiles_column``); with
+            ``--ckpt_path`` its rows are predicted by the molecule predictor (``predict_table``:
+            the rows of ``vecset predict --model``, invalid ones in place with their error);
+            without (the config's own weights), invalid rows go to ``invalid_rows.csv`` and the
+            rest are predicted. Without it, ``predict`` runs on the test split.
         num_workers: DataLoader workers.
         cache: keep the featurized molecules on disk and read them from there when the same
             SMILES come again with the same settings (``encoders/graph/cache.py``).
@@ -584,6 +586,11 @@ class MoleculeDataModule(VecsetDataModule):
                 ModelLink("descriptor count", ("descriptors",), "head", "extra_features", descriptor_count),
                 ModelLink("output count", ("target_columns", "label_column", "classes"), "head", "num_outputs",
                           output_count)]
+
+    def predict_table(self) -> tuple[Path, str] | None:
+        """``predict_csv`` and its SMILES column: predicted by the molecule predictor, the rows of
+        ``vecset predict --model`` (its similarity, domain and uncertainty columns)."""
+        return None if self.predict_csv is None else (self.predict_csv, self.smiles_column)
 
     def prediction_output(self, out_dir: Path, model) -> MoleculeRows:
         """Per molecule its CSV line and SMILES and the prediction; the invalid rows apart."""

@@ -337,13 +337,13 @@ def test_fit_plots_and_predict_with_invalid_rows(tmp_path, monkeypatch):
              "--data.init_args.predict_csv", str(pred_csv)])
     out_dir = tmp_path / "runs" / "tiny" / "version_1"
     with open(out_dir / "predictions.csv") as f:
-        preds = list(csv.DictReader(f))
-    assert [(r["line"], r["smiles"]) for r in preds] == [("2", "CCO"), ("5", "c1ccccc1O"), ("6", "[Na+].[Cl-]")]
-    assert all(-30 < float(r["expt"]) < 10 for r in preds)  # kcal/mol, not standardized units
-    with open(out_dir / "invalid_rows.csv") as f:
-        bad = list(csv.DictReader(f))
-    assert [(r["line"], r["smiles"]) for r in bad] == [("3", "C1CC"), ("4", "")]
-    assert "unclosed ring" in bad[0]["reason"] and bad[1]["reason"] == "empty SMILES"
+        rows = list(csv.DictReader(f))
+    # the rows of vecset predict --model (issue 60): every input row in place, the bad ones with their error
+    assert [r["smiles"] for r in rows] == ["CCO", "C1CC", "", "c1ccccc1O", "[Na+].[Cl-]"]
+    assert not (out_dir / "invalid_rows.csv").exists()
+    assert "unclosed ring" in rows[1]["error"] and rows[2]["error"] == "invalid SMILES '': empty SMILES"
+    preds = [r for r in rows if not r["error"]]
+    assert len(preds) == 3 and all(-30 < float(r["expt"]) < 10 for r in preds)  # kcal/mol, not standardized units
     # the predicted value equals the model's own output for that molecule
     item = dm.featurizer("CCO").item(id=0)
     model.eval()

@@ -124,3 +124,24 @@ def test_a_run_whose_data_is_gone_is_one_line(own, tmp_path):
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"error: {moved / 'config.yaml'}: the run's data could not be read again (")
     assert "gone.csv" in line
+
+
+def test_predict_with_config_and_checkpoint_writes_the_rows_of_predict_model(own):
+    """One output format for every predict path: LightningCLI's ``vecset predict --config ...
+    --ckpt_path ...`` on a CSV gives the columns and values of ``vecset predict --model RUN_DIR``
+    (the input's columns kept, the invalid row in place with its error, the domain and spread
+    columns), not its own ``line,smiles,...`` with the bad rows in another file."""
+    tmp, run, _ = own
+    from vecset.pipelines.pack import best_checkpoint
+
+    best = best_checkpoint(run)[1]  # the checkpoint vecset predict --model RUN_DIR reads
+    done = vecset_command(["predict", "--config", str(run / "config.yaml"), "--ckpt_path", str(best),
+                           "--data.init_args.predict_csv", "drugs.csv"], tmp)
+    assert done.returncode == 0, done.stderr[-3000:]
+    path = Path(done.stdout.strip().splitlines()[-1].removeprefix("predictions: "))
+    assert path.name == "predictions.csv" and not (path.parent / "invalid_rows.csv").exists()
+    assert "1 of 4 inputs could not be predicted" in done.stderr
+    through_cli = read(tmp / path if not path.is_absolute() else path)
+    from_run = read(tmp / "from_run.csv")  # vecset predict --model RUN_DIR (the first test)
+    assert list(through_cli[0]) == list(from_run[0])
+    assert through_cli == from_run
