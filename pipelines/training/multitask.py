@@ -80,7 +80,7 @@ class MultiTaskModule(pl.LightningModule):
                  warmup: float = 0.05, task_checkpoints: bool = False, init_from: str | None = None,
                  init_parts: list[str] | None = None, freeze: list[str] | None = None,
                  lr_reference_batch: int | None = None, lr_scaling: LrScaling = "sqrt",
-                 schedule: Schedule = "budget") -> None:
+                 schedule: Schedule = "steps") -> None:
         super().__init__()
         check_lr_scaling_args(lr_reference_batch, lr_scaling)
         if set(encoders) != set(heads):

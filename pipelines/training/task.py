@@ -74,14 +74,16 @@ def budget_step(step: int, total: int, used: float) -> float:
     return max(float(step), used * total)
 
 
-# what the warmup and decay run over: "budget", the optimizer steps or trainer.max_time, whichever
-# ends first (budget_step); "steps", the steps only (a run that max_time stops ends mid-schedule)
+# what the warmup and decay run over: "steps", the optimizer steps (a run that max_time stops ends
+# mid-schedule; the default: it scored higher on validation than "budget" on a busy machine,
+# bench/logs/2026-12-06-budgeted-schedule.md); "budget", the steps or trainer.max_time, whichever
+# ends first (budget_step)
 Schedule = Literal["budget", "steps"]
 
 
 def adamw_warmup_cosine(module: pl.LightningModule, lr: float, weight_decay: float, warmup: float,
                         lr_reference_batch: int | None = None, lr_scaling: LrScaling = "sqrt",
-                        schedule: Schedule = "budget") -> dict:
+                        schedule: Schedule = "steps") -> dict:
     """AdamW over the trainable parameters (decay on weight matrices only: ``weight_decay_groups``),
     linear warmup then cosine decay to zero, over the optimizer steps or, with ``schedule``
     "budget" where the trainer has a ``max_time`` and a ``TrainingClock`` (every ``vecset`` run),
@@ -163,11 +165,10 @@ class TaskModule(pl.LightningModule):
         weight_decay: AdamW weight decay, on the weight matrices of linear, conv and recurrent
             layers only (not norms, biases, the CLS token, positional or embedding tables).
         warmup: warmup length, as a fraction of all optimizer steps (< 1; the steps follow the
-            batch size) or a step count. Warmup and decay run over the steps, or over
-            ``trainer.max_time`` where that ends first (``adamw_warmup_cosine``).
-        schedule: ``budget`` (the default: over the steps or ``trainer.max_time``, whichever
-            ends first) or ``steps`` (over the steps only; ``max_time`` then stops the run
-            wherever the schedule is).
+            batch size) or a step count. Warmup and decay run over the steps (``schedule``).
+        schedule: ``steps`` (the default: over the steps; ``max_time`` stops the run wherever
+            the schedule is) or ``budget`` (over the steps or ``trainer.max_time``, whichever
+            ends first: the decay completes within the time budget).
         lr_reference_batch: the batch size ``lr`` is meant for; the optimizer then uses ``lr``
             scaled to the actual batch (per step x accumulated x processes) by ``lr_scaling``:
             ``linear`` (x k for k times the batch; Goyal et al. 2017, for SGD) or ``sqrt``
@@ -193,7 +194,7 @@ class TaskModule(pl.LightningModule):
                  freeze_backbone: bool = False, init_from: str | None = None,
                  init_parts: list[str] | None = None, freeze: list[str] | None = None,
                  lr_reference_batch: int | None = None, lr_scaling: LrScaling = "sqrt",
-                 schedule: Schedule = "budget") -> None:
+                 schedule: Schedule = "steps") -> None:
         super().__init__()
         check_lr_scaling_args(lr_reference_batch, lr_scaling)
         check_parts(encoder, head)
