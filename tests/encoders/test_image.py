@@ -277,7 +277,7 @@ def _all_images(dm: ImageFolderDataModule) -> dict[str, Tensor]:
     return {Path(dm.describe(ds.ids[i])).name: ds[i]["image"] for ds in dm.sets.values() for i in range(len(ds))}
 
 
-SPLIT = {"val_fraction": 0.2, "test_fraction": 0.2}
+SPLIT = {"split": FolderSplit(val_fraction=0.2, test_fraction=0.2)}
 GRADIENT16 = (np.arange(64, dtype=np.uint16).reshape(8, 8) * 1000)  # 0 .. 63000 of 65535
 
 
