@@ -124,3 +124,14 @@ def test_geometry_given_twice_is_accepted_when_equal_and_one_line_when_not(tmp_p
     assert err == ["error: 3-D geometry given twice: model.init_args.encoder.init_args.geometry=distance_gaussian "
                    "but data.init_args.features.geometry=false; give it once, at data.init_args.features.geometry "
                    f"(the other follows it: {DOCS})"]
+
+
+def test_the_old_flat_forms_are_one_line_naming_the_group(tmp_path, monkeypatch, capsys):
+    """Before the groups, ``split: scaffold`` and ``geometry: true`` were top-level arguments."""
+    old = written(tmp_path, "old.yaml", {"data": {"init_args": {"split": "scaffold"}}})
+    err = rejected(tmp_path, monkeypatch, capsys, "--config", str(ROOT / "configs/b3db.yaml"), "--config", old)
+    assert err[0] == ("error: data.init_args.split: expected a mapping of method, seed, column, val_fraction (an "
+                      "option group); got scaffold (vecset.pipelines.MoleculeDataModule)")
+    old = written(tmp_path, "old2.yaml", {"data": {"init_args": {"geometry": True}}})
+    err = rejected(tmp_path, monkeypatch, capsys, "--config", str(ROOT / "configs/freesolv.yaml"), "--config", old)
+    assert err[0] == "error: data.init_args: Option 'geometry' is not accepted (vecset.pipelines.MoleculeDataModule)"
