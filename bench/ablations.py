@@ -163,19 +163,19 @@ PLAN: dict[str, Job] = {j.name: j for j in [
         note="6,000 training / 1,000 validation images (stratified subsets), the official 10,000 test images"),
     Job("freesolv", "configs/freesolv.yaml", "test_rmse", False, budget_s=30, max_epochs=None, seeds=(0, 1, 2),
         switches=(score_switch(), normalize_switch(),
-                  Switch("positional", (f"{ENC}.lap_pe_k", f"{DATA}.lap_pe_k"), {
+                  Switch("positional", (f"{ENC}.lap_pe_k", f"{DATA}.features.lap_pe_k"), {
                       "none": {f"{ENC}.lap_pe_k": 0},
-                      "Laplacian (8)": {f"{ENC}.lap_pe_k": 8, f"{DATA}.lap_pe_k": 8}}),
+                      "Laplacian (8)": {f"{ENC}.lap_pe_k": 8, f"{DATA}.features.lap_pe_k": 8}}),
                   Switch("graph attention", (f"{ENC}.attention",), {
                       "all pairs + distance bias": {f"{ENC}.attention": "all_pairs"},
                       "neighbours": {f"{ENC}.attention": "neighbours"},
                       "none (plain set)": {f"{ENC}.attention": "none"}}),
                   heads_switch(also=(f"{ENC}.heads",))),
-        seed_keys=("seed_everything", f"{DATA}.split_seed"), overhead_s=7,
+        seed_keys=("seed_everything", f"{DATA}.split.seed"), overhead_s=7,
         note="repetition s: random split s (default_rng(s), 80/10/10) and seed s"),
     Job("speech_lengths", "configs/speech_frames.yaml", "test_acc", True, budget_s=45, max_epochs=None, seeds=(0, 1, 2),
         switches=(sequence_positional(learned_max_len=SPEECH_CROP),),
-        fixed={f"{DATA}.fit_max_frames": SPEECH_CROP}, overhead_s=12,
+        fixed={f"{DATA}.splits.fit_max_frames": SPEECH_CROP}, overhead_s=12,
         lengths=("frames", (200, 300, 400, 600)), expected_errors={"learned": LEARNED_TABLE_ERROR},
         note=f"trained and validated on utterances cut to their first {SPEECH_CROP} frames (2 s), tested on full lengths"),
     Job("g2p_lengths", "configs/g2p.yaml", "test_wer", False, budget_s=80, max_epochs=None, seeds=(0, 1),
@@ -187,10 +187,10 @@ PLAN: dict[str, Job] = {j.name: j for j in [
 
 # --quick: every job end to end on tiny data in minutes; its numbers mean nothing
 QUICK_FIXED = {
-    "speech_frames": {f"{DATA}.max_utterances": 4},
+    "speech_frames": {f"{DATA}.splits.max_utterances": 4},
     "fashion_mnist": {f"{DATA}.max_train": 256, f"{DATA}.max_val": 64, f"{DATA}.max_test": 128},
     "freesolv": {},
-    "speech_lengths": {f"{DATA}.max_utterances": 4, f"{DATA}.fit_max_frames": 100},
+    "speech_lengths": {f"{DATA}.splits.max_utterances": 4, f"{DATA}.splits.fit_max_frames": 100},
     "g2p_lengths": {f"{DATA}.max_words": 1500},
 }
 QUICK_VALUES = {"speech_frames": {"window": ["8", "full"]}, "fashion_mnist": {"score": ["scaled_dot", "dot"]},

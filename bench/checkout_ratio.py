@@ -10,7 +10,7 @@ cancels; the median pair is reported. Each run uses the job's shipped config as 
     git worktree add /tmp/base <commit>
     python bench/checkout_ratio.py --base /tmp/base --jobs fashion_mnist speech_frames freesolv
     python bench/checkout_ratio.py --base /tmp/base --jobs freesolv --tag fp32 -- --trainer.precision 32-true
-    python bench/checkout_ratio.py --base . --jobs freesolv --tag on_device --this-args="--data.init_args.on_device=true"
+    python bench/checkout_ratio.py --base . --jobs freesolv --tag on_device --this-args="--data.init_args.placement.on_device=true"
 
 ``--this-args``: arguments for this checkout's runs only (``--base .``: an option against its default).
 

@@ -93,7 +93,9 @@ def data_module(name: str, split_seed: int) -> MoleculeDataModule:
     cfg = yaml.safe_load((ROOT / SETS[name]["config"]).read_text())["data"]
     # Chemprop reads the SMILES only: the config's 3-D conformers (geometry) and the atom features
     # measured on them (surface) play no part in the split
-    args = {**cfg["init_args"], "split_seed": split_seed, "geometry": False, "surface": False}
+    args = dict(cfg["init_args"])
+    args["split"] = {**args.get("split", {}), "seed": split_seed}
+    args["features"] = {**args.get("features", {}), "geometry": False, "surface": False}
     args["csv_path"] = str(ROOT / args["csv_path"])
     dm = MoleculeDataModule(**args)
     dm.setup("fit")

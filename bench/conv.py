@@ -53,7 +53,7 @@ def long_batch_share(corpus: Path, batch: int = B, shuffles: int = 20) -> dict |
 
     from vecset.backbone.block import SLOW_DEPTHWISE_BACKWARD
     from vecset.encoders.speech import num_frames
-    from vecset.pipelines.speech.data import list_audio
+    from vecset.pipelines.speech.files import list_audio
 
     if not (corpus / "train.lst").exists():
         return None

@@ -50,7 +50,7 @@ VARIANTS = {
 # the same recipe with the data on the device: the crop and flip per image on whole batches there
 # (batch_augment), no per-image CPU transforms; --device gpu uses it, --on-device on the CPU too
 ON_DEVICE = ["--data.init_args.augment", "false", "--data.init_args.train_transforms", "null",
-             "--data.init_args.on_device", "true", "--data.init_args.batch_augment",
+             "--data.init_args.placement.on_device", "true", "--data.init_args.batch_augment",
              json.dumps([{"class_path": "vecset.pipelines.data.batch_augment.RandomCrop", "init_args": {"padding": 2}},
                          {"class_path": "vecset.pipelines.data.batch_augment.HorizontalFlip"}])]
 DRY = {"max_train": 64, "max_val": 32, "max_test": 32, "batch_size": 16}

@@ -58,12 +58,12 @@ JOBS = [
     Job("fashion_mnist_cnn", "configs/fashion_mnist_cnn.yaml", True),
     Job("digits", "configs/digits.yaml", True),
     Job("digits_on_device", "configs/digits.yaml", True, ["--data.init_args.augment=false",
-                                                          "--data.init_args.on_device=true"]),
+                                                          "--data.init_args.placement.on_device=true"]),
     Job("speech_frames", "configs/speech_frames.yaml"),
     Job("freesolv", "configs/freesolv.yaml"),
-    Job("freesolv_on_device", "configs/freesolv.yaml", False, ["--data.init_args.on_device=true"]),
-    Job("freesolv_buckets", "configs/freesolv.yaml", False, ["--data.init_args.on_device=true",
-                                                             "--data.init_args.length_buckets=pow2"]),
+    Job("freesolv_on_device", "configs/freesolv.yaml", False, ["--data.init_args.placement.on_device=true"]),
+    Job("freesolv_buckets", "configs/freesolv.yaml", False, ["--data.init_args.placement.on_device=true",
+                                                             "--data.init_args.placement.length_buckets=pow2"]),
     Job("g2p", "configs/g2p.yaml"),
 ]
 DRY = ["digits", "digits_on_device"]

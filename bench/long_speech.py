@@ -12,7 +12,7 @@ fresh child process each; the child's peak resident memory (``ru_maxrss``), wall
 milliseconds per frame, the real-time factor (wall seconds / audio seconds), and the time per
 frame beyond a 6-second run's wall time (the process's fixed cost: imports, CLI, checkpoint),
 also relative to the first (10-minute) row. predict reads, featurizes and runs the file in chunks
-(``--data.predict_chunk_frames``, docs/speech.md), so memory should not grow with the length.
+(``--data.predict.chunk_frames``, docs/speech.md), so memory should not grow with the length.
 The checkpoint: ``--ckpt``, or a 2-step fit of the config on 4 utterances (memory and time do
 not depend on what the weights learned).
 
@@ -117,7 +117,7 @@ def predict_in_child(config: str, ckpt: str, audio: Path, extra: list[str]) -> d
             "'peak_rss_mib': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss/1024, "
             "'tail': r.stdout[-400:] + r.stderr[-1500:]}))")
     cmd = [sys.executable, "-c", code, sys.executable, "-m", "vecset", "predict", "--config", config,
-           "--ckpt_path", ckpt, "--data.predict_paths", f"[{audio}]", "--trainer.enable_progress_bar", "false", *extra]
+           "--ckpt_path", ckpt, "--data.predict.paths", f"[{audio}]", "--trainer.enable_progress_bar", "false", *extra]
     env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
            "VECSET_RUN_NAME": "long_speech_bench", "VECSET_RUN_VERSION": str(int(time.time() * 1000))}
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT, env=env)
@@ -158,7 +158,7 @@ def main() -> None:
     ap.add_argument("--config", default=CONFIG)
     ap.add_argument("--ckpt", help="a checkpoint of --config (default: a 2-step fit of it)")
     ap.add_argument("--predict-args", default="",
-                    help="more vecset predict options, one string: --predict-args='--data.predict_chunk_frames 3000'")
+                    help="more vecset predict options, one string: --predict-args='--data.predict.chunk_frames 3000'")
     ap.add_argument("--precisions", nargs="+", metavar="PRECISION",
                     help="run the predict rows once per --trainer.precision value (e.g. 32-true bf16-mixed)")
     ap.add_argument("--note", default="", help="how loaded the machine was")
@@ -176,7 +176,7 @@ def main() -> None:
     if not args.skip_predict:
         ckpt = args.ckpt
         if ckpt is None:
-            run_dir, _ = fit_in_child(args.config, ["--trainer.max_steps", "2", "--data.max_utterances", "4",
+            run_dir, _ = fit_in_child(args.config, ["--trainer.max_steps", "2", "--data.splits.max_utterances", "4",
                                                     "--plots", "false", "--trainer.enable_progress_bar", "false"])
             ckpt = json.loads((run_dir / "results.json").read_text())["last_checkpoint"]
         columns = ["minutes", "frames", "peak_rss_mib", "wall_s", "ms_per_frame", "real_time_factor",

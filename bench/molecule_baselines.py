@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from vecset.pipelines.molecules.data import MoleculeDataModule, rmse  # noqa: E402
+from vecset.pipelines.molecules.options import MoleculeFeatures, MoleculeSplit  # noqa: E402
 
 DATASETS = {
     "freesolv": {"config": "configs/freesolv.yaml", "csv": "data/molecules/freesolv.csv", "target": "expt",
@@ -51,8 +52,7 @@ def data_module(name: str, split_seed: int) -> MoleculeDataModule:
     spec = DATASETS[name]
     task = ({"label_column": spec["label"], "classes": spec["classes"]} if "label" in spec
             else {"target_columns": [spec["target"]]})
-    return MoleculeDataModule(str(ROOT / spec["csv"]), split=spec["split"], split_seed=split_seed,
-                              descriptors=True, **task)
+    return MoleculeDataModule(str(ROOT / spec["csv"]), split=MoleculeSplit(method=spec["split"], seed=split_seed), features=MoleculeFeatures(descriptors=True), **task)
 
 
 def descriptor_matrix(items: list[dict]) -> np.ndarray:
@@ -112,7 +112,7 @@ def our_model(name: str, split_seed: int, extra: list[str], log_dir: Path, membe
     tmp.parent.mkdir(parents=True, exist_ok=True)
     tmp.write_text(cfg.read_text())
     cmd = [sys.executable, "-m", "vecset", "fit", "--config", str(tmp),
-           "--data.init_args.split_seed", str(split_seed), "--data.init_args.split", spec["split"], *extra]
+           "--data.init_args.split.seed", str(split_seed), "--data.init_args.split.method", spec["split"], *extra]
     if member is not None:  # ensemble members differ only in their initialization/shuffling seed
         cmd += ["--seed_everything", str(member)]
     log = log_dir / f"{run_name}.log"
@@ -150,7 +150,7 @@ def ensemble(name: str, split_seed: int, extra: list[str], log_dir: Path, member
     tmp.parent.mkdir(parents=True, exist_ok=True)
     tmp.write_text((ROOT / spec["config"]).read_text())
     cmd = [sys.executable, "-m", "vecset.pipelines.ensemble", "--members", str(members), "--config", str(tmp),
-           "--data.init_args.split_seed", str(split_seed), "--data.init_args.split", spec["split"], *extra]
+           "--data.init_args.split.seed", str(split_seed), "--data.init_args.split.method", spec["split"], *extra]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("VECSET_RUN_VERSION", None)
     with open(log_dir / f"{run_name}.log", "w") as f:

@@ -47,14 +47,14 @@ ENC, BB, DATA = "--model.init_args.encoder.init_args", "--model.init_args.backbo
 HEAD = "--model.init_args.head.init_args"
 
 # every design sets all its options: the shipped configs hold each set's winner, not the 2-D model
-GEO_ON, GEO_OFF = [f"{DATA}.geometry=true", f"{ENC}.geometry=distance_gaussian"], [f"{DATA}.geometry=false", f"{ENC}.geometry=none"]
+GEO_ON, GEO_OFF = [f"{DATA}.features.geometry=true", f"{ENC}.geometry=distance_gaussian"], [f"{DATA}.features.geometry=false", f"{ENC}.geometry=none"]
 # the solvation atom features (encoders/graph/solvation.py): Gasteiger charges, then the atoms' surface too
-PLAIN, CHARGES, SURFACE = ([f"{DATA}.charges={c}", f"{DATA}.surface={s}"]
+PLAIN, CHARGES, SURFACE = ([f"{DATA}.features.charges={c}", f"{DATA}.features.surface={s}"]
                            for c, s in (("false", "false"), ("true", "false"), ("true", "true")))
 # the readout: the pooled prediction alone, or plus a sum over atoms (SequenceHead's additive: the
 # atomwise readout); conformers per molecule: one, or ten with a random one at each training draw
 POOLED, ADDITIVE = [f"{HEAD}.additive=false"], [f"{HEAD}.additive=true"]
-ONE, TEN = [f"{DATA}.conformers=1"], [f"{DATA}.conformers=10"]
+ONE, TEN = [f"{DATA}.features.conformers=1"], [f"{DATA}.features.conformers=10"]
 DESIGNS: dict[str, list[str]] = {
     "2d": [*GEO_OFF, f"{BB}.local_mp=none", *PLAIN, *POOLED, *ONE],
     "3d": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *POOLED, *ONE],
@@ -117,7 +117,7 @@ def fit_args(run: Run, csv: Path, extra: list[str]) -> list[str]:
     """The ``vecset fit`` arguments of one run (paths absolute: the run may start in another folder)."""
     ms = SETS[run.set]
     args = ["fit", "--config", str(ROOT / ms.config), "--trainer.enable_progress_bar=false",
-            f"--seed_everything={run.seed}", f"{DATA}.csv_path={csv}", f"{DATA}.split_seed={run.split}",
+            f"--seed_everything={run.seed}", f"{DATA}.csv_path={csv}", f"{DATA}.split.seed={run.split}",
             *DESIGNS[run.design], *extra]
     if ms.test != "test_auc":  # B3DB's ROC-AUC is in its report (test_binary.json): plots stay on there
         args.append("--plots=false")

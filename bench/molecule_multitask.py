@@ -93,6 +93,8 @@ def earlier(task: str, split: int = 0) -> dict:
 
 def overlap_counts(freesolv_split: int = 0) -> dict:
     """Per task, its test molecules in the other tasks' training splits and in the pretraining set."""
+    from dataclasses import replace
+
     import yaml
 
     from vecset.encoders.graph import canonical_smiles
@@ -101,7 +103,7 @@ def overlap_counts(freesolv_split: int = 0) -> dict:
 
     tasks = {t: MoleculeDataModule(**spec["init_args"])
              for t, spec in yaml.safe_load((ROOT / CONFIG).read_text())["data"]["init_args"]["tasks"].items()}
-    tasks["freesolv"].split_seed = freesolv_split
+    tasks["freesolv"].split = replace(tasks["freesolv"].split, seed=freesolv_split)
     for dm in tasks.values():
         dm.setup("fit")
     with open(ROOT / PRETRAIN_CSV, newline="") as f:
@@ -119,7 +121,7 @@ def main() -> None:
     args = ap.parse_args()
     (ROOT / "runs").mkdir(exist_ok=True)
     load0, t0 = loadavg(), time.time()
-    split = ["--data.init_args.tasks.freesolv.init_args.split_seed", str(args.freesolv_split)]
+    split = ["--data.init_args.tasks.freesolv.init_args.split.seed", str(args.freesolv_split)]
     run = fit(args.steps, [*split, *args.extra], args.name)
     fit_seconds = round(time.time() - t0, 1)
     results = json.loads((run / "results.json").read_text())

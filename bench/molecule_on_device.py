@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-VARIANTS = {"classic": [], "on_device": ["--data.init_args.on_device=true"],
-            "on_device_pow2": ["--data.init_args.on_device=true", "--data.init_args.length_buckets=pow2"],
-            "on_device_pow2_bucket_batches": ["--data.init_args.on_device=true", "--data.init_args.length_buckets=pow2",
-                                              "--data.init_args.bucket_batches=true"]}
+VARIANTS = {"classic": [], "on_device": ["--data.init_args.placement.on_device=true"],
+            "on_device_pow2": ["--data.init_args.placement.on_device=true", "--data.init_args.placement.length_buckets=pow2"],
+            "on_device_pow2_bucket_batches": ["--data.init_args.placement.on_device=true", "--data.init_args.placement.length_buckets=pow2",
+                                              "--data.init_args.placement.bucket_batches=true"]}
 
 
 def build(extra: list[str], device: torch.device):

@@ -38,7 +38,7 @@ def command(name: str, config: str, split: int, init: str, extra: list[str], tag
     env = os.environ | {"VECSET_RUN_NAME": run, "VECSET_RUN_VERSION": "0", "OMP_WAIT_POLICY": "PASSIVE",
                         "PYTHONPATH": path}
     args = [str(Path(sys.executable).parent / "vecset"), "fit", "--config", config, "--trainer.enable_progress_bar=false",
-            "--data.init_args.split_seed", str(split), *extra]
+            "--data.init_args.split.seed", str(split), *extra]
     if name != "b3db":  # B3DB's ROC-AUC is in its report (test_binary.json): plots stay on there
         args.append("--plots=false")
     if init == "pretrained":

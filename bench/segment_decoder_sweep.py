@@ -18,6 +18,8 @@ import os
 import platform
 from pathlib import Path
 
+from vecset.pipelines.speech.options import SpeechSplits
+
 PENALTIES = [0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0]
 DURATIONS = [1, 2, 3, 4]
 
@@ -38,7 +40,7 @@ def main() -> None:
     from vecset.pipelines.training.task import TaskModule
 
     model = TaskModule.load_from_checkpoint(a.ckpt, map_location="cpu")
-    dm = SpeechFramesDataModule(root=a.root, max_utterances=a.max_utterances)
+    dm = SpeechFramesDataModule(root=a.root, splits=SpeechSplits(max_utterances=a.max_utterances))
     dm.setup("validate")
     items = {u.id: u for u in dm.sets["val"].items}
     utts = []  # (sample id, logits (T, C), true labels (T,))

@@ -2,7 +2,7 @@
 in the encoder) vs without SpecAugment vs with speed perturbation vs with additive noise (vs both),
 each a ``vecset fit`` with the same epochs and seeds. The score is the best dev frame accuracy
 over the epochs (the checkpoint monitor). The test split is never read: the CLI's test after fit
-is pointed at the dev list (``--data.init_args.test dev.lst``).
+is pointed at the dev list (``--data.init_args.splits.test dev.lst``).
 
 Usage:
     python bench/speech_augment_dev.py --epochs 10 --seeds 0 1     # runs every variant
@@ -29,8 +29,8 @@ SPEC_OFF = ["--model.init_args.encoder.init_args.freq_mask_param", "0",
 # dev with them): every variant names its SpecAugment setting, so the rows keep their meaning
 SPEC_ON = ["--model.init_args.encoder.init_args.freq_mask_param", "8",
            "--model.init_args.encoder.init_args.time_mask_param", "20"]
-SPEED = ["--data.init_args.speed_factors", "[0.9, 1.0, 1.1]"]
-NOISE = ["--data.init_args.noise_snr_db", "[10, 40]", "--data.init_args.noise_prob", "0.5"]
+SPEED = ["--data.init_args.augment.speed_factors", "[0.9, 1.0, 1.1]"]
+NOISE = ["--data.init_args.augment.noise_snr_db", "[10, 40]", "--data.init_args.augment.noise_prob", "0.5"]
 VARIANTS = {
     "baseline (SpecAugment 8/20, as shipped)": SPEC_ON,
     "no SpecAugment": SPEC_OFF,
@@ -50,7 +50,7 @@ def dev_curve(run: Path) -> list[float]:
 
 def command(name: str, seed: int, epochs: int, extra: list[str] = ()) -> list[str]:
     return ["vecset", "fit", "--config", CONFIG, "--seed_everything", str(seed), "--trainer.max_epochs", str(epochs),
-            "--data.init_args.test", "dev.lst", "--plots", "false", "--trainer.enable_progress_bar", "false",
+            "--data.init_args.splits.test", "dev.lst", "--plots", "false", "--trainer.enable_progress_bar", "false",
             *VARIANTS[SHORT[name]], *extra]
 
 

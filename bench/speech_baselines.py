@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from vecset.pipelines.speech.options import SpeechSplits
+
 CONFIGS = {
     "self-attention": "configs/speech_frames.yaml",
     "window MLP (k=5, 11 frames)": "configs/speech_frames_mlp.yaml",
@@ -79,7 +81,7 @@ def report_fields(checkpoint: str, root: str, max_utts: int, run_dir: Path) -> d
 
 def run(config: str, root: str, epochs: int, max_utts: int, extra: list[str]) -> dict:
     cmd = [sys.executable, "-m", "vecset", "fit", "--config", config, "--data.root", root,
-           "--trainer.max_epochs", str(epochs), "--data.max_utterances", str(max_utts), *extra]
+           "--trainer.max_epochs", str(epochs), "--data.splits.max_utterances", str(max_utts), *extra]
     env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     t0 = time.time()
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -107,7 +109,7 @@ def rescore(checkpoint: str, root: str, max_utts: int, run_dir: Path) -> dict:
         # a run from before the configs had a segment decoder: theirs (configs/speech_frames*.yaml)
         model.head.decoder = SegmentDecoder(**RESCORE_DECODER)
         print(f"{checkpoint}: no segment decoder in its config; rescored with {model.head.decoder}")
-    dm = SpeechFramesDataModule(root=root, max_utterances=max_utts)
+    dm = SpeechFramesDataModule(root=root, splits=SpeechSplits(max_utterances=max_utts))
     dm.setup("test")
     (path,) = PerPhoneReport().write(ReportContext(model, dm, run_dir))
     return json.loads(path.read_text())

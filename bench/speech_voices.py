@@ -15,14 +15,14 @@ the voice-disjoint number for a synthesizer no training voice comes from.
 ``--choose-on F`` is the voice-disjoint dev split for choosing settings (augmentation): it trains
 the rotation of F (best checkpoint by its in-voice dev) and scores it on F's dev speakers only
 (``lovo/F/dev_unheard.lst``), never on a test list; the rows go to
-``--out`` under ``choice``. Settings go after ``--`` as CLI overrides (``--data.voice_augment ...``).
+``--out`` under ``choice``. Settings go after ``--`` as CLI overrides (``--data.augment.voice ...``).
 
 Usage:
     python scripts/make_speech_corpus.py --out data/speech_voices --utterances 300 --speakers 20 \
         --voices kal,ked,slt,espeak:en-us,espeak:en-us+f3 --rotations --format flac
     python bench/speech_voices.py --root data/speech_voices --epochs 8 --note "$(cat /proc/loadavg)"
     python bench/speech_voices.py --choose-on slt --tag voice --epochs 5 --out bench/results/speech_voices_dev.json \
-        -- --data.voice_augment '{vtlp: {p: 0.5}, pitch: {p: 0.3}}'
+        -- --data.augment.voice '{vtlp: {p: 0.5}, pitch: {p: 0.3}}'
     python bench/speech_voices.py --plot-only --out bench/results/speech_voices.json   # the figure again
 
 Beside ``--out`` it writes ``<out>.png``: per held-out family, each model's voice-disjoint
@@ -54,7 +54,7 @@ def fit(config: str, root: str, fam: str, epochs: int, extra: list[str], test: s
         folder: str = "lovo") -> dict:
     lovo = f"{folder}/{fam}"
     cmd = [sys.executable, "-m", "vecset", "fit", "--config", config, "--data.root", root,
-           "--data.train", f"{lovo}/train.lst", "--data.val", f"{lovo}/dev.lst", "--data.test", f"{lovo}/{test}",
+           "--data.splits.train", f"{lovo}/train.lst", "--data.splits.val", f"{lovo}/dev.lst", "--data.splits.test", f"{lovo}/{test}",
            "--trainer.max_epochs", str(epochs), "--trainer.enable_progress_bar", "false", *extra]
     env = {**os.environ, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -75,7 +75,7 @@ def test_on(config: str, checkpoint: str, root: str, test_list: str) -> float:
     from vecset.pipelines.training.task import TaskModule
 
     args = dict(yaml.safe_load(Path(config).read_text())["data"]["init_args"])
-    args.update(root=root, test=test_list)
+    args.update(root=root, splits={**args.get("splits", {}), "test": test_list})
     dm = SpeechFramesDataModule(**args)
     model = TaskModule.load_from_checkpoint(checkpoint, map_location="cpu")
     trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,

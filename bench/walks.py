@@ -98,7 +98,7 @@ def speech_job(tmp: Path) -> list[str]:
     utt = (root / "test.lst").read_text().split()[0]
     (tmp / "one.lst").write_text(utt + "\n")
     return ["--config", str(ROOT / "configs/speech_frames_debug.yaml"), "--data.init_args.root", str(root),
-            "--data.init_args.test", str(tmp / "one.lst")]  # the config's reports draw 1 utterance
+            "--data.init_args.splits.test", str(tmp / "one.lst")]  # the config's reports draw 1 utterance
 
 
 def molecule_job(tmp: Path) -> list[str]:
@@ -109,7 +109,7 @@ def molecule_job(tmp: Path) -> list[str]:
         for r, split in zip(rows, ("train", "val", "test"), strict=True):
             w.writerow({"smiles": r["smiles"], "expt": r["expt"], "split": split})
     return ["--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.csv_path", str(tmp / "three.csv"),
-            "--data.init_args.split", "column", "--data.init_args.batch_size", "1"]
+            "--data.init_args.split.method", "column", "--data.init_args.batch_size", "1"]
 
 
 def image_job(tmp: Path) -> list[str]:

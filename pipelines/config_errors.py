@@ -25,7 +25,7 @@ import inspect
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from pydoc import locate
 from types import FrameType
@@ -199,6 +199,9 @@ def parse_error(message: str) -> str | None:
         if nested and locate(cls) is None:  # the class itself is what was not found
             return f"{'.'.join(path)}.class_path: {line}"
         where = ".".join(path) + (".init_args" if nested else "")
+        if cls and (m := re.fullmatch(r"Unable to load config '(.*)'", line)):  # a plain value for an option group
+            keys = _group_keys(cls, path[-1].rpartition(".")[2])
+            line = f"expected a mapping{f' of {keys}' if keys else ''} (an option group); got {m[1]}"
         return f"{where}: {_expected(line, subtypes, given)}" + (f" ({cls}{_did_you_mean(line, cls)})" if cls else "")
     return None
 
@@ -247,6 +250,16 @@ def _expected(line: str, subtypes: str | None, given: str | None) -> str:
     if m := re.fullmatch(r"Expected a (.+?)(?:\. Got value: (.*))?", line):
         return f"expected {_type_words(m[1])}" + (f"; got {m[2]}" if m[2] is not None else "")
     return line
+
+
+def _group_keys(cls: str, name: str) -> str:
+    """The keys of ``cls``'s option group ``name`` (a dataclass default), for the message; "" if
+    it is not one."""
+    try:
+        default = inspect.signature(locate(cls)).parameters[name].default
+    except (KeyError, TypeError, ValueError):
+        return ""
+    return ", ".join(f.name for f in fields(default)) if is_dataclass(default) else ""
 
 
 def _did_you_mean(line: str, cls: str) -> str:

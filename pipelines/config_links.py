@@ -3,12 +3,12 @@
 Some settings must agree: the model width (the backbone's ``d_model`` is the width every
 encoder returns and every head and decoder reads) and what a data module declares its model
 takes from it (``VecsetDataModule.model_links``; speech: the feature count, the data's
-``num_mel_bins`` or ``num_ceps`` for MFCC, is the encoder's ``in_dim``, and the phone set's
+``features.num_mel_bins`` or ``num_ceps`` for MFCC, is the encoder's ``in_dim``, and the phone set's
 label count the labeling head's ``num_classes``). The CLI links them with jsonargparse's
 ``link_arguments`` (applied at parse, before anything is built), e.g.:
 
     model.init_args.backbone.init_args.d_model  -> the encoder's, the head's and the head's decoder's d_model
-    data.init_args.num_mel_bins (num_ceps)      -> model.init_args.encoder.init_args.in_dim     (speech)
+    data.init_args.features.num_mel_bins (num_ceps) -> model.init_args.encoder.init_args.in_dim (speech)
     data.init_args.phone_set                    -> model.init_args.head.init_args.num_classes   (speech)
 
 The data's links are those of the data class the config names (its files, or ``--data``).
@@ -163,9 +163,13 @@ def signature_param(class_path: Any, name: str) -> inspect.Parameter | None:
 
 def signature_default(class_path: Any, name: str) -> Any:
     """The default of ``class_path``'s ``__init__`` argument ``name`` (``inspect.Parameter.empty``
-    when it has none)."""
-    param = signature_param(class_path, name)
-    return inspect.Parameter.empty if param is None else param.default
+    when it has none); ``group.field``: a field of an option group's default (a dataclass)."""
+    first, *fields = name.split(".")
+    param = signature_param(class_path, first)
+    value = inspect.Parameter.empty if param is None else param.default
+    for field in fields:
+        value = getattr(value, field, inspect.Parameter.empty)
+    return value
 
 
 def checked(link: Link) -> Callable[..., Any]:
@@ -324,10 +328,11 @@ def filled(cfg: dict, links: Sequence[Link] | None = None) -> dict:
         for src in link.sources:
             parent, leaf = node(src)
             value = parent.get(leaf, missing) if isinstance(parent, dict) else missing
-            if value is missing:
-                owner, _ = node(src.rsplit(".init_args.", 1)[0] + ".class_path")
+            if value is missing:  # the class's default (of an option group's field: ``features.max_dist``)
+                owner_key, _, arg = src.rpartition(".init_args.")
+                owner, _ = node(owner_key + ".class_path")
                 owner_path = owner.get("class_path") if isinstance(owner, dict) else None
-                value = signature_default(owner_path, leaf) if owner_path else missing
+                value = signature_default(owner_path, arg) if owner_path else missing
             if value is missing or value is inspect.Parameter.empty:
                 break
             values.append(value)

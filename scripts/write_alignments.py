@@ -30,7 +30,7 @@ import soundfile as sf
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from vecset.encoders.speech import find_companion, read_phn, read_wrd  # noqa: E402
-from vecset.pipelines.speech.data import scan_audio  # noqa: E402
+from vecset.pipelines.speech.files import scan_audio  # noqa: E402
 
 FORMATS = ("textgrid", "textgrid-short", "ctm", "buckeye")
 VOWELS = set("aa ae ah ao aw ax axr ay eh el em en er ey ih ix iy ow oy uh uw ux".split())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import torch
@@ -12,6 +11,7 @@ from torchvision.transforms import v2
 
 from vecset.pipelines.data.batch_augment import BatchAugment
 from vecset.pipelines.data.device_loader import ScaleNormalize
+from vecset.pipelines.data.options import DevicePlacement, as_group
 from vecset.pipelines.images.data import (
     ImageDataModule,
     TensorImages,
@@ -36,7 +36,7 @@ class Cifar10DataModule(ImageDataModule):
         train_transforms: torchvision v2 transforms for training images (``class_path`` /
             ``init_args``), run on the (3, 32, 32) uint8 image before scaling; None: a random
             crop of 32 after 4 pixels of padding and a horizontal flip.
-        batch_size, num_workers, on_device, device_memory_share, batch_augment: as in DigitsDataModule.
+        batch_size, num_workers, placement, batch_augment: as in DigitsDataModule.
     """
 
     image_shape = (3, 32, 32)
@@ -46,9 +46,11 @@ class Cifar10DataModule(ImageDataModule):
 
     def __init__(self, root: str, val_fraction: float = 0.1, split_seed: int = 0, augment: bool = True,
                  train_transforms: list[v2.Transform] | None = None, batch_size: int = 128,
-                 num_workers: int = 0, on_device: bool | Literal["auto"] = "auto", device_memory_share: float = 0.5,
+                 num_workers: int = 0, placement: DevicePlacement = DevicePlacement(on_device="auto"),
                  batch_augment: list[BatchAugment] | None = None) -> None:
-        super().__init__(batch_size, num_workers, on_device, device_memory_share, batch_augment, augment)
+        placement = as_group(DevicePlacement, placement, "placement")
+        super().__init__(batch_size, num_workers, placement.on_device, placement.device_memory_share, batch_augment,
+                         augment)
         check_train_transforms(augment, train_transforms)
         self.root, self.val_fraction, self.split_seed, self.augment = Path(root), val_fraction, split_seed, augment
         self.train_transforms = list(train_transforms) if train_transforms is not None else [

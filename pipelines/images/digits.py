@@ -5,13 +5,13 @@ on the pinned split (``digits_split``). The shared loaders are ``images/data.py`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 import torch
 from torchvision.transforms import v2
 
 from vecset.pipelines.data.batch_augment import BatchAugment
+from vecset.pipelines.data.options import DevicePlacement, as_group
 from vecset.pipelines.images.data import (
     ImageDataModule,
     TensorImages,
@@ -46,12 +46,11 @@ class DigitsDataModule(ImageDataModule):
             background is -1); None: the random affine below.
         degrees, translate, scale: the default affine's ranges (``v2.RandomAffine``).
         num_workers: DataLoader workers (0: in the main process; the data is tiny).
-        on_device: keep the splits on the training device and draw batches there
+        placement: ``on_device``: keep the splits on the training device and draw batches there
             (``device_loader.py``): ``auto`` when they fit in ``device_memory_share`` of its
-            memory and no per-sample ``train_transforms`` run (``augment: false``), else the CPU
-            loader; said in one log line at the start of a run.
-        device_memory_share: the share of the device's memory (a GPU's total, the host's RAM on
-            the CPU) the resident data may take.
+            memory (a GPU's total, the host's RAM on the CPU) and no per-sample
+            ``train_transforms`` run (``augment: false``), else the CPU loader; said in one log
+            line at the start of a run (``DevicePlacement``).
         batch_augment: augmentations of whole batches, parameters per sample (``batch_augment.py``:
             ``RandomCrop``, ``HorizontalFlip``, ``RandomErasing``, ``MixUp``, ``CutMix``;
             ``class_path`` / ``init_args``): on the device with the data there, else on each
@@ -69,9 +68,11 @@ class DigitsDataModule(ImageDataModule):
     def __init__(self, batch_size: int = 64, augment: bool = True,
                  train_transforms: list[v2.Transform] | None = None, degrees: float = 10.0,
                  translate: float = 0.1, scale: Sequence[float] = (0.9, 1.1), num_workers: int = 0,
-                 on_device: bool | Literal["auto"] = "auto", device_memory_share: float = 0.5,
+                 placement: DevicePlacement = DevicePlacement(on_device="auto"),
                  batch_augment: list[BatchAugment] | None = None) -> None:
-        super().__init__(batch_size, num_workers, on_device, device_memory_share, batch_augment, augment)
+        placement = as_group(DevicePlacement, placement, "placement")
+        super().__init__(batch_size, num_workers, placement.on_device, placement.device_memory_share, batch_augment,
+                         augment)
         check_train_transforms(augment, train_transforms)
         check_unit_range_transforms(train_transforms or [], "DigitsDataModule's images are floats in [-1, 1] "
                                     "(the background -1)")

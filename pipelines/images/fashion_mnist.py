@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import torch
@@ -26,6 +25,7 @@ from torchvision.transforms import v2
 from vecset.encoders.image.idx import read_idx_split
 from vecset.pipelines.data.batch_augment import BatchAugment
 from vecset.pipelines.data.device_loader import ScaleNormalize
+from vecset.pipelines.data.options import DevicePlacement, as_group
 from vecset.pipelines.images.data import (
     ImageDataModule,
     TensorImages,
@@ -125,9 +125,9 @@ class FashionMNISTDataModule(ImageDataModule):
         predict_files: image files or folders for ``vecset predict`` (PNG, JPEG, ...); each is
             converted to grey and resized to 28x28. The dataset's images are light clothes on
             a black background: invert photos of dark clothes on white before predicting.
-        batch_size, num_workers, on_device, device_memory_share, batch_augment: as in
+        batch_size, num_workers, placement, batch_augment: as in
             DigitsDataModule. With ``augment: false`` the splits (54,000 + 6,000 + 10,000 uint8
-            images, 55 MB) go on the training device (``on_device: auto``); scaling,
+            images, 55 MB) go on the training device (``placement.on_device: auto``); scaling,
             normalization and ``batch_augment`` then run on whole batches there.
     """
 
@@ -141,9 +141,11 @@ class FashionMNISTDataModule(ImageDataModule):
                  mean: float = MEAN, std: float = STD, max_train: int | None = None,
                  max_val: int | None = None, max_test: int | None = None,
                  predict_files: list[str] | None = None, batch_size: int = 128, num_workers: int = 0,
-                 on_device: bool | Literal["auto"] = "auto", device_memory_share: float = 0.5,
+                 placement: DevicePlacement = DevicePlacement(on_device="auto"),
                  batch_augment: list[BatchAugment] | None = None) -> None:
-        super().__init__(batch_size, num_workers, on_device, device_memory_share, batch_augment, augment)
+        placement = as_group(DevicePlacement, placement, "placement")
+        super().__init__(batch_size, num_workers, placement.on_device, placement.device_memory_share, batch_augment,
+                         augment)
         if not 0 < val_fraction < 1:
             raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
         check_train_transforms(augment, train_transforms)

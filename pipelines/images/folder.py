@@ -8,7 +8,6 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import torch
@@ -18,11 +17,13 @@ from torchvision.transforms import v2
 from vecset.encoders.image import IMAGE_EXTENSIONS, FileImages, check_images
 from vecset.pipelines.data.base import ModelLink
 from vecset.pipelines.data.batch_augment import BatchAugment
+from vecset.pipelines.data.options import DevicePlacement, as_group
 from vecset.pipelines.images.data import (
     ImageDataModule,
     check_train_transforms,
     list_predict_files,
 )
+from vecset.pipelines.images.options import FolderSplit
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +89,8 @@ class ImageFolderDataModule(ImageDataModule):
     """The user's images in torchvision's ImageFolder layout.
 
     Either ``root/train/<class>/*``, ``root/val/<class>/*`` (optional) and
-    ``root/test/<class>/*``, or one ``root/<class>/*`` split by ``val_fraction`` /
-    ``test_fraction`` (stratified, ``split_seed``). The class list (and the number of
+    ``root/test/<class>/*``, or one ``root/<class>/*`` split by ``split.val_fraction`` /
+    ``test_fraction`` (stratified, ``split.seed``). The class list (and the number of
     classes) is read from the training folders; a class in val/test that training lacks is
     an error.
 
@@ -114,12 +115,12 @@ class ImageFolderDataModule(ImageDataModule):
             normalization (uint8 for 8-bit files); None: ``folder_augment()``, a random
             horizontal flip and a small affine (rotation 10 degrees, shift 10%), meant for
             photos: it mirrors digits and text, so give your own list for those.
-        val_fraction, test_fraction, split_seed: the split of a single folder (and of
-            train into train/val when there is no val folder).
+        split: the split of a single folder, and of train into train/val when there is no val
+            folder (``FolderSplit``: ``val_fraction``, ``test_fraction``, ``seed``).
         skip_non_images: skip (count and log) files without an image extension instead of failing.
         predict_files: image files or folders for ``vecset predict``, converted to ``channels``
             and resized to the training images' size.
-        batch_size, num_workers, on_device, device_memory_share, batch_augment: as in DigitsDataModule.
+        batch_size, num_workers, placement, batch_augment: as in DigitsDataModule.
             On the device, every image is read once (resized and normalized, float32) at the
             start of a run; ``on_device: auto`` checks their size before reading them.
     """
@@ -127,12 +128,13 @@ class ImageFolderDataModule(ImageDataModule):
     def __init__(self, root: str, channels: int = 3, convert: bool = False,
                  image_size: int | list[int] | None = None, mean: Sequence[float] | None = None,
                  std: Sequence[float] | None = None, augment: bool = False,
-                 train_transforms: list[v2.Transform] | None = None, val_fraction: float = 0.1,
-                 test_fraction: float = 0.1, split_seed: int = 0, skip_non_images: bool = False,
-                 predict_files: list[str] | None = None, batch_size: int = 64, num_workers: int = 0,
-                 on_device: bool | Literal["auto"] = "auto", device_memory_share: float = 0.5,
+                 train_transforms: list[v2.Transform] | None = None, split: FolderSplit = FolderSplit(),
+                 skip_non_images: bool = False, predict_files: list[str] | None = None, batch_size: int = 64,
+                 num_workers: int = 0, placement: DevicePlacement = DevicePlacement(on_device="auto"),
                  batch_augment: list[BatchAugment] | None = None) -> None:
-        super().__init__(batch_size, num_workers, on_device, device_memory_share, batch_augment, augment)
+        placement, split = as_group(DevicePlacement, placement, "placement"), as_group(FolderSplit, split, "split")
+        super().__init__(batch_size, num_workers, placement.on_device, placement.device_memory_share, batch_augment,
+                         augment)
         check_train_transforms(augment, train_transforms)
         if channels not in (1, 3):
             raise ValueError(f"channels must be 1 (grey) or 3 (RGB), got {channels}")
@@ -145,7 +147,7 @@ class ImageFolderDataModule(ImageDataModule):
             raise ValueError(f"mean and std need {channels} values (one per channel), got {self.mean}, {self.std}")
         self.augment = augment
         self.train_transforms = list(train_transforms) if train_transforms is not None else folder_augment()
-        self.val_fraction, self.test_fraction, self.split_seed = val_fraction, test_fraction, split_seed
+        self.val_fraction, self.test_fraction, self.split_seed = split.val_fraction, split.test_fraction, split.seed
         self.skip_non_images = skip_non_images
         self.predict_files = list(predict_files) if predict_files else None
         self.paths: list[Path] = []

@@ -164,11 +164,10 @@ class MoleculePredictor(Predictor):
         dm.setup("fit")
         test = dm.splits["test"]
         train = [it["smiles"] for it in dm.splits["train"]]
-        extra = {"max_atoms": dm.max_atoms, "max_dist": dm.max_dist, "lap_pe_k": dm.lap_pe_k,
-                 "descriptors": dm.descriptors, "geometry": dm.featurizer.geometry, "charges": dm.featurizer.charges,
-                 "surface": dm.featurizer.surface,
-                 "conformers": dm.featurizer.conformers,  # for the record: the predictor embeds conformer 0 alone
-                 "train_smiles": train, "train_fingerprints": NearestNeighbours(train).binary(),
+        f = dm.features  # conformers for the record: the predictor embeds conformer 0 alone
+        extra = {"max_atoms": f.max_atoms, "max_dist": f.max_dist, "lap_pe_k": f.lap_pe_k,
+                 "descriptors": f.descriptors, "geometry": f.geometry, "charges": f.charges, "surface": f.surface,
+                 "conformers": f.conformers, "train_smiles": train, "train_fingerprints": NearestNeighbours(train).binary(),
                  "domain_threshold": DOMAIN_THRESHOLD, "targets": dm.target_names, "classes": dm.class_names}
         if dm.scaler is not None:
             extra |= {"descriptor_mean": torch.from_numpy(dm.scaler.mean).double(),

@@ -42,7 +42,7 @@ from vecset.encoders.graph import (
 from vecset.encoders.graph.masking import element_slots, mask_atoms
 from vecset.pipelines.console import track
 from vecset.pipelines.data.base import ModelLink, VecsetDataModule, fixed
-from vecset.pipelines.molecules.data import atom_links, graph_links
+from vecset.pipelines.molecules.links import atom_links, graph_links
 from vecset.shipped import data_file
 
 log = logging.getLogger(__name__)

@@ -64,10 +64,10 @@ def predict_chunks(recordings: dict[int, Recording | Utterance], chunk_frames: i
             continue
         if context is None:
             raise ValueError(
-                f"{rec.path}: {frames} frames is longer than predict_chunk_frames={chunk_frames}, "
+                f"{rec.path}: {frames} frames is longer than predict.chunk_frames={chunk_frames}, "
                 "and the model's output at a frame depends on every frame (full attention without a window, "
                 "an LSTM or a pooling head: no finite receptive field), so it cannot be predicted in chunks "
-                "exactly; set --data.predict_chunk_frames 0 to read each file whole (memory grows with its "
+                "exactly; set --data.predict.chunk_frames 0 to read each file whole (memory grows with its "
                 "length; attention refuses what does not fit), or use truncated attention (window)")
         part = plan_chunks(sid, frames, chunk_frames, context)
         log.info("%s: %d frames in %d chunks of %d frames, %d frames of context on each side",

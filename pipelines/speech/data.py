@@ -12,12 +12,11 @@ long recordings ``chunks.py``; the default reports ``reports.py`` (all in this f
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
@@ -25,33 +24,38 @@ from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
 from vecset.contracts.data_spec import DataSpec
 from vecset.encoders.collate import pad_sets
 from vecset.encoders.speech import (
-    COMPANION_EXTS,
-    AlignmentFormat,
     AlignmentSource,
     AudioFile,
-    Featurizer,
     PhoneSet,
     Recording,
     SpeechReader,
     Utterance,
-    audio_extensions,
-    find_audio,
     read_vocabulary,
 )
-from vecset.encoders.speech.phones import phone_names
 from vecset.encoders.speech.voice_augment import VoiceAugment
 from vecset.pipelines.data.base import ModelLink, VecsetDataModule
 from vecset.pipelines.data.batch_augment import BatchAugment, FrameAugment, check_batch_augment
 from vecset.pipelines.data.gathered import BucketedCollate, LengthBuckets
+from vecset.pipelines.data.options import BucketedPlacement, as_group
 from vecset.pipelines.predict.output import PredictModel
 from vecset.pipelines.speech.checks import check_shared_speakers, shared_sentences
 from vecset.pipelines.speech.chunks import chunk_loader
 from vecset.pipelines.speech.device import PAD_LABEL, SpeechDeviceLoader, SpeechPlacement
+from vecset.pipelines.speech.files import list_audio, scan_audio
+from vecset.pipelines.speech.options import (
+    SpeechAugment,
+    SpeechFeatures,
+    SpeechPredict,
+    SpeechSplits,
+    feature_count,
+    phone_count,
+)
 from vecset.pipelines.speech.prediction_files import SpeechOutput
 from vecset.pipelines.speech.utterances import (
     AugmentedUtterances,
     EpochKeys,
     SpeechUtterances,
+    crop_utterances,
     wave_augment,
 )
 from vecset.shipped import data_file
@@ -59,152 +63,35 @@ from vecset.shipped import data_file
 log = logging.getLogger(__name__)
 
 
-def scan_audio(folder: Path) -> list[Path]:
-    """The audio files under ``folder`` (recursively, sorted): every extension the reader reads
-    (``audio_extensions``). Other files are skipped, counted by extension and reported: at
-    warning level unless they are all TIMIT's .phn/.wrd/.txt beside the utterances."""
-    exts = audio_extensions()
-    files, skipped = [], Counter()
-    for f in sorted(folder.rglob("*")):
-        if f.is_dir():
-            continue
-        if f.suffix.lower() in exts:
-            files.append(f)
-        else:
-            skipped["hidden" if f.name.startswith(".") else f.suffix.lower() or "no-extension"] += 1
-    if not files:
-        raise ValueError(f"{folder}: no audio files under this folder (extensions read: {' '.join(exts)})")
-    if skipped:
-        import soundfile as sf
-
-        level = logging.INFO if set(skipped) <= set(COMPANION_EXTS) else logging.WARNING
-        log.log(level, "%s: %d audio files; skipped %d other files (%s): not a format the audio reader reads "
-                "(soundfile with libsndfile %s: %s)", folder, len(files), sum(skipped.values()),
-                ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())), sf.__libsndfile_version__, " ".join(exts))
-    return files
-
-
-def list_audio(root: Path, spec: str) -> list[Path]:
-    """A split given as a list file (utterance paths relative to ``root``, with or without the
-    extension, one per line) or as a folder under ``root`` searched recursively; an empty list
-    file is an error naming it."""
-    p = root / spec
-    if p.is_dir():
-        return scan_audio(p)
-    if not p.is_file():
-        raise ValueError(f"{p}: split '{spec}' is neither a list file nor a folder under {root}")
-    files = []
-    exts = audio_extensions()
-    for ln, line in enumerate(p.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        stem = root / line.strip()
-        audio = stem if stem.suffix.lower() in exts and stem.exists() else find_audio(stem)
-        if audio is None:
-            raise ValueError(f"{p}:{ln}: no audio file {stem}.wav, {stem}.flac or another audio extension "
-                             f"({' '.join(exts)})")
-        files.append(audio)
-    if not files:  # a split with nothing to train or score on: say which list, not "num_samples=0"
-        raise ValueError(f"{p}: split '{spec}' lists no utterances (the list file is empty); expected one utterance "
-                         f"path per line, relative to {root}")
-    return files
-
-
-def crop_utterances(items: list[Utterance], max_frames: int) -> tuple[list[Utterance], int, int]:
-    """Each utterance cut to its first ``max_frames`` frames (features and labels): the new
-    items, how many were cut and how many frames they lost."""
-    out, cut, dropped = [], 0, 0
-    for u in items:
-        T = len(u.x)
-        if T > max_frames:
-            cut, dropped = cut + 1, dropped + T - max_frames
-            u = replace(u, x=u.x[:max_frames], y=None if u.y is None else u.y[:max_frames])
-        out.append(u)
-    return out, cut, dropped
-
-
-def feature_count(features: str, num_mel_bins: int, num_ceps: int) -> tuple[int, str, str]:
-    """The featurizer's width (``encoders/speech/features.py``, ``Featurizer.dim``)."""
-    if features == "mfcc":
-        return num_ceps, "num_ceps", f"{num_ceps} (features: mfcc)"
-    return num_mel_bins, "num_mel_bins", str(num_mel_bins)
-
-
-@functools.cache
-def phone_count(phone_set: str) -> tuple[int, str, str]:
-    """The phone set's label count (asked once per phone set: the link applies at every parse)."""
-    n = len(phone_names(phone_set))
-    return n, "phone_set", f"{phone_set} ({n} labels)"
-
-
 class SpeechFramesDataModule(VecsetDataModule):
     """Frame labeling on a TIMIT-layout corpus.
 
     Args:
         root: corpus folder (``data/speech`` is shipped).
-        train, val, test: each split as a list file of utterance paths relative to ``root``
-            (``train.lst``...) or a folder under ``root`` (real TIMIT: ``TRAIN``, ``TEST``).
         phone_set: ``festival`` (radio phones + pau + h#), ``timit61``, or ``timit39`` (the
             Lee & Hon folding of either set; TIMIT's ``q`` frames are ignored and counted).
             Labels of other alignments are mapped to it (``encoders/speech/alignment_formats.py``:
             ARPAbet stress digits stripped, silences to h#/pau; counted and reported).
-        alignment_format: where each utterance's phone alignment is: ``auto`` (the one file beside
-            the audio: ``.phn``, ``.TextGrid`` or Buckeye ``.phones``; two of them is an error; with
-            ``phone_ctm`` set, the CTM), ``phn``, ``textgrid``, ``ctm`` or ``buckeye``.
-        phone_tier, word_tier: a TextGrid's tier names (the Montreal Forced Aligner's ``phones``
-            and ``words``); word_tier null: no words from the TextGrid.
-        phone_ctm, word_ctm: Kaldi CTM files (relative to ``root`` or absolute) holding every
-            utterance's phones / words, the utterance id being the audio file's stem.
-        features: ``fbank`` or ``mfcc``; num_mel_bins: 40 or 80; num_ceps: MFCC width.
-        batch_size: utterances per batch.
-        predict_paths: audio files or folders for ``vecset predict`` (no .phn needed);
-            default: the test split.
-        predict_chunk_frames: ``vecset predict`` reads, featurizes and runs each file in
-            chunks of this many frames (2000: 20 s) with the model's receptive field as context
-            on each side, so memory does not grow with the file's length and the output equals
-            the whole file's (docs/speech.md); 0 reads each file whole.
-        max_utterances: keep only the first n utterances of each split (quick runs; 0 = all).
-        predict_segments: what ``vecset predict``'s ``.phn`` files hold: ``decoder``, the head's
-            segment decoder's segments (the argmax runs when the head has none), or ``argmax``,
-            the runs of the per-frame argmax labels merged.
-        fit_max_frames: if > 0, training and validation utterances longer than this many
-            frames (10 ms each) are cut to their first ``fit_max_frames`` frames, labels with
-            them (their segments and words, which only the test reports read, stay whole); the
-            cut utterances and frames are counted and logged. The test split keeps
-            its full lengths: a length-generalization study trains on short inputs and tests on
-            long ones (``bench/ablations.py``).
-        speed_factors: training only: speed perturbation, a factor drawn uniformly per utterance
-            and epoch from this list (e.g. [0.9, 1.0, 1.1]; each in [0.5, 2.0], ``16000 * f`` a
-            whole number of Hz); None: none. See ``encoders/speech/augment.py``.
-        noise_snr_db: training only: white noise at an SNR drawn uniformly from [low, high] dB
-            (finite, in [-20, 100]) on a ``noise_prob`` share of the draws; None: none.
-        voice_augment: training only: voice and channel transforms that keep every sample in
-            place (``encoders/speech/voice_augment.py``), by name with their probability ``p`` and
-            ranges, e.g. ``{vtlp: {p: 0.5, alpha: [0.9, 1.1]}, pitch: {p: 0.3, semitones: [-3, 3]},
-            reverb: {p: 0.3, rt60: [0.2, 0.8]}, telephone: {p: 0.2}, noise: {p: 0.5, snr_db: [5, 30],
-            colours: [white, pink, brown]}}``; applied before speed and noise; None: none.
-        augment_seed: with (epoch, index) seeds each draw (``speech_utterances.py``).
-            With ``speed_factors``, ``noise_snr_db`` or ``voice_augment`` set, the training waveforms are kept (int16)
-            and each training item is perturbed, featurized and labelled when drawn; the global
-            normalization statistics still come from the plain training frames. Validation and test
-            are never augmented. SpecAugment (masking) is the encoder's (``SpeechEncoder``), or
-            ``batch_augment``'s.
-        on_device: keep the featurized splits on the training device and gather padded batches
-            there (``speech/device.py``: the same batches as the classic loader's collate;
-            seeded order, every utterance once an epoch, exact mid-epoch resume): ``true``,
-            ``false`` (the classic DataLoader), or ``auto`` (there when all splits take at most
-            ``device_memory_share`` of the device's memory and no waveform augmentation runs
-            per draw). Said in one line at the start.
+        splits: the split lists or folders, a cap on utterances, the training crop
+            (``SpeechSplits``).
+        features: ``fbank`` or ``mfcc`` and their widths (``SpeechFeatures``); the width is the
+            encoder's ``in_dim`` (linked).
+        alignment: where each utterance's phone alignment is (``AlignmentSource``): ``format``
+            ``auto`` (the one file beside the audio: ``.phn``, ``.TextGrid`` or Buckeye ``.phones``;
+            two of them is an error; with ``phone_ctm`` set, the CTM), ``phn``, ``textgrid``, ``ctm``
+            or ``buckeye``; a TextGrid's ``phone_tier`` / ``word_tier``; Kaldi CTM files
+            ``phone_ctm`` / ``word_ctm`` (relative to ``root`` or absolute), the utterance id being
+            the audio file's stem.
+        augment: training-time waveform augmentation (``SpeechAugment``): speed, noise, voice.
         batch_augment: transforms of whole training batches on the device, each drawing per
             utterance, e.g. ``batch_augment.SpecAugment`` (masked frames and bands show the
-            training frames' per-feature mean); needs ``on_device`` true or auto.
-        length_buckets: pad each batch to a width from a small fixed set instead of its longest
-            utterance, so that shapes repeat (fewer recompilations under ``torch.compile``, CUDA
-            graphs possible): ``pow2`` (the next power of two, at least 8 frames) or increasing
-            edges in frames (``[256, 512, 1024]``; a longer utterance pads to its batch's own
-            length); null: none. The padding is masked (the outputs on real frames are the same).
-        bucket_batches: draw each training batch from one length bucket (less padding), the
-            batches in a seeded order; needs ``length_buckets`` and the data on the device.
+            training frames' per-feature mean); needs ``placement.on_device`` true or auto.
+        placement: the splits on the training device (``speech/device.py``: the same batches as
+            the classic loader's collate; ``auto``: there when no waveform augmentation runs per
+            draw), and length buckets (``BucketedPlacement``).
+        predict: what ``vecset predict`` reads and writes (``SpeechPredict``).
+        batch_size: utterances per batch.
+        num_workers: DataLoader workers.
     """
 
     # the batch_augment transforms it takes: its batches are frame sequences
@@ -213,68 +100,57 @@ class SpeechFramesDataModule(VecsetDataModule):
 
     @classmethod
     def input_paths(cls, init_args: dict[str, Any], subcommand: str | None) -> dict[str, Path]:
-        """``root``, and the CTM files (relative to it) where given; a predict of ``predict_paths``
+        """``root``, and the CTM files (relative to it) where given; a predict of ``predict.paths``
         reads neither."""
-        if subcommand == "predict" and init_args.get("predict_paths"):
+        if subcommand == "predict" and (init_args.get("predict") or {}).get("paths"):
             return {}
         root = Path(init_args.get("root") or "data/speech")
-        return {"root": root, **{k: root / init_args[k] for k in ("phone_ctm", "word_ctm") if init_args.get(k)}}
+        alignment = init_args.get("alignment") or {}
+        return {"root": root, **{f"alignment.{k}": root / alignment[k] for k in ("phone_ctm", "word_ctm")
+                                 if alignment.get(k)}}
 
-    def __init__(self, root: str = "data/speech", train: str = "train.lst", val: str = "dev.lst",
-                 test: str = "test.lst", phone_set: PhoneSet = "festival",
-                 features: str = "fbank", num_mel_bins: int = 40, num_ceps: int = 13,
-                 batch_size: int = 8, predict_paths: list[str] | None = None, predict_chunk_frames: int = 2000,
-                 max_utterances: int = 0, num_workers: int = 0,
-                 predict_segments: Literal["decoder", "argmax"] = "decoder", fit_max_frames: int = 0,
-                 speed_factors: list[float] | None = None, noise_snr_db: list[float] | None = None,
-                 noise_prob: float = 0.5, voice_augment: dict[str, dict] | None = None,
-                 augment_seed: int = 0, alignment_format: AlignmentFormat = "auto", phone_tier: str = "phones",
-                 word_tier: str | None = "words", phone_ctm: str | None = None, word_ctm: str | None = None,
-                 on_device: bool | Literal["auto"] = False, device_memory_share: float = 0.5,
-                 batch_augment: list[BatchAugment] | None = None,
-                 length_buckets: Literal["pow2"] | list[int] | None = None, bucket_batches: bool = False) -> None:
+    def __init__(self, root: str = "data/speech", phone_set: PhoneSet = "festival",
+                 splits: SpeechSplits = SpeechSplits(), features: SpeechFeatures = SpeechFeatures(),
+                 alignment: AlignmentSource = AlignmentSource(), augment: SpeechAugment = SpeechAugment(),
+                 batch_augment: list[BatchAugment] | None = None, placement: BucketedPlacement = BucketedPlacement(),
+                 predict: SpeechPredict = SpeechPredict(), batch_size: int = 8, num_workers: int = 0) -> None:
         super().__init__()
+        splits, features = as_group(SpeechSplits, splits, "splits"), as_group(SpeechFeatures, features, "features")
+        alignment, augment = as_group(AlignmentSource, alignment, "alignment"), as_group(SpeechAugment, augment, "augment")
+        placement, predict = as_group(BucketedPlacement, placement, "placement"), as_group(SpeechPredict, predict, "predict")
         check_batch_augment(type(self).__name__, self.batch_augment_kind, list(batch_augment or []))
-        self.buckets = LengthBuckets(length_buckets)
-        self.placement = SpeechPlacement(on_device, device_memory_share, batch_augment, self.buckets, bucket_batches)
-        if fit_max_frames < 0:
-            raise ValueError(f"fit_max_frames must be >= 0 (0: full lengths), got {fit_max_frames}")
-        self.fit_max_frames = fit_max_frames
+        self.buckets = LengthBuckets(placement.length_buckets)
+        self.placement = SpeechPlacement(placement.on_device, placement.device_memory_share, batch_augment,
+                                         self.buckets, placement.bucket_batches)
+        self.fit_max_frames, self.max_utterances = splits.fit_max_frames, splits.max_utterances
         self.root = data_file(root, "root")
-        self.split_specs = {"train": train, "val": val, "test": test}
+        self.split_specs = {"train": splits.train, "val": splits.val, "test": splits.test}
         self.phone_set = phone_set
         # the one reader: audio, features, frame labels, segments, words (encoders/speech/reader.py)
-        alignments = AlignmentSource(alignment_format, phone_tier, word_tier,
-                                     None if phone_ctm is None else self.root / phone_ctm,
-                                     None if word_ctm is None else self.root / word_ctm)
-        self.reader = SpeechReader(phone_set, Featurizer(features, num_mel_bins, num_ceps),  # type: ignore[arg-type]
-                                   alignments)
+        ctm = {k: getattr(alignment, k) for k in ("phone_ctm", "word_ctm")}
+        alignment = replace(alignment, **{k: None if v is None else self.root / v for k, v in ctm.items()})
+        self.reader = SpeechReader(phone_set, features.featurizer(), alignment)
         self.class_names, self.featurizer = self.reader.class_names, self.reader.featurizer
         self.batch_size, self.num_workers = batch_size, num_workers
-        self.predict_paths = predict_paths
-        if predict_chunk_frames < 0:
-            raise ValueError(f"predict_chunk_frames must be >= 0 (0: whole files), got {predict_chunk_frames}")
-        self.predict_chunk_frames = predict_chunk_frames
+        self.predict_paths, self.predict_chunk_frames = predict.paths, predict.chunk_frames
+        self.predict_segments = predict.segments
         # predict files read in chunks: a 16 kHz file's header (read in blocks later), or a file
         # at another rate read whole now (resampling in blocks would not equal resampling whole)
         self.recordings: dict[int, Recording | Utterance] = {}
         # their loader, planned in prediction_output from the model's receptive field, which the
         # predict side hands over (PredictModel): the data never asks the model
         self.chunk_loader: DataLoader | None = None
-        self.max_utterances = max_utterances
-        if predict_segments not in ("decoder", "argmax"):
-            raise ValueError(f"predict_segments must be 'decoder' or 'argmax', got {predict_segments!r}")
-        self.predict_segments = predict_segments
-        self.wave_augment = wave_augment(speed_factors, noise_snr_db, noise_prob)
-        self.voice_augment = None if voice_augment is None else VoiceAugment.from_config(voice_augment)
-        self.augment_seed = augment_seed
-        if (self.wave_augment is not None or self.voice_augment is not None) and on_device is True:
-            raise ValueError("on_device: true with speed_factors / noise_snr_db / voice_augment: those featurize each "
-                             "draw on the CPU; set on_device: auto or false, or use batch_augment (SpecAugment)")
-        if (self.wave_augment is not None or self.voice_augment is not None) and fit_max_frames:
+        self.wave_augment = wave_augment(augment.speed_factors, augment.noise_snr_db, augment.noise_prob)
+        self.voice_augment = None if augment.voice is None else VoiceAugment.from_config(augment.voice)
+        self.augment_seed = augment.seed
+        if augment.on and placement.on_device is True:
+            raise ValueError("placement.on_device: true with augment (speed_factors / noise_snr_db / voice): those "
+                             "featurize each draw on the CPU; set on_device: auto or false, or use batch_augment "
+                             "(SpecAugment)")
+        if augment.on and splits.fit_max_frames:
             # an augmented draw is featurized from the whole waveform, which the crop does not cut
-            raise ValueError("fit_max_frames cannot be combined with speed_factors / noise_snr_db / voice_augment (the "
-                             "augmented training draws are featurized from whole waveforms); set one of them")
+            raise ValueError("splits.fit_max_frames cannot be combined with augment (speed_factors / noise_snr_db / "
+                             "voice: the augmented training draws are featurized from whole waveforms); set one")
         self.sets: dict[str, SpeechUtterances] = {}
         # sample id -> its audio file, own rate and length (a .phn counts these samples), frames
         self.files: dict[int, AudioFile] = {}
@@ -435,7 +311,7 @@ class SpeechFramesDataModule(VecsetDataModule):
 
     def longest_set(self) -> tuple[int, str] | None:
         """The longest utterance read for training, validation or test (a vector per 10 ms frame;
-        predict reads its files in chunks of ``predict_chunk_frames``)."""
+        predict reads its files in chunks of ``predict.chunk_frames``)."""
         items = [u for split, data in self.sets.items() if split != "predict" for u in data.items]
         if not items:
             return None
@@ -451,10 +327,10 @@ class SpeechFramesDataModule(VecsetDataModule):
         if not self.recordings:
             return super().predict_dataloader()
         if self.chunk_loader is None:
-            raise RuntimeError("speech predict in chunks (predict_chunk_frames > 0) reads its recordings with the "
+            raise RuntimeError("speech predict in chunks (predict.chunk_frames > 0) reads its recordings with the "
                                "model's receptive field as context, planned when vecset.pipelines.predict."
                                "PredictionWriter (which `vecset predict` adds) asks for the output; add it to the trainer's callbacks, "
-                               "or set predict_chunk_frames 0 to read each file whole")
+                               "or set predict.chunk_frames 0 to read each file whole")
         return self.chunk_loader
 
     # -- what the inputs were ----------------------------------------------------------------
@@ -484,10 +360,10 @@ class SpeechFramesDataModule(VecsetDataModule):
 
     @classmethod
     def model_links(cls) -> list[ModelLink]:
-        """The feature count (``num_mel_bins``, or ``num_ceps`` for MFCC) is the encoder's
+        """The feature count (``features.num_mel_bins``, or ``num_ceps`` for MFCC) is the encoder's
         ``in_dim``; the phone set's label count is the head's ``num_classes``."""
-        return [ModelLink("speech feature count", ("features", "num_mel_bins", "num_ceps"), "encoder", "in_dim",
-                          feature_count),
+        return [ModelLink("speech feature count", ("features.kind", "features.num_mel_bins", "features.num_ceps"),
+                          "encoder", "in_dim", feature_count),
                 ModelLink("class count (the phone set's labels)", ("phone_set",), "head", "num_classes",
                           phone_count)]
 

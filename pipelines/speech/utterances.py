@@ -11,6 +11,8 @@ the start of every training epoch (``_set_sampler_epoch``).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import torch
 from torch.utils.data import Dataset, Sampler
@@ -18,6 +20,19 @@ from torch.utils.data import Dataset, Sampler
 from vecset.encoders.speech import INT16_SCALE, Featurizer, Utterance, featurize, frame_labels
 from vecset.encoders.speech.augment import SNR_RANGE_DB, SPEED_RANGE, WaveAugment, snr_in_range
 from vecset.encoders.speech.voice_augment import VoiceAugment
+
+
+def crop_utterances(items: list[Utterance], max_frames: int) -> tuple[list[Utterance], int, int]:
+    """Each utterance cut to its first ``max_frames`` frames (features and labels): the new
+    items, how many were cut and how many frames they lost."""
+    out, cut, dropped = [], 0, 0
+    for u in items:
+        T = len(u.x)
+        if T > max_frames:
+            cut, dropped = cut + 1, dropped + T - max_frames
+            u = replace(u, x=u.x[:max_frames], y=None if u.y is None else u.y[:max_frames])
+        out.append(u)
+    return out, cut, dropped
 
 
 class SpeechUtterances(Dataset):

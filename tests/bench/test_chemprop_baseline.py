@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import chemprop_baseline as cb  # noqa: E402
 from vecset.pipelines.cli import run_cli  # noqa: E402
-from vecset.pipelines.molecules.data import random_split  # noqa: E402
+from vecset.pipelines.molecules.splits import random_split  # noqa: E402
 
 # an interpreter with chemprop 2.x: $CHEMPROP_PYTHON, else this one where it has chemprop
 CHEMPROP_PYTHON = os.environ.get("CHEMPROP_PYTHON") or (
@@ -37,7 +37,7 @@ def test_freesolv_split_0_is_the_data_modules_and_the_published_permutation(tmp_
     monkeypatch.chdir(ROOT)
     # (its 3-D conformers and the surface measured on them play no part in the split: left out, seconds faster)
     dm = run_cli(["--config", "configs/freesolv.yaml", "--trainer.enable_progress_bar=false",
-                  "--data.init_args.geometry=false", "--data.init_args.surface=false",
+                  "--data.init_args.features.geometry=false", "--data.init_args.features.surface=false",
                   "--model.init_args.encoder.init_args.geometry=none"],
                  run=False).datamodule
     dm.setup("fit")

@@ -12,6 +12,8 @@ import pytest
 import torch
 from PIL import Image
 
+from vecset.pipelines.images.options import FolderSplit
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "pipelines" / "data"))
@@ -45,8 +47,7 @@ def test_the_config_reads_the_folder_as_rgb_with_its_classes(tmp_path):
 
     fm = write_dataset(tmp_path / "fm", n_train=60, n_test=20)
     ifc.write_folder(tmp_path / "set", str(fm), per_class=2)
-    dm = ImageFolderDataModule(str(tmp_path / "set"), channels=3, convert=True, image_size=[32, 32],
-                               val_fraction=0.5, batch_size=4)
+    dm = ImageFolderDataModule(str(tmp_path / "set"), channels=3, convert=True, image_size=[32, 32], batch_size=4, split=FolderSplit(val_fraction=0.5))
     dm.setup("fit")
     batch = next(iter(dm.train_dataloader()))
     assert batch["image"].shape == (4, 3, 32, 32) and len(dm.class_names) == 10

@@ -22,29 +22,29 @@ def test_the_plan_covers_every_design_split_and_seed_with_its_overrides():
     assert len(runs) == (5 * 3 + 3 + 3) * len(md.DESIGNS)
     assert {(r.split, r.seed) for r in runs if r.set == "freesolv"} == {(s, e) for s in range(5) for e in range(3)}
     args = {r.design: md.fit_args(r, Path("/x.csv"), []) for r in runs if r.set == "b3db" and r.seed == 1}
-    assert "--seed_everything=1" in args["2d"] and "--data.init_args.split_seed=0" in args["2d"]
-    geo = ["--data.init_args.geometry=true", "--model.init_args.encoder.init_args.geometry=distance_gaussian"]
+    assert "--seed_everything=1" in args["2d"] and "--data.init_args.split.seed=0" in args["2d"]
+    geo = ["--data.init_args.features.geometry=true", "--model.init_args.encoder.init_args.geometry=distance_gaussian"]
     gps = ["--model.init_args.backbone.init_args.local_mp=gine"]
     # each design sets every option: the shipped configs hold the winners (b3db.yaml: gps), not 2-D
-    off = ["--data.init_args.geometry=false", "--model.init_args.encoder.init_args.geometry=none"]
+    off = ["--data.init_args.features.geometry=false", "--model.init_args.encoder.init_args.geometry=none"]
     no_mp = ["--model.init_args.backbone.init_args.local_mp=none"]
     assert set(off + no_mp) <= set(args["2d"])
     assert set(geo + no_mp) <= set(args["3d"]) and not set(gps) & set(args["3d"])
     assert set(gps + off) <= set(args["gps"]) and not set(geo) & set(args["gps"])
     assert set(geo + gps) <= set(args["both"])
     # the solvation atom features: off in the four graph designs, charges then charges + surface on 3d
-    plain = ["--data.init_args.charges=false", "--data.init_args.surface=false"]
+    plain = ["--data.init_args.features.charges=false", "--data.init_args.features.surface=false"]
     assert all(set(plain) <= set(args[d]) for d in ("2d", "3d", "gps", "both"))
-    assert set(geo + no_mp + ["--data.init_args.charges=true", "--data.init_args.surface=false"]) <= set(args["3d+charges"])
-    assert set(geo + no_mp + ["--data.init_args.charges=true", "--data.init_args.surface=true"]) <= set(args["3d+surface"])
-    assert set(geo + no_mp + plain + ["--data.init_args.conformers=10"]) <= set(args["3d+confs"])
+    assert set(geo + no_mp + ["--data.init_args.features.charges=true", "--data.init_args.features.surface=false"]) <= set(args["3d+charges"])
+    assert set(geo + no_mp + ["--data.init_args.features.charges=true", "--data.init_args.features.surface=true"]) <= set(args["3d+surface"])
+    assert set(geo + no_mp + plain + ["--data.init_args.features.conformers=10"]) <= set(args["3d+confs"])
     # the readout and the conformers too: the shipped FreeSolv and solubility configs read out additively
     pooled, additive = "--model.init_args.head.init_args.additive=false", "--model.init_args.head.init_args.additive=true"
     assert all(pooled in args[d] for d in ("2d", "3d", "gps", "both", "3d+charges", "3d+surface", "3d+confs"))
     assert additive in args["3d+additive"] and pooled not in args["3d+additive"]
-    assert set(geo + no_mp + ["--data.init_args.charges=true", "--data.init_args.surface=true", additive]) \
+    assert set(geo + no_mp + ["--data.init_args.features.charges=true", "--data.init_args.features.surface=true", additive]) \
         <= set(args["3d+surface+additive"])
-    assert all("--data.init_args.conformers=1" in a for d, a in args.items() if d != "3d+confs")
+    assert all("--data.init_args.features.conformers=1" in a for d, a in args.items() if d != "3d+confs")
     assert "--plots=false" not in args["2d"]  # B3DB's ROC-AUC comes from its test report
 
 

@@ -25,7 +25,7 @@ def init_from(args: list[str]) -> str | None:
 def test_the_pretrained_run_starts_from_the_given_checkpoint_and_none_from_nothing():
     args, env, run = mp.command("freesolv", "configs/freesolv.yaml", 3, "pretrained", [], "big", "x/other.ckpt")
     assert init_from(args) == "x/other.ckpt"
-    assert args[args.index("--data.init_args.split_seed") + 1] == "3"
+    assert args[args.index("--data.init_args.split.seed") + 1] == "3"
     assert run == env["VECSET_RUN_NAME"] == "bench_pretrain_freesolv_s3_pretrained_big"
     args, _, run = mp.command("freesolv", "configs/freesolv.yaml", 3, "none", [], "big", "x/other.ckpt")
     assert init_from(args) is None and run == "bench_pretrain_freesolv_s3_none_big"

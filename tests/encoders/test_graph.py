@@ -24,7 +24,9 @@ from vecset.encoders.graph import (
     smiles_to_graph,
 )
 from vecset.heads import SequenceHead
-from vecset.pipelines.molecules.data import MoleculeDataModule, random_split, scaffold_split
+from vecset.pipelines.molecules.data import MoleculeDataModule
+from vecset.pipelines.molecules.options import MoleculeFeatures, MoleculeSplit
+from vecset.pipelines.molecules.splits import random_split, scaffold_split
 
 ROOT = Path(__file__).resolve().parents[2]
 FREESOLV = ROOT / "data" / "molecules" / "freesolv.csv"
@@ -188,7 +190,7 @@ def test_degree_embedding_and_node_dim_check():
 
 
 def test_freesolv_benchmark_split():
-    dm = MoleculeDataModule(str(FREESOLV), target_columns=["expt"], split="random", split_seed=3)
+    dm = MoleculeDataModule(str(FREESOLV), target_columns=["expt"], split=MoleculeSplit(method="random", seed=3))
     dm.setup("fit")
     perm = np.random.default_rng(3).permutation(642)
     assert [len(dm.splits[k]) for k in ("train", "val", "test")] == [513, 64, 65]
@@ -200,7 +202,7 @@ def test_freesolv_benchmark_split():
 
 
 def test_column_split_solubility():
-    dm = MoleculeDataModule(str(SOLUBILITY), target_columns=["logS"], split="column", split_seed=0)
+    dm = MoleculeDataModule(str(SOLUBILITY), target_columns=["logS"], split=MoleculeSplit(method="column", seed=0))
     dm.setup("fit")
     sizes = {k: len(v) for k, v in dm.splits.items()}
     assert sizes == {"train": 923, "val": 102, "test": 257}
@@ -231,7 +233,7 @@ def test_missing_and_non_numeric_targets_are_skipped_and_counted(tmp_path, caplo
     rows[9][0] = "C1CC"      # line 10: invalid SMILES
     rows[12][0] = ""         # line 13: empty SMILES
     path = write_csv(tmp_path / "mols.csv", rows)
-    dm = MoleculeDataModule(str(path), target_columns=["y"], max_atoms=4)
+    dm = MoleculeDataModule(str(path), target_columns=["y"], features=MoleculeFeatures(max_atoms=4))
     with caplog.at_level(logging.WARNING):
         dm.setup("fit")
     lines = {s["line"]: s["reason"] for s in dm.skipped}
@@ -253,7 +255,7 @@ def test_target_column_not_in_file(tmp_path):
 
 def test_bad_split_column_values(tmp_path):
     rows = [["smiles", "y", "split"]] + [["CCO", "1", "train"]] * 5 + [["CC", "2", "holdout"]]
-    dm = MoleculeDataModule(str(write_csv(tmp_path / "s.csv", rows)), target_columns=["y"], split="column")
+    dm = MoleculeDataModule(str(write_csv(tmp_path / "s.csv", rows)), target_columns=["y"], split=MoleculeSplit(method="column"))
     with pytest.raises(ValueError, match=r"column 'split' has values \['holdout'\]"):
         dm.setup("fit")
 
@@ -261,7 +263,7 @@ def test_bad_split_column_values(tmp_path):
 def test_descriptor_features_standardized_on_train(tmp_path):
     with open(FREESOLV) as f:
         (tmp_path / "fs.csv").write_text("".join(f.readlines()[:151]))  # 150 molecules: fast
-    dm = MoleculeDataModule(str(tmp_path / "fs.csv"), target_columns=["expt"], descriptors=True)
+    dm = MoleculeDataModule(str(tmp_path / "fs.csv"), target_columns=["expt"], features=MoleculeFeatures(descriptors=True))
     dm.setup("fit")
     feats = torch.stack([it["features"] for it in dm.splits["train"]])
     assert feats.shape == (120, dm.descriptor_dim) and dm.descriptor_dim == 217
@@ -302,7 +304,7 @@ model:
     lr: 0.003
 data:
   class_path: vecset.pipelines.MoleculeDataModule
-  init_args: {{csv_path: {csv}, target_columns: [expt], batch_size: 32, lap_pe_k: 2{extra}}}
+  init_args: {{csv_path: {csv}, target_columns: [expt], batch_size: 32, features: {{lap_pe_k: 2}}{extra}}}
 """
 
 
@@ -329,7 +331,7 @@ def test_fit_plots_and_predict_with_invalid_rows(tmp_path, monkeypatch):
     from vecset.pipelines.training.task import TaskModule
 
     model = TaskModule.load_from_checkpoint(res["checkpoint"])
-    dm = MoleculeDataModule(str(tmp_path / "fs.csv"), target_columns=["expt"], lap_pe_k=2)
+    dm = MoleculeDataModule(str(tmp_path / "fs.csv"), target_columns=["expt"], features=MoleculeFeatures(lap_pe_k=2))
     dm.setup("test")
 
     pred_csv = write_csv(tmp_path / "new.csv", [["smiles"], ["CCO"], ["C1CC"], [""], ["c1ccccc1O"], ["[Na+].[Cl-]"]])

@@ -32,7 +32,9 @@ from vecset.encoders.graph import (
     read_molecule_csv,
     scaffold_groups,
 )
-from vecset.pipelines.molecules.data import MoleculeDataModule, random_split
+from vecset.pipelines.molecules.data import MoleculeDataModule
+from vecset.pipelines.molecules.options import MoleculeFeatures, MoleculeSplit
+from vecset.pipelines.molecules.splits import random_split
 
 ROOT = Path(__file__).resolve().parents[2]
 FREESOLV = ROOT / "data" / "molecules" / "freesolv.csv"
@@ -105,7 +107,7 @@ def test_freesolv_items_equal_the_items_before_the_reader_moved(tmp_path):
     path = freesolv_slice(tmp_path, 60)
     want = reference_items(path, max_dist=5, lap_pe_k=3)
     for _ in range(2):  # featurized, then read from the feature cache
-        dm = MoleculeDataModule(str(path), target_columns=["expt"], descriptors=True, max_dist=5, lap_pe_k=3)
+        dm = MoleculeDataModule(str(path), target_columns=["expt"], features=MoleculeFeatures(descriptors=True, max_dist=5, lap_pe_k=3))
         dm.setup("fit")
         assert_same_items(sorted(dm.items, key=lambda it: it["id"]), want)
         assert [it["id"] for it in dm.splits["train"]] == random_split(60, 0)["train"].tolist()
@@ -314,7 +316,7 @@ def test_scaffold_groups_in_first_appearance_order():
 
 def test_the_encoder_checks_its_tables_against_the_data(tmp_path):
     path = freesolv_slice(tmp_path, 10)
-    dm = MoleculeDataModule(str(path), target_columns=["expt"], max_dist=6, lap_pe_k=2, split="column")
+    dm = MoleculeDataModule(str(path), target_columns=["expt"], features=MoleculeFeatures(max_dist=6, lap_pe_k=2), split=MoleculeSplit(method="column"))
     spec = dm.data_spec("predict")  # no setup needed: the settings are the featurizer's
     assert (spec.structure.max_dist, spec.structure.lap_pe_k, spec.structure.node_dim, spec.structure.num_edge_types) == (6, 2, 42, 6)
     assert GraphEncoder(16, max_dist=6, lap_pe_k=2).receive(spec) is None
@@ -342,11 +344,11 @@ model:
     head: {{class_path: vecset.heads.SequenceHead, init_args: {{d_model: 8, num_outputs: 1, task: regression}}}}
 data:
   class_path: vecset.pipelines.MoleculeDataModule
-  init_args: {{csv_path: {freesolv_slice(tmp_path, 30)}, target_columns: [expt], max_dist: 5}}
+  init_args: {{csv_path: {freesolv_slice(tmp_path, 30)}, target_columns: [expt], features: {{max_dist: 5}}}}
 """)
     with pytest.raises(SystemExit):  # the data links its max_dist into the encoder: one value, given once
         run_cli(["fit", "--config", str(cfg), "--plots=false"])
-    assert ("graph max_dist given twice: model.init_args.encoder.init_args.max_dist=6 but data.init_args.max_dist=5"
+    assert ("graph max_dist given twice: model.init_args.encoder.init_args.max_dist=6 but data.init_args.features.max_dist=5"
             in capsys.readouterr().err)
     assert not list(tmp_path.rglob("*.ckpt"))
 

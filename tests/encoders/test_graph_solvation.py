@@ -21,6 +21,7 @@ from vecset.encoders.graph import (
 )
 from vecset.encoders.graph.geometry import FAILED, embed
 from vecset.encoders.graph.solvation import SURFACE_SCALE, atom_surface
+from vecset.pipelines.molecules.options import MoleculeFeatures
 
 CHARGE, SURFACE, NO_SURFACE = ATOM_FEATURE_WIDTH, ATOM_FEATURE_WIDTH + 1, ATOM_FEATURE_WIDTH + 2  # x's columns
 
@@ -126,5 +127,5 @@ def test_surface_without_geometry_is_an_error_naming_both(tmp_path):
         MoleculeFeaturizer(surface=True)
     path = tmp_path / "m.csv"
     path.write_text("smiles,y\nCCO,1\n")
-    with pytest.raises(ValueError, match=r"^MoleculeDataModule: surface: true needs geometry: true"):
-        MoleculeDataModule(str(path), target_columns=["y"], surface=True)
+    with pytest.raises(ValueError, match=r"^features.surface: true needs features.geometry: true"):
+        MoleculeDataModule(str(path), target_columns=["y"], features=MoleculeFeatures(surface=True))

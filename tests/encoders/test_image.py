@@ -19,6 +19,7 @@ from vecset.encoders import PatchEncoder, PixelEncoder
 from vecset.heads import SequenceHead
 from vecset.pipelines import Cifar10DataModule, DigitsDataModule, ImageFolderDataModule, TaskModule
 from vecset.pipelines.images.digits import digits_split
+from vecset.pipelines.images.options import FolderSplit
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -135,8 +136,7 @@ def _folder(root: Path, classes=("cat", "dog"), n: int = 10, mode: str = "RGB") 
 
 
 def test_image_folder_single_folder_split(tmp_path):
-    dm = ImageFolderDataModule(str(_folder(tmp_path, n=5)), channels=3, val_fraction=0.25, test_fraction=0.2,
-                               batch_size=4)
+    dm = ImageFolderDataModule(str(_folder(tmp_path, n=5)), channels=3, batch_size=4, split=FolderSplit(val_fraction=0.25, test_fraction=0.2))
     dm.setup("fit")
     assert dm.class_names == ["cat", "dog"] and dm.num_classes == 2
     assert {k: len(v) for k, v in dm.sets.items()} == {"train": 6, "val": 2, "test": 2}
@@ -152,7 +152,7 @@ def test_image_folder_single_folder_split(tmp_path):
 def test_image_folder_train_test_subfolders_and_resize(tmp_path):
     _folder(tmp_path / "train", n=4)
     _folder(tmp_path / "test", classes=("dog",), n=2)
-    dm = ImageFolderDataModule(str(tmp_path), image_size=[6, 4], val_fraction=0.5)
+    dm = ImageFolderDataModule(str(tmp_path), image_size=[6, 4], split=FolderSplit(val_fraction=0.5))
     dm.setup("fit")
     assert dm.class_names == ["cat", "dog"]
     assert [dm.sets["test"][i]["y"] for i in range(2)] == [1, 1]  # test labels use training's class list
@@ -167,7 +167,7 @@ def test_the_first_test_images_are_read_and_batched_in_one_reader_call(tmp_path,
 
     _folder(tmp_path / "train", n=4)
     _folder(tmp_path / "test", n=3)
-    dm = ImageFolderDataModule(str(tmp_path), val_fraction=0.5)
+    dm = ImageFolderDataModule(str(tmp_path), split=FolderSplit(val_fraction=0.5))
     dm.setup("test")
     calls: list[int] = []
     real = FileImages.first_batch
@@ -277,7 +277,7 @@ def _all_images(dm: ImageFolderDataModule) -> dict[str, Tensor]:
     return {Path(dm.describe(ds.ids[i])).name: ds[i]["image"] for ds in dm.sets.values() for i in range(len(ds))}
 
 
-SPLIT = {"val_fraction": 0.2, "test_fraction": 0.2}
+SPLIT = {"split": FolderSplit(val_fraction=0.2, test_fraction=0.2)}
 GRADIENT16 = (np.arange(64, dtype=np.uint16).reshape(8, 8) * 1000)  # 0 .. 63000 of 65535
 
 

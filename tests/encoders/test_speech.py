@@ -31,7 +31,9 @@ from vecset.encoders.speech import (
     read_audio,
     read_phn,
 )
-from vecset.pipelines.speech.data import SpeechFramesDataModule, list_audio
+from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.speech.files import list_audio
+from vecset.pipelines.speech.options import SpeechPredict, SpeechSplits
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "speech"
 PH = list(FESTIVAL_PHONES)
@@ -155,7 +157,7 @@ def test_resample_stereo_and_notice_once(tmp_path, caplog):
 def test_wav_without_phn_in_training_folder(tmp_path):
     write_utt(tmp_path / "s1", "a", 2000, "0 2000 h#\n")
     write_utt(tmp_path / "s1", "b", 2000, None)
-    dm = SpeechFramesDataModule(root=str(tmp_path), train="s1", val="s1", test="s1")
+    dm = SpeechFramesDataModule(root=str(tmp_path), splits=SpeechSplits(train="s1", val="s1", test="s1"))
     with pytest.raises(ValueError, match=r"s1/b\.wav: no b\.phn next to it"):
         dm.setup("fit")
 
@@ -264,7 +266,7 @@ def test_shipped_sample_is_speaker_disjoint_and_valid():
 
 
 def test_datamodule_on_sample(tmp_path):
-    dm = SpeechFramesDataModule(root=str(SAMPLE), max_utterances=2, batch_size=2)
+    dm = SpeechFramesDataModule(root=str(SAMPLE), batch_size=2, splits=SpeechSplits(max_utterances=2))
     dm.setup("test")
     batch = next(iter(dm.test_dataloader()))
     B, T, F = batch["x"].shape
@@ -286,13 +288,13 @@ def test_datamodule_on_sample(tmp_path):
 
 def test_predict_paths_need_no_phn(tmp_path):
     shutil.copy(next(SAMPLE.glob("s09kal/*.flac")), tmp_path / "x.flac")
-    dm = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(tmp_path)])
+    dm = SpeechFramesDataModule(root=str(SAMPLE), predict=SpeechPredict(paths=[str(tmp_path)]))
     dm.setup("predict")  # read in chunks (predict_chunk_frames): the header now, the frames later
     ((sid, rec),) = dm.recordings.items()
     assert rec.path == tmp_path / "x.flac" and dm.audio_file(sid).frames == rec.frames
     with pytest.raises(RuntimeError, match=r"planned when vecset\.pipelines\.predict\.PredictionWriter \(which `vecset predict` adds\) asks"):
         dm.predict_dataloader()  # without the predict side, which knows the model's receptive field
-    whole = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(tmp_path)], predict_chunk_frames=0)
+    whole = SpeechFramesDataModule(root=str(SAMPLE), predict=SpeechPredict(paths=[str(tmp_path)], chunk_frames=0))
     whole.setup("predict")
     item = whole.predict_dataloader().dataset[0]
     assert "y" not in item and item["x"].shape == (rec.frames, 40)
@@ -323,7 +325,7 @@ def test_cli_fit_and_predict(tmp_path, monkeypatch):
     wav = tmp_path / "one.flac"
     shutil.copy(next(SAMPLE.glob("s10ked/*.flac")), wav)
     run_cli(["predict", "--config", cfg, "--data.root", str(SAMPLE), "--ckpt_path", results["checkpoint"],
-             "--data.predict_paths", f"[{wav}]"])
+             "--data.predict.paths", f"[{wav}]"])
     phn = tmp_path / "runs" / "speech_frames_debug" / "version_1" / "predictions" / f"{tmp_path.name}_one.phn"
     segs = read_phn(phn, sf.info(str(wav)).frames, PH)  # contiguous, covers the file, valid phones
     assert segs[0].start == 0 and segs[-1].end == sf.info(str(wav)).frames
@@ -335,7 +337,7 @@ def test_cli_fit_and_predict(tmp_path, monkeypatch):
     assert frame_labels(segs, len(rows), PH)[0].tolist() == [PH.index(r[4]) for r in rows]
     # argmax merging instead; and the decoder's settings are decode settings: the config's apply
     run_cli(["predict", "--config", cfg, "--data.root", str(SAMPLE), "--ckpt_path", results["checkpoint"],
-             "--data.predict_paths", f"[{wav}]", "--data.predict_segments", "argmax",
+             "--data.predict.paths", f"[{wav}]", "--data.predict.segments", "argmax",
              "--model.init_args.head.init_args.decoder.init_args.switch_penalty", "0.5"])
     index2 = (tmp_path / "runs" / "speech_frames_debug" / "version_2" / "predictions.csv").read_text().splitlines()
     assert index2[1].split(",")[3] == "argmax"
@@ -366,7 +368,7 @@ def test_phn_at_the_files_own_rate_gives_the_same_frame_labels(tmp_path, sr):
     labels = {}
     for rate in (16000, sr):
         write_tones(tmp_path / str(rate) / "spk", "a", rate)
-        dm = SpeechFramesDataModule(root=str(tmp_path / str(rate)), train="spk", val="spk", test="spk")
+        dm = SpeechFramesDataModule(root=str(tmp_path / str(rate)), splits=SpeechSplits(train="spk", val="spk", test="spk"))
         dm.setup("test")
         item = dm.sets["test"].items[0]
         assert item.ignored == 0
@@ -382,14 +384,14 @@ def test_phn_tie_at_a_frame_centre_at_8khz(tmp_path):
     for sr in (16000, 8000):
         write_utt(tmp_path / str(sr) / "spk", "a", n[sr], f"0 {360 * sr // 16000} aa\n{360 * sr // 16000} {n[sr]} b\n",
                   sr=sr)
-        dm = SpeechFramesDataModule(root=str(tmp_path / str(sr)), train="spk", val="spk", test="spk")
+        dm = SpeechFramesDataModule(root=str(tmp_path / str(sr)), splits=SpeechSplits(train="spk", val="spk", test="spk"))
         dm.setup("test")
         assert [PH[i] for i in dm.sets["test"].items[0].y.tolist()] == ["aa", "b", "b"]
 
 
 def test_phn_past_the_end_names_the_files_rate_and_length(tmp_path):
     write_tones(tmp_path / "spk", "a", 44100, phn_end_extra=1)
-    dm = SpeechFramesDataModule(root=str(tmp_path), train="spk", val="spk", test="spk")
+    dm = SpeechFramesDataModule(root=str(tmp_path), splits=SpeechSplits(train="spk", val="spk", test="spk"))
     with pytest.raises(ValueError, match=r"spk/a\.phn:5: segment 17640-22051 h# runs past the end of the audio "
                                          r"\(22050 samples at 44100 Hz in .*spk/a\.wav\)"):
         dm.setup("test")
@@ -418,8 +420,8 @@ def test_predict_folder_reads_every_format_and_reports_skips(tmp_path, caplog):
     (d / "u_wav.phn").write_text("0 16000 h#\n")
     (d / "notes.txt").write_text("hello")
     (d / "clip.m4a").write_bytes(b"\x00\x00\x00\x20ftypM4A ")  # a format libsndfile does not read
-    dm = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(d)])
-    with caplog.at_level(logging.INFO, logger="vecset.pipelines.speech.data"):
+    dm = SpeechFramesDataModule(root=str(SAMPLE), predict=SpeechPredict(paths=[str(d)]))
+    with caplog.at_level(logging.INFO, logger="vecset.pipelines.speech.files"):
         dm.setup("predict")
     got = sorted(Path(dm.describe(sid)).name for sid in dm.recordings)
     assert got == ["u_aiff.aiff", "u_flac.flac", "u_mp3.mp3", "u_ogg.ogg", "u_sph.sph", "u_wav.wav"]
@@ -430,7 +432,7 @@ def test_predict_folder_reads_every_format_and_reports_skips(tmp_path, caplog):
     (tmp_path / "train.lst").write_text("in/u_mp3\nin/sub/u_sph\n")
     assert [f.name for f in list_audio(tmp_path, "train.lst")] == ["u_mp3.mp3", "u_sph.sph"]
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="vecset.pipelines.speech.data"):
+    with caplog.at_level(logging.INFO, logger="vecset.pipelines.speech.files"):
         assert len(list_audio(tmp_path, "in/sub")) == 1
         (d / "sub" / "u_sph.phn").write_text("0 16000 h#\n")  # TIMIT's files beside an utterance: said at info
         assert len(list_audio(tmp_path, "in/sub")) == 1
@@ -442,7 +444,7 @@ def test_fit_max_frames_cuts_training_and_validation_only(tmp_path, capsys):
     for split, seed in (("tr", 1), ("va", 2), ("te", 3)):
         write_utt(tmp_path / split, "long", 16000, "0 8000 aa\n8000 16000 b\n", seed=seed)
         write_utt(tmp_path / split, "short", 4800, "0 4800 aa\n", seed=seed + 10)
-    dm = SpeechFramesDataModule(root=str(tmp_path), train="tr", val="va", test="te", fit_max_frames=50)
+    dm = SpeechFramesDataModule(root=str(tmp_path), splits=SpeechSplits(train="tr", val="va", test="te", fit_max_frames=50))
     dm.setup("fit")
     dm.setup("test")
     lens = {s: sorted(len(u.x) for u in dm.sets[s].items) for s in ("train", "val", "test")}
@@ -454,4 +456,4 @@ def test_fit_max_frames_cuts_training_and_validation_only(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "fit_max_frames=50: 1 utterances cut to their first 50 frames (48 frames left out)" in out
     with pytest.raises(ValueError, match="fit_max_frames must be >= 0"):
-        SpeechFramesDataModule(fit_max_frames=-1)
+        SpeechFramesDataModule(splits=SpeechSplits(fit_max_frames=-1))

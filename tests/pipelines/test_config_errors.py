@@ -168,11 +168,11 @@ def test_a_multi_task_heads_entry_is_named_by_its_task(tmp_path, monkeypatch, ca
 
 
 @pytest.mark.parametrize("args,first", [
-    (["--data.init_args.on_device", "maybe"],
-     "error: data.init_args.on_device: expected true or false, or 'auto'; got maybe "
+    (["--data.init_args.placement.on_device", "maybe"],
+     "error: data.init_args.placement.on_device: expected true or false, or 'auto'; got maybe "
      "(vecset.pipelines.SpeechFramesDataModule)"),
-    (["--data.init_args.length_buckets", "foo"],
-     "error: data.init_args.length_buckets: expected 'pow2', a list of int, or null; got foo "
+    (["--data.init_args.placement.length_buckets", "foo"],
+     "error: data.init_args.placement.length_buckets: expected 'pow2', a list of int, or null; got foo "
      "(vecset.pipelines.SpeechFramesDataModule)"),
     (["--trainer.enable_progress_bar", "maybe"], "error: trainer.enable_progress_bar: expected true or false, or null; got maybe"),
 ])

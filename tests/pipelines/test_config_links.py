@@ -167,10 +167,10 @@ def test_speech_classes_and_features_follow_the_data(tmp_path, monkeypatch):
     model, dm = build("--config", config)
     assert model.head.proj.weight.shape == (50, 16) and len(dm.class_names) == 50  # festival
     assert model.encoder.proj.weight.shape == (16, 40)  # num_mel_bins 40 (the data's default)
-    model, dm = build("--config", config, "--data.init_args.phone_set=timit39", "--data.init_args.num_mel_bins=24")
+    model, dm = build("--config", config, "--data.init_args.phone_set=timit39", "--data.init_args.features.num_mel_bins=24")
     assert model.head.num_classes == len(dm.class_names) == 39
     assert model.encoder.proj.weight.shape == (16, 24)
-    model, _ = build("--config", config, "--data.init_args.features=mfcc", "--data.init_args.num_ceps=13")
+    model, _ = build("--config", config, "--data.init_args.features.kind=mfcc", "--data.init_args.features.num_ceps=13")
     assert model.encoder.in_dim == 13
 
 
@@ -225,7 +225,7 @@ def test_filled_gives_a_plain_config_the_linked_values_as_the_cli_does():
         "backbone": {"class_path": "vecset.backbone.Backbone", "init_args": {"d_model": 24, "depth": 1, "heads": 2}},
         "head": {"class_path": "vecset.heads.LabelingHead", "init_args": {"num_classes": 7}}}},
         "data": {"class_path": "vecset.pipelines.speech.data.SpeechFramesDataModule",
-                 "init_args": {"num_mel_bins": 20, "phone_set": "timit39"}}}
+                 "init_args": {"features": {"num_mel_bins": 20}, "phone_set": "timit39"}}}
     out = filled(cfg)
     enc, head = out["model"]["init_args"]["encoder"]["init_args"], out["model"]["init_args"]["head"]["init_args"]
     assert enc == {"window": 4, "d_model": 24, "in_dim": 20}
@@ -237,14 +237,14 @@ def test_the_graph_settings_follow_the_molecule_data(tmp_path, monkeypatch, caps
     """A molecule data module links its max_dist and lap_pe_k into the GraphEncoder (its tables
     are sized by them): given once, at the data; given differently, one line naming both."""
     monkeypatch.chdir(tmp_path)
-    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.max_dist=5",
-                     "--data.init_args.lap_pe_k=2")
+    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.features.max_dist=5",
+                     "--data.init_args.features.lap_pe_k=2")
     assert (model.encoder.max_dist, model.encoder.lap_pe_k) == (5, 2)
     cfg = edited(tmp_path, "freesolv.yaml", lambda c: c["model"]["init_args"]["encoder"]["init_args"].update(max_dist=6))
     (tmp_path / "again").mkdir()
     err = rejected(tmp_path / "again", monkeypatch, capsys, "--config", str(cfg))
     assert ("error: graph max_dist given twice: model.init_args.encoder.init_args.max_dist=6 but "
-            "data.init_args.max_dist=8; give it once, at data.init_args.max_dist") in err
+            "data.init_args.features.max_dist=8; give it once, at data.init_args.features.max_dist") in err
 
 
 def test_the_molecule_widths_and_outputs_follow_the_data(tmp_path, monkeypatch):
@@ -258,13 +258,13 @@ def test_the_molecule_widths_and_outputs_follow_the_data(tmp_path, monkeypatch):
     assert (model.encoder.node_dim, model.encoder.num_edge_types) == (45, 6)
     assert model.encoder.proj.weight.shape[1] == 45
     assert (model.head.extra_features, model.head.num_outputs) == (len(Descriptors._descList), 1)
-    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.descriptors=false",
+    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.features.descriptors=false",
                      "--data.init_args.target_columns=[expt, calc]")
     assert (model.head.extra_features, model.head.num_outputs) == (0, 2)
-    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.surface=false")
+    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.features.surface=false")
     assert model.encoder.node_dim == 43
-    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.charges=false",
-                     "--data.init_args.surface=false")
+    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.features.charges=false",
+                     "--data.init_args.features.surface=false")
     assert model.encoder.proj.weight.shape[1] == 42
     # multitask_molecules.yaml and pretrain_molecules.yaml: test_every_config_gives_each_linked_value_once_and_builds
 
@@ -275,14 +275,14 @@ def test_a_molecule_width_given_differently_is_one_line_naming_both(tmp_path, mo
     n = len(__import__("rdkit.Chem.Descriptors", fromlist=["_descList"])._descList)
     assert err.splitlines() == [
         f"error: descriptor count given twice: model.init_args.head.init_args.extra_features=100 but "
-        f"data.init_args.descriptors=true ({n} RDKit 2-D descriptors); give it once, at data.init_args.descriptors "
+        f"data.init_args.features.descriptors=true ({n} RDKit 2-D descriptors); give it once, at data.init_args.features.descriptors "
         f"(the other follows it: {DOCS})"]
     edit = lambda c: c["model"]["init_args"]["encoders"]["b3db"]["init_args"].update(node_dim=40)  # noqa: E731
     err = rejected(tmp_path, monkeypatch, capsys, "--config", str(edited(tmp_path, "multitask_molecules.yaml", edit)))
     assert err.splitlines()[0] == (
         "error: atom feature width given twice: model.init_args.encoders.b3db.init_args.node_dim=40 but "
-        "data.init_args.tasks.b3db.init_args.charges=false (42 atom features with charges false, surface false); "
-        f"give it once, at data.init_args.tasks.b3db.init_args.charges (the other follows it: {DOCS})")
+        "data.init_args.tasks.b3db.init_args.features.charges=false (42 atom features with charges false, surface false); "
+        f"give it once, at data.init_args.tasks.b3db.init_args.features.charges (the other follows it: {DOCS})")
     edit = lambda c: c["model"]["init_args"]["head"]["init_args"].update(num_outputs=3)  # noqa: E731
     err = rejected(tmp_path, monkeypatch, capsys, "--config", str(edited(tmp_path, "b3db.yaml", edit)))
     assert err.splitlines()[0] == (

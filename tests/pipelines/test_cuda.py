@@ -9,6 +9,8 @@ import pytest
 import torch
 
 from vecset.backbone import Backbone, MultiHeadSelfAttention, VectorSet
+from vecset.pipelines.data.options import BucketedPlacement, DevicePlacement
+from vecset.pipelines.molecules.options import MoleculeFeatures
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -150,9 +152,7 @@ def test_data_on_the_gpu_draws_and_augments_batches_without_a_host_sync(tmp_path
     from vecset.pipelines import FashionMNISTDataModule
     from vecset.pipelines.data.batch_augment import HorizontalFlip, MixUp, RandomCrop, RandomErasing
 
-    dm = FashionMNISTDataModule(root=str(write_dataset(tmp_path, n_train=300, n_test=50)), augment=False,
-                                on_device=True, batch_size=64,
-                                batch_augment=[RandomCrop(2), HorizontalFlip(), RandomErasing(), MixUp(0.4)])
+    dm = FashionMNISTDataModule(root=str(write_dataset(tmp_path, n_train=300, n_test=50)), augment=False, batch_size=64, batch_augment=[RandomCrop(2), HorizontalFlip(), RandomErasing(), MixUp(0.4)], placement=DevicePlacement(on_device=True))
     dm.training_device = lambda: torch.device("cuda", 0)
     dm.setup("fit")
     loader, val = dm.train_dataloader(), dm.val_dataloader()
@@ -181,8 +181,7 @@ def test_molecules_on_the_gpu_gather_the_cpu_batches_without_a_host_sync(tmp_pat
 
     lines = (ROOT / "data/molecules/freesolv.csv").read_text().splitlines()
     (tmp_path / "mols.csv").write_text("\n".join(lines[:61]) + "\n")
-    dm = MoleculeDataModule(str(tmp_path / "mols.csv"), target_columns=["expt"], descriptors=True, batch_size=8,
-                            cache=False, on_device=True, length_buckets="pow2", bucket_batches=True)
+    dm = MoleculeDataModule(str(tmp_path / "mols.csv"), target_columns=["expt"], batch_size=8, cache=False, features=MoleculeFeatures(descriptors=True), placement=BucketedPlacement(on_device=True, length_buckets="pow2", bucket_batches=True))
     dm.setup("fit")
     gpu = torch.device("cuda", 0)
     loader = dm.placement.loader(dm, "train", True, gpu)

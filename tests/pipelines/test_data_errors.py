@@ -15,8 +15,10 @@ import soundfile as sf
 from speech_corpus_helpers import textgrid
 
 from vecset.contracts.data_errors import DataFileError
+from vecset.encoders.speech import AlignmentSource
 from vecset.pipelines.cli import run_cli
 from vecset.pipelines.data_errors import data_error
+from vecset.pipelines.speech.options import SpeechSplits
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs"
@@ -211,7 +213,7 @@ def sp_phn_past_end(root: Path) -> str:
 
 
 def sp_missing_ctm(root: Path) -> tuple[str, list[str]]:
-    return r"^error: data\.init_args\.phone_ctm: sp/phones\.ctm: no such file or folder \(tried ", ["--data.init_args.phone_ctm=phones.ctm"]
+    return r"^error: data\.init_args\.alignment\.phone_ctm: sp/phones\.ctm: no such file or folder \(tried ", ["--data.init_args.alignment.phone_ctm=phones.ctm"]
 
 
 def sp_no_words_tier(root: Path) -> str:
@@ -261,13 +263,16 @@ def molecules(tmp_path: Path) -> Path:
 
 
 def mol_no_geometry(path: Path) -> tuple[str, list[str]]:
-    return (r"^error: GraphEncoder has geometry='distance_gaussian' but MoleculeDataModule made the graphs without "
-            r"3-D distances \(set its geometry: true\)", ["--data.init_args.geometry=false", "--data.init_args.surface=false"])
+    # the encoder's geometry follows the data's (a linked value): given differently, one line at parse
+    return (r"^error: 3-D geometry given twice: model\.init_args\.encoder\.init_args\.geometry=distance_gaussian but "
+            r"data\.init_args\.features\.geometry=false", ["--data.init_args.features.geometry=false",
+                                                          "--data.init_args.features.surface=false",
+                                                          "--model.init_args.encoder.init_args.geometry=distance_gaussian"])
 
 
 def mol_one_row(path: Path) -> str:
     path.write_text("\n".join(path.read_text().splitlines()[:2]) + "\n")
-    return r"^error: mol\.csv: too few rows for split='random': 1 usable \(of 1 in the file\)"
+    return r"^error: mol\.csv: too few rows for split.method='random': 1 usable \(of 1 in the file\)"
 
 
 def mol_no_target(path: Path) -> str:
@@ -349,7 +354,7 @@ def test_a_ctm_rounded_to_1_ms_and_a_phone_4_ms_past_the_end_are_mended_and_coun
     from vecset.pipelines.speech.data import SpeechFramesDataModule
 
     root = ctm_root(tmp_path, lambda rows: last_longer(0.004)(rounded(rows)))
-    dm = SpeechFramesDataModule(root=str(root), max_utterances=2, phone_ctm="phones.ctm")
+    dm = SpeechFramesDataModule(root=str(root), splits=SpeechSplits(max_utterances=2), alignment=AlignmentSource(phone_ctm="phones.ctm"))
     dm.setup("fit")
     out = capsys.readouterr().out
     m = re.search(r"(\d+) gaps of at most 10 ms closed", out)
@@ -369,7 +374,7 @@ def test_a_ctm_gap_or_overrun_over_10_ms_is_still_refused(tmp_path, edit, messag
     from vecset.pipelines.speech.data import SpeechFramesDataModule
 
     root = ctm_root(tmp_path, edit)
-    dm = SpeechFramesDataModule(root=str(root), max_utterances=2, phone_ctm="phones.ctm")
+    dm = SpeechFramesDataModule(root=str(root), splits=SpeechSplits(max_utterances=2), alignment=AlignmentSource(phone_ctm="phones.ctm"))
     with pytest.raises(ValueError, match=rf"^{re.escape(str(root / 'phones.ctm'))}: line \d+ .*{message}"):
         dm.setup("fit")
 
@@ -446,9 +451,9 @@ def test_a_missing_csv_is_found_when_the_config_is_read(tmp_path, monkeypatch, c
 def test_the_paths_checked_at_config_time_are_those_the_subcommand_reads():
     from vecset.pipelines.speech.data import SpeechFramesDataModule
 
-    args = {"root": "corpus", "phone_ctm": "phones.ctm", "predict_paths": ["a.flac"]}
+    args = {"root": "corpus", "alignment": {"phone_ctm": "phones.ctm"}, "predict": {"paths": ["a.flac"]}}
     assert SpeechFramesDataModule.input_paths(args, "fit") == {"root": Path("corpus"),
-                                                               "phone_ctm": Path("corpus/phones.ctm")}
+                                                               "alignment.phone_ctm": Path("corpus/phones.ctm")}
     assert SpeechFramesDataModule.input_paths(args, "predict") == {}  # the predict files only: setup names them
 
 

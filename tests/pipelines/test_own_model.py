@@ -40,7 +40,7 @@ def own(tmp_path_factory):
     (tmp / "drugs.csv").write_text(DRUGS)
     # a mean-variance head, as the shipped FreeSolv predictor's ensemble has a spread: its columns (expt_std, conformer)
     fit = vecset_command(["fit", "--config", "mine.yaml", "--model.init_args.head.init_args.regression_loss=gaussian_nll",
-                          "--data.init_args.split_seed=3"], tmp)
+                          "--data.init_args.split.seed=3"], tmp)
     assert fit.returncode == 0, fit.stderr[-3000:]
     run = tmp / "runs" / "mine" / "version_0"
     packed = vecset_command(["pack", str(run), "packed"], tmp)
@@ -92,7 +92,7 @@ def test_the_card_is_written_from_the_run(own):
     assert card["data_files"] == [{"argument": "csv_path", "path": str(tmp / "mine.csv"),
                                    "sha256": hashlib.sha256((tmp / "mine.csv").read_bytes()).hexdigest(),
                                    "bytes": (tmp / "mine.csv").stat().st_size}]
-    assert card["split"]["split_seed"] == 3 and card["split"]["split"] == "random"
+    assert card["split"]["split"]["seed"] == 3 and card["split"]["split"]["method"] == "random"
     assert card["run"]["test"] == results["test"] and card["run"]["global_steps"] == 2
     assert card["test_through_predictor"]["count"] == 4  # 40 molecules, 10% test
     assert card["config"] == str(run / "config.yaml") and len(card["date"]) == 10

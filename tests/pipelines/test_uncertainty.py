@@ -341,7 +341,7 @@ def test_tiny_classification_run_reports_roc_auc(tmp_path, monkeypatch):
     (tmp_path / "b.csv").write_text("".join([lines[0], *lines[1::65]]))  # 121 of both classes (the file is sorted)
     cfg = tmp_path / "bbb.yaml"
     cfg.write_text(tiny(outputs=2, head="task: classification, class_weights: balanced", csv=tmp_path / "b.csv",
-                               data="label_column: label, classes: [BBB-, BBB+], split: scaffold_random"))
+                               data="label_column: label, classes: [BBB-, BBB+], split: {method: scaffold_random}"))
     run_cli(["fit", "--config", str(cfg)])
     run_dir = tmp_path / "runs" / "bbb" / "version_0"
     res = json.loads((run_dir / "results.json").read_text())
@@ -360,7 +360,7 @@ def test_two_member_ensemble_of_classifiers_averages_their_probabilities(tmp_pat
     (tmp_path / "b.csv").write_text("".join([lines[0], *lines[1::65]]))
     cfg = tmp_path / "bbb.yaml"
     cfg.write_text(tiny(outputs=2, head="task: classification, class_weights: balanced", csv=tmp_path / "b.csv",
-                               data="label_column: label, classes: [BBB-, BBB+], split: scaffold_random"))
+                               data="label_column: label, classes: [BBB-, BBB+], split: {method: scaffold_random}"))
     out = main(["--members", "2", "--config", str(cfg)])
     summary = json.loads((out / "ensemble.json").read_text())
     members = [json.loads((Path(r["run_dir"]) / "results.json").read_text()) for r in summary["runs"]]

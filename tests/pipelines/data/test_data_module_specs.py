@@ -8,6 +8,7 @@ from pytorch_lightning import LightningDataModule
 
 from vecset.pipelines.data.synthetic import SyntheticSetDataModule
 from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.speech.options import SpeechSplits
 from vecset.pipelines.text.cmudict import CMUDictDataModule
 from vecset.pipelines.text.conllu import CoNLLUDataModule
 from vecset.pipelines.training.hand_over import hand_over
@@ -49,7 +50,7 @@ def test_conllu_hands_over_word_forms_for_the_text_field():
 
 
 def test_speech_hands_over_the_training_frames():
-    dm = SpeechFramesDataModule(root=str(ROOT / "data" / "speech"), max_utterances=2)
+    dm = SpeechFramesDataModule(root=str(ROOT / "data" / "speech"), splits=SpeechSplits(max_utterances=2))
     dm.setup("fit")
     spec = dm.data_spec("fit")
     assert len(spec.train_inputs) == 2 and spec.train_inputs[0] is dm.sets["train"].items[0].x

@@ -15,6 +15,8 @@ from vecset.pipelines import FashionMNISTDataModule
 from vecset.pipelines.data import samplers
 from vecset.pipelines.data.batch_augment import HorizontalFlip, MixUp, RandomCrop, RandomErasing
 from vecset.pipelines.data.device_loader import DeviceLoader, DeviceSampler, check_finite
+from vecset.pipelines.data.options import DevicePlacement
+from vecset.pipelines.images.options import FolderSplit
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +40,7 @@ def test_every_sample_once_an_epoch_as_the_classic_loader(root, monkeypatch):
     monkeypatch.setenv("PL_GLOBAL_SEED", "3")
     dev = module(root).train_dataloader()
     assert isinstance(dev, DeviceLoader) and len(dev) == 5  # 80 images / 16
-    classic = module(root, on_device=False).train_dataloader()
+    classic = module(root, placement=DevicePlacement(on_device=False)).train_dataloader()
     assert isinstance(classic, DataLoader)
     every = set(classic.dataset.ids.tolist())
     e0, e1 = epoch_ids(dev, 0), epoch_ids(dev, 1)
@@ -48,7 +50,7 @@ def test_every_sample_once_an_epoch_as_the_classic_loader(root, monkeypatch):
 
 
 def test_same_batches_as_the_classic_loader_without_augmentation(root):
-    dev, classic = module(root).val_dataloader(), module(root, on_device=False).val_dataloader()
+    dev, classic = module(root).val_dataloader(), module(root, placement=DevicePlacement(on_device=False)).val_dataloader()
     assert isinstance(dev, DeviceLoader) and len(dev) == len(classic) == 2
     for a, b in zip(dev, classic, strict=True):
         assert a.keys() == b.keys()
@@ -105,12 +107,12 @@ def test_on_device_auto_decides_and_says_it_once(root, caplog):
     lines = [r.getMessage() for r in caplog.records if "data on cpu" in r.getMessage()]
     assert len(lines) == 1 and "at most 50%" in lines[0], lines
     caplog.clear()
-    assert isinstance(module(root, device_memory_share=1e-9).train_dataloader(), DataLoader)
+    assert isinstance(module(root, placement=DevicePlacement(on_device="auto", device_memory_share=1e-9)).train_dataloader(), DataLoader)
     assert "more than device_memory_share" in caplog.text
 
 
 @pytest.mark.parametrize("kw, first_line", [
-    ({"on_device": True, "device_memory_share": 1e-9}, "FashionMNISTDataModule: the data takes"),
+    ({"placement": DevicePlacement(on_device=True, device_memory_share=1e-9)}, "FashionMNISTDataModule: the data takes"),
 ])
 def test_on_device_true_that_does_not_fit_is_an_error(root, kw, first_line):
     with pytest.raises(ValueError) as e:
@@ -119,8 +121,8 @@ def test_on_device_true_that_does_not_fit_is_an_error(root, kw, first_line):
 
 
 @pytest.mark.parametrize("kw, first_line", [
-    ({"on_device": True, "augment": True}, "on_device: true with augment: true"),
-    ({"on_device": "yes"}, "on_device must be true, false or auto"),
+    ({"placement": DevicePlacement(on_device=True), "augment": True}, "on_device: true with augment: true"),
+    ({"placement": DevicePlacement(on_device="yes")}, "on_device must be true, false or auto"),
 ])
 def test_conflicting_options_are_errors(root, kw, first_line):
     with pytest.raises(ValueError) as e:
@@ -170,15 +172,14 @@ def test_image_folder_on_the_device_gives_the_classic_batches(tmp_path, caplog):
     caplog.set_level(logging.INFO)
 
     def folder(**kw):
-        dm = ImageFolderDataModule(root=str(tmp_path), image_size=8, batch_size=4, val_fraction=0.25,
-                                   test_fraction=0.25, **kw)
+        dm = ImageFolderDataModule(root=str(tmp_path), image_size=8, batch_size=4, split=FolderSplit(val_fraction=0.25, test_fraction=0.25), **kw)
         dm.setup("fit")
         return dm
 
     crop = RandomCrop(1)
     dev = folder(batch_augment=[crop])
     assert isinstance(dev.train_dataloader(), DeviceLoader) and "ImageFolderDataModule: data on cpu" in caplog.text
-    classic = folder(on_device=False)
+    classic = folder(placement=DevicePlacement(on_device=False))
     for a, b in zip(dev.val_dataloader(), classic.val_dataloader(), strict=True):
         assert torch.equal(a["ids"], b["ids"]) and torch.equal(a["y"], b["y"])
         torch.testing.assert_close(a["image"], b["image"])

@@ -42,7 +42,7 @@ def config(tmp: Path, data: Path) -> Path:
     cfg["trainer"]["callbacks"] = []
     d = cfg["data"]["init_args"]
     d.pop("train_transforms")
-    d.update(root=str(data), augment=False, on_device=True, batch_augment=[
+    d.update(root=str(data), augment=False, placement={"on_device": True}, batch_augment=[
         {"class_path": "vecset.pipelines.data.batch_augment.RandomCrop", "init_args": {"padding": 2}},
         {"class_path": "vecset.pipelines.data.batch_augment.HorizontalFlip"},
         {"class_path": "vecset.pipelines.data.batch_augment.MixUp", "init_args": {"alpha": 0.4}}])

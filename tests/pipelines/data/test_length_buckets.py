@@ -16,13 +16,15 @@ from vecset.encoders import SpeechEncoder
 from vecset.heads import LabelingHead
 from vecset.pipelines import SpeechFramesDataModule, TaskModule
 from vecset.pipelines.data.gathered import LengthBuckets
+from vecset.pipelines.data.options import BucketedPlacement
+from vecset.pipelines.speech.options import SpeechSplits
 
 ROOT = Path(__file__).resolve().parents[3]
 N_UTT, BS = 10, 3
 
 
 def module(**kw) -> SpeechFramesDataModule:
-    dm = SpeechFramesDataModule(root=str(ROOT / "data/speech"), max_utterances=N_UTT, batch_size=BS, **kw)
+    dm = SpeechFramesDataModule(root=str(ROOT / "data/speech"), batch_size=BS, splits=SpeechSplits(max_utterances=N_UTT), **kw)
     dm.setup("fit")
     return dm
 
@@ -41,8 +43,8 @@ def test_outputs_on_the_real_frames_equal_the_unbucketed_batch(on_device):
     pl.seed_everything(0)
     model = TaskModule(SpeechEncoder(40, 16, normalization="utterance", positional="sinusoidal", conv_kernel=3),
                        Backbone(d_model=16, depth=1, heads=2, mlp_ratio=2.0, window=4), LabelingHead(16, 42)).eval()
-    plain = list(module(on_device=on_device).val_dataloader())
-    bucketed = list(module(on_device=on_device, length_buckets="pow2").val_dataloader())
+    plain = list(module(placement=BucketedPlacement(on_device=on_device)).val_dataloader())
+    bucketed = list(module(placement=BucketedPlacement(on_device=on_device, length_buckets="pow2")).val_dataloader())
     assert len(plain) == len(bucketed) > 1
     for a, b in zip(bucketed, plain, strict=True):
         N, n = a["mask"].shape[1], b["mask"].shape[1]
@@ -57,7 +59,7 @@ def test_outputs_on_the_real_frames_equal_the_unbucketed_batch(on_device):
 def test_bucket_batches_every_utterance_once_within_one_bucket_and_resume(monkeypatch):
     monkeypatch.setenv("PL_GLOBAL_SEED", "5")
     edges = [150, 200, 250]
-    dm = module(on_device=True, length_buckets=edges, bucket_batches=True)
+    dm = module(placement=BucketedPlacement(on_device=True, length_buckets=edges, bucket_batches=True))
     buckets = LengthBuckets(edges)
     lengths = {u.id: len(u.x) for u in dm.sets["train"].items}
     assert len({buckets.length(n) for n in lengths.values()}) > 1
@@ -73,7 +75,7 @@ def test_bucket_batches_every_utterance_once_within_one_bucket_and_resume(monkey
         orders.append([i for b in batches for i in b["ids"].tolist()])
         assert sorted(orders[-1]) == sorted(lengths)
     assert orders[0] != orders[1]
-    resumed = module(on_device=True, length_buckets=edges, bucket_batches=True).train_dataloader()
+    resumed = module(placement=BucketedPlacement(on_device=True, length_buckets=edges, bucket_batches=True)).train_dataloader()
     resumed.sampler.set_epoch(1)
     resumed.sampler.resume_at(1, BS)  # after one batch, as ResumeState does
     assert [i for b in resumed for i in b["ids"].tolist()] == orders[1][len(batches[0]["ids"]):]

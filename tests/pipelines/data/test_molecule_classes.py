@@ -10,7 +10,9 @@ import pytest
 import torch
 from rdkit.Chem.Scaffolds import MurckoScaffold
 
-from vecset.pipelines.molecules.data import MoleculeDataModule, scaffold_split
+from vecset.pipelines.molecules.data import MoleculeDataModule
+from vecset.pipelines.molecules.options import MoleculeFeatures, MoleculeSplit
+from vecset.pipelines.molecules.splits import scaffold_split
 
 RINGS = ["c1ccccc1", "C1CCCCC1", "c1ccncc1", "C1CCOC1", "C1CC1", "c1ccsc1", "C1CCNCC1", "c1ccoc1",
          "C1CCCC1", "c1cnccn1"]
@@ -88,7 +90,7 @@ def test_a_scaffold_split_with_an_empty_part_is_an_error(tmp_path):
     path = labelled_csv(tmp_path, ["BBB+"] * 60)
     rows = list(csv.reader(open(path)))[:7]
     write(path, [rows[0]] + [["c1ccccc1" + s, "BBB+"] for s in SUBST])
-    dm = MoleculeDataModule(str(path), label_column="label", classes=["BBB-", "BBB+"], split="scaffold_random")
+    dm = MoleculeDataModule(str(path), label_column="label", classes=["BBB-", "BBB+"], split=MoleculeSplit(method="scaffold_random"))
     with pytest.raises(ValueError, match=r"bbb\.csv: scaffold split of 6 molecules"):
         dm.setup("fit")
 
@@ -104,17 +106,18 @@ def test_a_second_setup_reads_the_featurized_molecules_from_the_cache(tmp_path, 
     monkeypatch.setattr(reading, "graph_tensors", lambda *a, **k: calls.append(1) or real(*a, **k))
     rows = [["smiles", "y"], *([m, i % 3 - 1.0] for i, m in enumerate(molecules())), ["C1CC", 0.0]]
     path = write(tmp_path / "m.csv", rows)
-    make = lambda **kw: MoleculeDataModule(str(path), target_columns=["y"], descriptors=True, **kw)  # noqa: E731
-    make(cache=False).setup("fit")
-    make(cache=False).setup("fit")
+    make = lambda **kw: MoleculeDataModule(str(path), target_columns=["y"], **kw)  # noqa: E731
+    desc = MoleculeFeatures(descriptors=True)
+    make(cache=False, features=desc).setup("fit")
+    make(cache=False, features=desc).setup("fit")
     assert len(calls) == 120  # without the cache every setup featurizes
-    first = make()
+    first = make(features=desc)
     first.setup("fit")
     assert len(calls) == 180 and len(first.skipped) == 1  # the unclosed ring is rejected
-    again = make(split_seed=1)
+    again = make(features=desc, split=MoleculeSplit(seed=1))
     again.setup("fit")
     assert len(calls) == 180 and again.skipped == first.skipped  # every molecule, and the rejection, from the cache
-    make(max_dist=4).setup("fit")
+    make(features=MoleculeFeatures(descriptors=True, max_dist=4)).setup("fit")
     assert len(calls) == 240  # other settings featurize anew
     a, b = (sorted(m.items, key=lambda it: it["id"]) for m in (first, again))
     for x, y in zip(a, b, strict=True):

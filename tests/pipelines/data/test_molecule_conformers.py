@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from vecset.pipelines import MoleculeDataModule
+from vecset.pipelines.data.options import BucketedPlacement
 from vecset.pipelines.molecules.device import MoleculeDeviceLoader
+from vecset.pipelines.molecules.options import MoleculeFeatures
 
 K = 3
 # 20 flexible chains (alcohols and ethers): their conformers differ
@@ -29,15 +31,13 @@ def csv_path(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def featurized(csv_path) -> MoleculeDataModule:
     """The chains featurized once with K conformers (the other modules copy its items)."""
-    dm = MoleculeDataModule(str(csv_path), target_columns=["y"], batch_size=4, cache=False, geometry=True,
-                            conformers=K)
+    dm = MoleculeDataModule(str(csv_path), target_columns=["y"], batch_size=4, cache=False, features=MoleculeFeatures(geometry=True, conformers=K))
     dm.setup("fit")
     return dm
 
 
 def module(featurized: MoleculeDataModule, **kw) -> MoleculeDataModule:
-    dm = MoleculeDataModule(str(featurized.csv_path), target_columns=["y"], batch_size=4, cache=False, geometry=True,
-                            conformers=K, **kw)
+    dm = MoleculeDataModule(str(featurized.csv_path), target_columns=["y"], batch_size=4, cache=False, features=MoleculeFeatures(geometry=True, conformers=K), **kw)
     dm.items, dm.splits, dm._keys = featurized.items, featurized.splits, featurized._keys  # featurized once
     return dm
 
@@ -61,7 +61,7 @@ def which(item: dict, d: torch.Tensor) -> int:
 
 @pytest.mark.parametrize("on_device", [False, True])
 def test_training_draws_a_random_conformer_and_validation_conformer_0(featurized, on_device):
-    dm = module(featurized, on_device=on_device)
+    dm = module(featurized, placement=BucketedPlacement(on_device=on_device))
     by_id = {it["id"]: it for it in dm.items}
     train = dm.train_dataloader()
     assert isinstance(train, MoleculeDeviceLoader) == on_device
@@ -97,5 +97,5 @@ def test_predict_csv_embeds_conformer_0_alone(featurized, tmp_path):
 
 
 def test_conformers_need_geometry(csv_path):
-    with pytest.raises(ValueError, match=r"^MoleculeDataModule: conformers: 3 needs geometry: true"):
-        MoleculeDataModule(str(csv_path), target_columns=["y"], conformers=3)
+    with pytest.raises(ValueError, match=r"^features.conformers: 3 needs features.geometry: true"):
+        MoleculeDataModule(str(csv_path), target_columns=["y"], features=MoleculeFeatures(conformers=3))

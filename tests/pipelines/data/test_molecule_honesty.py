@@ -13,6 +13,7 @@ import pytest
 import pytorch_lightning as pl
 
 from vecset.pipelines import MoleculeDataModule, MultiTaskDataModule
+from vecset.pipelines.molecules.options import MoleculeFeatures, MoleculeSplit
 
 # 28 distinct small molecules (canonical SMILES differ)
 MOLS = ["C", "CC", "CCC", "CCCC", "CCCCC", "CO", "CCO", "CCCO", "CCCCO", "CN", "CCN", "CCCN", "CCCCN",
@@ -36,19 +37,19 @@ def trainer(root: Path) -> pl.Trainer:
 
 def test_one_row_is_an_error_naming_the_file_the_row_count_and_the_split_sizes(tmp_path):
     path = write(tmp_path / "one.csv", [["smiles", "expt"], ["CCO", 1.0]])
-    dm = MoleculeDataModule(path, target_columns=["expt"], descriptors=True, cache=False)
+    dm = MoleculeDataModule(path, target_columns=["expt"], cache=False, features=MoleculeFeatures(descriptors=True))
     with pytest.raises(ValueError) as e:
         dm.setup("fit")
     first = str(e.value).splitlines()[0]
-    assert first == (f"{path}: too few rows for split='random': 1 usable (of 1 in the file) give train 0, val 0, "
+    assert first == (f"{path}: too few rows for split.method='random': 1 usable (of 1 in the file) give train 0, val 0, "
                      "test 1; every part needs at least one molecule, and the random split (80/10/10, rounded "
                      "down) needs at least 10 usable rows")
 
 
 def test_a_column_split_without_test_rows_names_the_column(tmp_path):
     path = write(tmp_path / "c.csv", [["smiles", "y", "split"], *([s, i, "train"] for i, s in enumerate(MOLS[:12]))])
-    dm = MoleculeDataModule(path, target_columns=["y"], split="column", cache=False)
-    with pytest.raises(ValueError, match=r"c.csv: too few rows for split='column': 12 usable \(of 12 in the file\) "
+    dm = MoleculeDataModule(path, target_columns=["y"], cache=False, split=MoleculeSplit(method="column"))
+    with pytest.raises(ValueError, match=r"c.csv: too few rows for split.method='column': 12 usable \(of 12 in the file\) "
                                          r"give train 11, val 1, test 0; .*column 'split' needs train and test rows"):
         dm.setup("fit")
 
@@ -67,7 +68,7 @@ def leaky(tmp_path) -> str:
 
 
 def test_test_molecules_in_train_and_two_targets_are_warned_counted_and_listed(leaky, tmp_path, caplog):
-    dm = MoleculeDataModule(leaky, target_columns=["y"], split="column", cache=False)
+    dm = MoleculeDataModule(leaky, target_columns=["y"], cache=False, split=MoleculeSplit(method="column"))
     dm.trainer = trainer(tmp_path / "run")
     with caplog.at_level(logging.WARNING):
         dm.setup("fit")
@@ -99,7 +100,7 @@ def test_the_duplicate_check_compares_the_readers_canonical_smiles_without_parsi
 
     monkeypatch.setattr(data, "canonical_smiles", parse_again)
     monkeypatch.setattr(identity, "canonical_smiles", parse_again)
-    dm = MoleculeDataModule(leaky, target_columns=["y"], split="column", cache=False)
+    dm = MoleculeDataModule(leaky, target_columns=["y"], cache=False, split=MoleculeSplit(method="column"))
     dm.setup("fit")
     assert dm.duplicates == {"test in train": 5, "val in train": 0, "different targets": 1}
     assert sorted(set(dm.item_keys("test")) & set(dm.item_keys("train"))) == ["CCCN", "CCCO", "CCCl", "CCN", "CCO"]
@@ -109,7 +110,7 @@ def test_a_multitask_run_writes_each_tasks_skipped_rows_and_duplicates_in_its_fo
     bad = write(tmp_path / "bad.csv", [["smiles", "y"], *([s, 1.0] for s in MOLS[:12]), ["not a smiles", 2.0],
                                        ["CCO", ""]])
     data = MultiTaskDataModule({
-        "leaky": MoleculeDataModule(leaky, target_columns=["y"], split="column", cache=False),
+        "leaky": MoleculeDataModule(leaky, target_columns=["y"], cache=False, split=MoleculeSplit(method="column")),
         "bad": MoleculeDataModule(bad, target_columns=["y"], cache=False)})
     data.trainer = trainer(tmp_path / "run")
     data.setup("fit")
@@ -137,7 +138,7 @@ def test_test_molecules_in_the_warm_starts_pretraining_set_are_noted(leaky, tmp_
     ckpt = tmp_path / "pre.ckpt"
     torch.save({"state_dict": model().state_dict(), "pretraining": {"data": pre}}, ckpt)
     fine = model(init_from=str(ckpt), init_parts=["encoder", "backbone"])
-    dm = MoleculeDataModule(leaky, target_columns=["y"], split="column", cache=False)
+    dm = MoleculeDataModule(leaky, target_columns=["y"], cache=False, split=MoleculeSplit(method="column"))
     trainer = pl.Trainer(default_root_dir=str(tmp_path), accelerator="cpu", logger=False, max_steps=1,
                          limit_val_batches=0, enable_progress_bar=False, enable_model_summary=False,
                          enable_checkpointing=False)

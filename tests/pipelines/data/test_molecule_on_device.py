@@ -17,7 +17,9 @@ from vecset.backbone import Backbone
 from vecset.encoders import GraphEncoder
 from vecset.heads import SequenceHead
 from vecset.pipelines import MoleculeDataModule, NonFiniteGuard, TaskModule
+from vecset.pipelines.data.options import BucketedPlacement
 from vecset.pipelines.molecules.device import MoleculeDeviceLoader
+from vecset.pipelines.molecules.options import MoleculeFeatures
 from vecset.pipelines.training.callbacks import NonFiniteError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -49,8 +51,8 @@ def assert_batches_equal(a: dict, b: dict) -> None:
 def test_batches_equal_the_classic_collate(csv_path):
     """Evaluation batches equal the classic loader's; each training batch equals the classic
     collate of the same molecules (the training order is the device sampler's)."""
-    dm = module(csv_path, on_device=True, lap_pe_k=3, descriptors=True)
-    classic = module(csv_path, lap_pe_k=3, descriptors=True)
+    dm = module(csv_path, placement=BucketedPlacement(on_device=True), features=MoleculeFeatures(lap_pe_k=3, descriptors=True))
+    classic = module(csv_path, features=MoleculeFeatures(lap_pe_k=3, descriptors=True))
     assert isinstance(dm.val_dataloader(), MoleculeDeviceLoader)
     assert not isinstance(classic.val_dataloader(), MoleculeDeviceLoader)
     pairs = list(zip(dm.test_dataloader(), classic.test_dataloader(), strict=True))
@@ -68,7 +70,7 @@ def test_every_molecule_once_an_epoch_in_a_seeded_order(csv_path, monkeypatch):
     monkeypatch.setenv("PL_GLOBAL_SEED", "3")
     classic = module(csv_path)
     every = sorted(i for b in classic.train_dataloader() for i in b["ids"].tolist())
-    loader = module(csv_path, on_device=True).train_dataloader()
+    loader = module(csv_path, placement=BucketedPlacement(on_device=True)).train_dataloader()
     assert len(loader) == len(classic.train_dataloader())
     orders = []
     for epoch in (0, 1):
@@ -76,7 +78,7 @@ def test_every_molecule_once_an_epoch_in_a_seeded_order(csv_path, monkeypatch):
         orders.append([i for b in loader for i in b["ids"].tolist()])
         assert sorted(orders[-1]) == every  # the classic loader's molecules, each once
     assert orders[0] != orders[1]
-    again = module(csv_path, on_device="auto").train_dataloader()
+    again = module(csv_path, placement=BucketedPlacement(on_device="auto")).train_dataloader()
     again.sampler.set_epoch(1)
     assert [i for b in again for i in b["ids"].tolist()] == orders[1]
 
@@ -84,10 +86,10 @@ def test_every_molecule_once_an_epoch_in_a_seeded_order(csv_path, monkeypatch):
 @pytest.mark.parametrize("kw", [{}, {"length_buckets": "pow2", "bucket_batches": True}])
 def test_mid_epoch_resume_is_exact(csv_path, monkeypatch, kw):
     monkeypatch.setenv("PL_GLOBAL_SEED", "7")
-    whole = module(csv_path, on_device=True, **kw).train_dataloader()
+    whole = module(csv_path, placement=BucketedPlacement(on_device=True, **kw)).train_dataloader()
     whole.sampler.set_epoch(1)
     full = list(whole)
-    resumed = module(csv_path, on_device=True, **kw).train_dataloader()
+    resumed = module(csv_path, placement=BucketedPlacement(on_device=True, **kw)).train_dataloader()
     resumed.sampler.set_epoch(1)
     resumed.sampler.resume_at(1, 2 * BS)  # as ResumeState does after two batches
     tail = list(resumed)
@@ -97,7 +99,7 @@ def test_mid_epoch_resume_is_exact(csv_path, monkeypatch, kw):
 
 
 def test_a_nan_is_found_once_on_the_cpu_naming_the_molecule(csv_path):
-    dm = module(csv_path, on_device=True)
+    dm = module(csv_path, placement=BucketedPlacement(on_device=True))
     item = dm.splits["val"][1]
     item["x"][0, 0] = math.nan
     with pytest.raises(ValueError) as e:
@@ -117,9 +119,9 @@ def test_length_buckets_pad_to_the_set_and_change_no_prediction(csv_path, on_dev
     """Every batch's width is a bucket (pow2: 8, 16, 32; edges [12, 20]: 12, 20, or the batch's
     own above 20); the model's predictions equal the unbucketed batches' (padding is masked)."""
     model = graph_model().eval()
-    plain = list(module(csv_path, on_device=on_device).test_dataloader())
+    plain = list(module(csv_path, placement=BucketedPlacement(on_device=on_device)).test_dataloader())
     for spec, allowed in (("pow2", {8, 16, 32}), ([12, 20], {12, 20})):
-        bucketed = list(module(csv_path, on_device=on_device, length_buckets=spec).test_dataloader())
+        bucketed = list(module(csv_path, placement=BucketedPlacement(on_device=on_device, length_buckets=spec)).test_dataloader())
         for a, b in zip(bucketed, plain, strict=True):
             N, n = a["mask"].shape[1], b["mask"].shape[1]
             assert N in allowed or (isinstance(spec, list) and n > spec[-1] and N == n)
@@ -129,7 +131,7 @@ def test_length_buckets_pad_to_the_set_and_change_no_prediction(csv_path, on_dev
 
 
 def test_bucket_batches_draw_every_molecule_once_within_one_bucket(csv_path):
-    dm = module(csv_path, on_device=True, length_buckets=[8, 12, 16], bucket_batches=True)
+    dm = module(csv_path, placement=BucketedPlacement(on_device=True, length_buckets=[8, 12, 16], bucket_batches=True))
     loader = dm.train_dataloader()
     lengths = {it["id"]: it["x"].shape[0] for it in dm.splits["train"]}
     seen = []
@@ -153,7 +155,7 @@ def test_bucket_batches_draw_every_molecule_once_within_one_bucket(csv_path):
 ])
 def test_option_errors_name_the_option(csv_path, kw, first_line):
     with pytest.raises(ValueError) as e:
-        MoleculeDataModule(str(csv_path), target_columns=["expt"], **kw)
+        MoleculeDataModule(str(csv_path), target_columns=["expt"], placement=BucketedPlacement(**kw))
     assert str(e.value).splitlines()[0].startswith(first_line)
 
 
@@ -173,7 +175,7 @@ def test_the_loss_guard_names_the_samples_of_a_batch_drawn_on_the_device(csv_pat
         return value * math.nan if sum(calls) == 2 else value
 
     model.head.loss = loss
-    dm = MoleculeDataModule(str(csv_path), target_columns=["expt"], batch_size=BS, cache=False, on_device=True)
+    dm = MoleculeDataModule(str(csv_path), target_columns=["expt"], batch_size=BS, cache=False, placement=BucketedPlacement(on_device=True))
     seen: list[list[int]] = []
 
     class Ids(pl.Callback):
@@ -208,7 +210,7 @@ def test_a_fit_resumed_mid_epoch_sees_the_uninterrupted_batches(csv_path, tmp_pa
                 trainer.save_checkpoint(tmp_path / "mid.ckpt", weights_only=False)
 
     def fit(rec: Record, ckpt: Path | None = None) -> Record:
-        dm = MoleculeDataModule(str(csv_path), target_columns=["expt"], batch_size=BS, cache=False, on_device=True)
+        dm = MoleculeDataModule(str(csv_path), target_columns=["expt"], batch_size=BS, cache=False, placement=BucketedPlacement(on_device=True))
         trainer = pl.Trainer(max_steps=7, accelerator="cpu", callbacks=[ResumeState(), rec], logger=False,
                              enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,
                              limit_val_batches=0, num_sanity_val_steps=0, enable_checkpointing=False)

@@ -90,7 +90,8 @@ def test_fine_tuning_your_own_csv_from_the_pretrained_checkpoint(pretrained, cap
     monkeypatch.chdir(tmp)
     ckpt = res["last_checkpoint"]
     own = head_of(FREESOLV, 50, tmp / "own.csv")
-    cfg = _tiny("freesolv.yaml", tmp, {"cache_dir": str(tmp / "cache"), "descriptors": False},
+    features = yaml.safe_load((ROOT / "configs/freesolv.yaml").read_text())["data"]["init_args"]["features"]
+    cfg = _tiny("freesolv.yaml", tmp, {"cache_dir": str(tmp / "cache"), "features": {**features, "descriptors": False}},
                 {"head": {"class_path": "vecset.heads.SequenceHead",
                           "init_args": {"d_model": 16, "num_outputs": 1, "task": "regression", "pooling": "attention"}}})
     cli = run_cli(["fit", "--config", str(cfg), "--plots=false", "--data.init_args.csv_path", str(own),

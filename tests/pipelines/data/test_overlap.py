@@ -12,6 +12,7 @@ import pytest
 from vecset.encoders.graph import canonical_smiles
 from vecset.pipelines import MoleculeDataModule, MultiTaskDataModule
 from vecset.pipelines.data.overlap import LabelLeakError, overlap_with_test
+from vecset.pipelines.molecules.options import MoleculeSplit
 
 
 def write(path: Path, rows: list[list]) -> str:
@@ -21,8 +22,7 @@ def write(path: Path, rows: list[list]) -> str:
 
 
 def module(path: str, target: str, split_column: str = "split") -> MoleculeDataModule:
-    return MoleculeDataModule(path, target_columns=[target], split="column", split_column=split_column,
-                              cache_dir=str(Path(path).parent / "cache"))
+    return MoleculeDataModule(path, target_columns=[target], cache_dir=str(Path(path).parent / "cache"), split=MoleculeSplit(method="column", column=split_column))
 
 
 @pytest.fixture

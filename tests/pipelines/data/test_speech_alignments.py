@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from vecset.encoders.speech import AlignmentSource
 from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.speech.options import SpeechSplits
 
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLE = ROOT / "data" / "speech"
@@ -37,8 +39,8 @@ def batches(dm: SpeechFramesDataModule, split: str) -> list[dict]:
 
 
 def test_textgrid_corpus_gives_the_same_batches(mfa_copy, capsys):
-    a = SpeechFramesDataModule(root=str(SAMPLE), max_utterances=4, batch_size=2)
-    b = SpeechFramesDataModule(root=str(mfa_copy), max_utterances=4, batch_size=2, alignment_format="textgrid")
+    a = SpeechFramesDataModule(root=str(SAMPLE), batch_size=2, splits=SpeechSplits(max_utterances=4))
+    b = SpeechFramesDataModule(root=str(mfa_copy), batch_size=2, splits=SpeechSplits(max_utterances=4), alignment=AlignmentSource(format="textgrid"))
     a.setup("fit"), b.setup("fit")
     out = capsys.readouterr().out
     # what the mapping did is counted and printed, with the format
@@ -54,14 +56,14 @@ def test_textgrid_corpus_gives_the_same_batches(mfa_copy, capsys):
 
 def test_ctm_options_are_relative_to_the_root(tmp_path):
     write_alignments.main([str(SAMPLE), str(tmp_path), "--format", "ctm", "--labels", "mfa"])
-    dm = SpeechFramesDataModule(root=str(tmp_path), max_utterances=2, phone_ctm="phones.ctm", word_ctm="words.ctm")
-    ref = SpeechFramesDataModule(root=str(SAMPLE), max_utterances=2)
+    dm = SpeechFramesDataModule(root=str(tmp_path), splits=SpeechSplits(max_utterances=2), alignment=AlignmentSource(phone_ctm="phones.ctm", word_ctm="words.ctm"))
+    ref = SpeechFramesDataModule(root=str(SAMPLE), splits=SpeechSplits(max_utterances=2))
     dm.setup("test"), ref.setup("test")
     for u, r in zip(dm.test_items(), ref.test_items(), strict=True):
         assert u.alignment_format == "ctm" and u.segments == r.segments and torch.equal(u.y, r.y)
         assert u.words == r.words
     with pytest.raises(ValueError, match="phone_ctm / word_ctm are read with alignment_format ctm"):
-        SpeechFramesDataModule(alignment_format="textgrid", phone_ctm="phones.ctm")
+        SpeechFramesDataModule(alignment=AlignmentSource(format="textgrid", phone_ctm="phones.ctm"))
 
 
 
@@ -70,9 +72,9 @@ def test_every_format_gives_the_phn_batches(tmp_path, fmt):
     """The sample written in each format (its own labels) gives the .phn's batches tensor for tensor:
     a seeded fit on it trains to the same frame accuracy."""
     write_alignments.main([str(SAMPLE), str(tmp_path), "--format", fmt])
-    ctm = {"phone_ctm": "phones.ctm", "word_ctm": "words.ctm"} if fmt == "ctm" else {}
-    a = SpeechFramesDataModule(root=str(SAMPLE), max_utterances=4, batch_size=2)
-    b = SpeechFramesDataModule(root=str(tmp_path), max_utterances=4, batch_size=2, **ctm)
+    ctm = AlignmentSource(phone_ctm="phones.ctm", word_ctm="words.ctm") if fmt == "ctm" else AlignmentSource()
+    a = SpeechFramesDataModule(root=str(SAMPLE), batch_size=2, splits=SpeechSplits(max_utterances=4))
+    b = SpeechFramesDataModule(root=str(tmp_path), batch_size=2, splits=SpeechSplits(max_utterances=4), alignment=ctm)
     a.setup("fit"), b.setup("fit")
     assert {u.alignment_format for u in b.sets["train"].items} == {fmt.split("-")[0]}
     for split in ("train", "val"):

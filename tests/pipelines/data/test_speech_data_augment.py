@@ -15,6 +15,7 @@ from lightning_fabric.utilities.data import _set_sampler_epoch
 
 from vecset.encoders.speech import num_frames
 from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.speech.options import SpeechAugment, SpeechSplits
 from vecset.pipelines.speech.utterances import AugmentedUtterances, SpeechUtterances
 
 TONE = 440.0
@@ -52,8 +53,9 @@ def corpus16k(tmp_path_factory) -> Path:
     return root
 
 
-def module(root: Path, **kw) -> SpeechFramesDataModule:
-    dm = SpeechFramesDataModule(root=str(root), batch_size=2, **kw)
+def module(root: Path, **augment) -> SpeechFramesDataModule:
+    """The tone corpus's module with these ``SpeechAugment`` settings, set up for fit."""
+    dm = SpeechFramesDataModule(root=str(root), batch_size=2, augment=SpeechAugment(**augment))
     dm.setup("fit")
     return dm
 
@@ -118,7 +120,7 @@ def test_same_seed_and_epoch_repeat_another_epoch_or_seed_draws_anew(corpus):
     e1 = batches(a.train_dataloader(), epoch=1)
     assert same(e1, batches(b.train_dataloader(), epoch=1))
     assert not same(e1, batches(a.train_dataloader(), epoch=2))
-    assert not same(e1, batches(module(corpus, augment_seed=1, **kw).train_dataloader(), epoch=1))
+    assert not same(e1, batches(module(corpus, seed=1, **kw).train_dataloader(), epoch=1))
     # a DataLoader worker draws what the main process draws: the epoch travels in the sampler's keys
     a.num_workers = 1
     assert same(e1, batches(a.train_dataloader(), epoch=1), exact=False)
@@ -174,7 +176,7 @@ def test_validation_and_test_are_never_augmented(corpus):
 ])
 def test_bad_settings_name_the_argument(kw, message):
     with pytest.raises(ValueError, match=message):
-        SpeechFramesDataModule(**kw)
+        SpeechFramesDataModule(augment=SpeechAugment(**kw))
 
 
 def test_lightning_fit_draws_with_each_epochs_number(corpus16k, monkeypatch):
@@ -204,8 +206,8 @@ def test_lightning_fit_draws_with_each_epochs_number(corpus16k, monkeypatch):
 
 
 def test_fit_max_frames_with_augmentation_is_an_error():
-    with pytest.raises(ValueError, match="fit_max_frames cannot be combined with speed_factors"):
-        SpeechFramesDataModule(fit_max_frames=200, speed_factors=[0.9, 1.0, 1.1])
+    with pytest.raises(ValueError, match=r"splits.fit_max_frames cannot be combined with augment \(speed_factors"):
+        SpeechFramesDataModule(splits=SpeechSplits(fit_max_frames=200), augment=SpeechAugment(speed_factors=[0.9, 1.0, 1.1]))
 
 
 VOICE = {"vtlp": {"p": 1.0, "alpha": [1.1, 1.1]}, "pitch": {"p": 1.0, "semitones": [2.0, 2.0]},
@@ -215,7 +217,7 @@ VOICE = {"vtlp": {"p": 1.0, "alpha": [1.1, 1.1]}, "pitch": {"p": 1.0, "semitones
 def test_voice_augment_changes_the_features_not_the_labels_and_repeats(corpus16k, caplog):
     plain = module(corpus16k)
     with caplog.at_level("INFO", logger="vecset.pipelines.speech.data"):
-        voiced = module(corpus16k, voice_augment=VOICE, augment_seed=7)
+        voiced = module(corpus16k, voice=VOICE, seed=7)
     lines = [r.getMessage() for r in caplog.records if "augmented at every draw" in r.getMessage()]
     assert len(lines) == 1 and "vtlp p=1 alpha [1.1, 1.1]" in lines[0] and "telephone p=1" in lines[0]
     ds = voiced.sets["train"]
@@ -224,7 +226,7 @@ def test_voice_augment_changes_the_features_not_the_labels_and_repeats(corpus16k
         clean, drawn = plain.sets["train"][i], ds[(0, i)]
         assert drawn["x"].shape == clean["x"].shape and torch.equal(drawn["y"], clean["y"])
         assert (drawn["x"] - clean["x"]).abs().mean() > 0.5  # log-mel units: it did something
-    again = module(corpus16k, voice_augment=VOICE, augment_seed=7).sets["train"]
+    again = module(corpus16k, voice=VOICE, seed=7).sets["train"]
     assert torch.equal(ds[(0, 0)]["x"], again[(0, 0)]["x"])
     assert not torch.equal(ds[(0, 0)]["x"], ds[(1, 0)]["x"])  # the reverb tail and the noise draw anew
     # validation and test stay plain
@@ -246,4 +248,4 @@ def test_voice_augment_changes_the_features_not_the_labels_and_repeats(corpus16k
 ])
 def test_bad_voice_augment_names_the_transform(voice, message):
     with pytest.raises(ValueError, match=message):
-        SpeechFramesDataModule(voice_augment=voice)
+        SpeechFramesDataModule(augment=SpeechAugment(voice=voice))

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from vecset.pipelines.speech.data import SpeechFramesDataModule, list_audio
+from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.speech.files import list_audio
+from vecset.pipelines.speech.options import SpeechSplits
 
 
 def test_an_empty_list_file_is_an_error_naming_it(tmp_path):
@@ -22,8 +24,7 @@ def test_the_data_module_names_the_empty_list_of_a_split(tmp_path):
     lovo.mkdir(parents=True)
     for name in ("train", "dev", "test"):
         (lovo / f"{name}.lst").write_text("")
-    dm = SpeechFramesDataModule(root=str(tmp_path), train="lovo/enus/train.lst", val="lovo/enus/dev.lst",
-                                test="lovo/enus/test.lst")
+    dm = SpeechFramesDataModule(root=str(tmp_path), splits=SpeechSplits(train="lovo/enus/train.lst", val="lovo/enus/dev.lst", test="lovo/enus/test.lst"))
     with pytest.raises(ValueError, match=r"lovo/enus/(train|dev)\.lst: split 'lovo/enus/(train|dev)\.lst' lists no "
                                          r"utterances \(the list file is empty\)"):
         dm.setup("fit")

@@ -13,14 +13,16 @@ import torch
 from vecset.pipelines import SpeechFramesDataModule
 from vecset.pipelines.cli import run_cli
 from vecset.pipelines.data.batch_augment import SpecAugment
+from vecset.pipelines.data.options import BucketedPlacement
 from vecset.pipelines.speech.device import SpeechDeviceLoader
+from vecset.pipelines.speech.options import SpeechAugment, SpeechSplits
 
 ROOT = Path(__file__).resolve().parents[3]
 N_UTT, BS = 10, 4
 
 
 def module(**kw) -> SpeechFramesDataModule:
-    dm = SpeechFramesDataModule(root=str(ROOT / "data/speech"), max_utterances=N_UTT, batch_size=BS, **kw)
+    dm = SpeechFramesDataModule(root=str(ROOT / "data/speech"), batch_size=BS, splits=SpeechSplits(max_utterances=N_UTT), **kw)
     dm.setup("fit")
     return dm
 
@@ -31,7 +33,7 @@ def classic() -> SpeechFramesDataModule:
 
 
 def test_evaluation_batches_equal_the_classic_collate(classic):
-    device = module(on_device=True).val_dataloader()
+    device = module(placement=BucketedPlacement(on_device=True)).val_dataloader()
     assert isinstance(device, SpeechDeviceLoader) and not isinstance(classic.val_dataloader(), SpeechDeviceLoader)
     pairs = list(zip(device, classic.val_dataloader(), strict=True))
     assert pairs and any(b["padded"] for _, b in pairs)
@@ -43,7 +45,7 @@ def test_evaluation_batches_equal_the_classic_collate(classic):
 
 def test_every_utterance_once_an_epoch_in_a_seeded_order(classic, monkeypatch):
     monkeypatch.setenv("PL_GLOBAL_SEED", "3")
-    loader = module(on_device=True).train_dataloader()
+    loader = module(placement=BucketedPlacement(on_device=True)).train_dataloader()
     every = sorted(u.id for u in classic.sets["train"].items)
     assert len(loader) == len(classic.train_dataloader())
     orders = []
@@ -52,17 +54,17 @@ def test_every_utterance_once_an_epoch_in_a_seeded_order(classic, monkeypatch):
         orders.append([i for b in loader for i in b["ids"].tolist()])
         assert sorted(orders[-1]) == every  # the classic loader's utterances, each once
     assert orders[0] != orders[1]
-    again = module(on_device=True).train_dataloader()
+    again = module(placement=BucketedPlacement(on_device=True)).train_dataloader()
     again.sampler.set_epoch(1)
     assert [i for b in again for i in b["ids"].tolist()] == orders[1]
 
 
 def test_mid_epoch_resume_is_exact_order_and_spec_augment(monkeypatch):
     monkeypatch.setenv("PL_GLOBAL_SEED", "7")
-    full = module(on_device=True, batch_augment=[SpecAugment(time_width=5, freq_width=4)]).train_dataloader()
+    full = module(batch_augment=[SpecAugment(time_width=5, freq_width=4)], placement=BucketedPlacement(on_device=True)).train_dataloader()
     full.sampler.set_epoch(1)
     whole = list(full)
-    resumed = module(on_device="auto", batch_augment=[SpecAugment(time_width=5, freq_width=4)]).train_dataloader()
+    resumed = module(batch_augment=[SpecAugment(time_width=5, freq_width=4)], placement=BucketedPlacement(on_device="auto")).train_dataloader()
     resumed.sampler.set_epoch(1)
     resumed.sampler.resume_at(1, BS)  # as ResumeState does after one batch
     tail = list(resumed)
@@ -74,7 +76,7 @@ def test_mid_epoch_resume_is_exact_order_and_spec_augment(monkeypatch):
 def test_spec_augment_masks_per_utterance_with_the_training_mean(classic):
     """Masked values show the training frames' per-feature mean; only real frames are masked;
     a time mask is at most time_width frames; each utterance draws its own masks."""
-    dm = module(on_device=True, batch_augment=[SpecAugment(time_masks=1, time_width=6, freq_masks=1, freq_width=3)])
+    dm = module(batch_augment=[SpecAugment(time_masks=1, time_width=6, freq_masks=1, freq_width=3)], placement=BucketedPlacement(on_device=True))
     mean = torch.cat([u.x for u in dm.sets["train"].items]).mean(0)  # (F,)
     plain = {int(i): (x, m) for b in classic.train_dataloader()
              for i, x, m in zip(b["ids"], b["x"], b["mask"], strict=True)}
@@ -97,8 +99,9 @@ def test_spec_augment_masks_per_utterance_with_the_training_mean(classic):
 
 @pytest.mark.parametrize("kw,first_line", [
     ({"batch_augment": [SpecAugment()]}, "batch_augment runs on the data on the device: it needs on_device true or auto"),
-    ({"on_device": True, "speed_factors": [0.9, 1.1]}, "on_device: true with speed_factors / noise_snr_db / voice_augment"),
-    ({"on_device": "yes"}, "on_device must be true, false or auto, got 'yes'"),
+    ({"placement": BucketedPlacement(on_device=True), "augment": SpeechAugment(speed_factors=[0.9, 1.1])},
+     "placement.on_device: true with augment (speed_factors / noise_snr_db / voice)"),
+    ({"placement": BucketedPlacement(on_device="yes")}, "on_device must be true, false or auto, got 'yes'"),
 ])
 def test_option_errors_name_the_option(kw, first_line):
     with pytest.raises(ValueError) as e:
@@ -108,7 +111,7 @@ def test_option_errors_name_the_option(kw, first_line):
 
 def test_fit_with_the_frames_on_the_device(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
-    cli = run_cli(["--config", "configs/speech_frames_debug.yaml", "--data.init_args.on_device=true",
+    cli = run_cli(["--config", "configs/speech_frames_debug.yaml", "--data.init_args.placement.on_device=true",
                    "--data.init_args.batch_augment+=vecset.pipelines.data.batch_augment.SpecAugment",
                    "--trainer.max_steps", "2", "--trainer.max_epochs", "-1", "--trainer.limit_val_batches", "1",
                    "--trainer.num_sanity_val_steps", "0", "--trainer.default_root_dir", str(tmp_path),
@@ -125,7 +128,7 @@ def test_auto_keeps_the_cpu_loader_when_each_draw_is_featurized_on_the_cpu(caplo
     import logging
 
     with caplog.at_level(logging.INFO):
-        loader = module(on_device="auto", speed_factors=[0.9, 1.1]).train_dataloader()
+        loader = module(placement=BucketedPlacement(on_device="auto"), augment=SpeechAugment(speed_factors=[0.9, 1.1])).train_dataloader()
     assert not isinstance(loader, SpeechDeviceLoader)
     assert any("data with the CPU loader: speed_factors" in r.getMessage() for r in caplog.records)
 
@@ -151,8 +154,8 @@ def test_a_fit_resumed_mid_epoch_sees_the_uninterrupted_batches(tmp_path, monkey
     monkeypatch.chdir(ROOT)
 
     def fit(rec: Record, ckpt: Path | None = None) -> Record:
-        cli = run_cli(["--config", "configs/speech_frames_debug.yaml", "--data.init_args.on_device=true",
-                       "--data.init_args.max_utterances=6", "--data.init_args.batch_size=2",
+        cli = run_cli(["--config", "configs/speech_frames_debug.yaml", "--data.init_args.placement.on_device=true",
+                       "--data.init_args.splits.max_utterances=6", "--data.init_args.batch_size=2",
                        "--data.init_args.batch_augment+=vecset.pipelines.data.batch_augment.SpecAugment",
                        "--trainer.max_steps", "5", "--trainer.max_epochs", "-1", "--trainer.limit_val_batches", "0",
                        "--trainer.num_sanity_val_steps", "0", "--trainer.default_root_dir", str(tmp_path),
@@ -177,7 +180,7 @@ def test_an_image_augmentation_on_speech_is_refused_when_the_config_is_built(tmp
     error line naming what it takes, exit 2, no run folder."""
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as e:
-        run_cli(["fit", "--config", str(ROOT / "configs/speech_frames_debug.yaml"), "--data.init_args.on_device=true",
+        run_cli(["fit", "--config", str(ROOT / "configs/speech_frames_debug.yaml"), "--data.init_args.placement.on_device=true",
                  f"--data.init_args.root={ROOT / 'data/speech'}",
                  "--data.init_args.batch_augment+=vecset.pipelines.data.batch_augment.MixUp"])
     first = capsys.readouterr().err.splitlines()[0]

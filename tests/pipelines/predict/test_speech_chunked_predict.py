@@ -24,6 +24,7 @@ from vecset.heads import LabelingHead, SegmentDecoder
 from vecset.pipelines.predict import PredictionWriter
 from vecset.pipelines.speech.chunks import ChunkBatches, chunk_loader, plan_chunks
 from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.speech.options import SpeechPredict
 from vecset.pipelines.training.receptive_field import receptive_field
 from vecset.pipelines.training.task import TaskModule
 
@@ -76,8 +77,7 @@ def whole_probs(m: TaskModule, path: Path) -> torch.Tensor:
 
 def chunked_probs(m: TaskModule, paths: list[Path], context: int | None, batch_size: int = 2, chunk: int = CHUNK,
                   batches: list | None = None) -> dict:
-    dm = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(p) for p in paths], predict_chunk_frames=chunk,
-                                batch_size=batch_size)
+    dm = SpeechFramesDataModule(root=str(SAMPLE), batch_size=batch_size, predict=SpeechPredict(paths=[str(p) for p in paths], chunk_frames=chunk))
     dm.setup("predict")
     loader = chunk_loader(dm.recordings, dm.featurizer, chunk, context, m.encoder.normalizes_per_set, batch_size)
     out: dict[int, list] = {}
@@ -178,8 +178,8 @@ def test_full_attention_refuses_a_recording_longer_than_a_chunk(recordings):
     torch.manual_seed(0)
     m = TaskModule(SpeechEncoder(40, 16, positional="none"), Backbone(16, depth=1, heads=2), LabelingHead(16, 50))
     assert receptive_field(m.encoder, m.backbone, m.head) is None
-    with pytest.raises(ValueError, match=r"long\.flac: 2877 frames is longer than predict_chunk_frames=450.*"
-                                         r"predict_chunk_frames 0"):
+    with pytest.raises(ValueError, match=r"long\.flac: 2877 frames is longer than predict\.chunk_frames=450.*"
+                                         r"predict\.chunk_frames 0"):
         chunked_probs(m, [long], None)
     got = chunked_probs(m.eval(), [short], None)  # one chunk: the whole file
     torch.testing.assert_close(got["short.flac"], whole_probs(m, short), rtol=0, atol=2e-5)
@@ -195,8 +195,7 @@ def test_written_phn_and_frames_of_a_long_file_equal_the_whole_files(recordings,
     m.head.decoder = decoder
     out = {}
     for chunk in (CHUNK, 0):
-        dm = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(long), str(short)],
-                                    predict_chunk_frames=chunk, batch_size=2)
+        dm = SpeechFramesDataModule(root=str(SAMPLE), batch_size=2, predict=SpeechPredict(paths=[str(long), str(short)], chunk_frames=chunk))
         trainer = Trainer(accelerator="cpu", logger=False, callbacks=[PredictionWriter()], enable_progress_bar=False,
                           enable_model_summary=False, default_root_dir=tmp_path / str(chunk))
         assert trainer.predict(m, datamodule=dm) is None  # streamed: Lightning keeps no copy
@@ -235,8 +234,7 @@ def test_a_multitask_model_predicts_its_speech_task_in_chunks_as_the_single_task
                             {"speech": single.head, "sets": SequenceHead(16, 1, task="regression")}).eval()
     out = {}
     for name, m in (("single", single), ("multi", multi)):
-        speech = SpeechFramesDataModule(root=str(SAMPLE), predict_paths=[str(long), str(short)],
-                                        predict_chunk_frames=CHUNK, batch_size=2)
+        speech = SpeechFramesDataModule(root=str(SAMPLE), batch_size=2, predict=SpeechPredict(paths=[str(long), str(short)], chunk_frames=CHUNK))
         dm = speech if name == "single" else MultiTaskDataModule(
             {"speech": speech, "sets": SyntheticSetDataModule(n_test=4)}, predict_task="speech")
         trainer = Trainer(accelerator="cpu", logger=False, callbacks=[PredictionWriter()], enable_progress_bar=False,

@@ -14,6 +14,7 @@ from speech_corpus_helpers import TONES_MS, N, write_lists, write_tones, write_u
 from vecset.encoders.speech import FESTIVAL_PHONES, frame_labels, read_phn
 from vecset.heads import LabelingHead, SegmentDecoder
 from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.speech.options import SpeechPredict, SpeechSplits
 from vecset.pipelines.speech.prediction_files import SpeechOutput
 
 
@@ -48,7 +49,7 @@ def test_argmax_segments_even_with_a_decoder(tmp_path):
     """``predict_segments: argmax``: the .phn merges the argmax although the head has a decoder."""
     write_utterance(tmp_path, "s/a", [], "x", phones=[(0, 4000, "h#"), (4000, N, "aa")])
     write_lists(tmp_path, train=["s/a"], dev=["s/a"], test=["s/a"])
-    dm = SpeechFramesDataModule(root=str(tmp_path), predict_segments="argmax")
+    dm = SpeechFramesDataModule(root=str(tmp_path), predict=SpeechPredict(segments="argmax"))
     dm.setup("test")
     batch = next(iter(dm.test_dataloader()))
     labels = batch["y"].clone()
@@ -74,7 +75,7 @@ def write_labels(dm: SpeechFramesDataModule, sids: list[int], labels: list[list[
 
 
 def test_true_labels_written_back_give_the_same_frames(tmp_path):
-    dm = SpeechFramesDataModule(root=str(SAMPLE), max_utterances=2, batch_size=2)
+    dm = SpeechFramesDataModule(root=str(SAMPLE), batch_size=2, splits=SpeechSplits(max_utterances=2))
     dm.setup("test")
     batch = next(iter(dm.test_dataloader()))
     sid, n = int(batch["ids"][0]), int(batch["mask"][0].sum())
@@ -91,7 +92,7 @@ def test_true_labels_written_back_give_the_same_frames(tmp_path):
 @pytest.mark.parametrize("sr", [8000, 44100])
 def test_predicted_phn_is_in_the_files_own_samples(tmp_path, sr):
     audio = write_tones(tmp_path / "spk", "a", sr)
-    dm = SpeechFramesDataModule(root=str(tmp_path), train="spk", val="spk", test="spk")
+    dm = SpeechFramesDataModule(root=str(tmp_path), splits=SpeechSplits(train="spk", val="spk", test="spk"))
     dm.setup("test")
     item = dm.sets["test"].items[0]
     y = item.y.tolist()

@@ -18,6 +18,7 @@ from vecset.heads import LabelingHead
 from vecset.pipelines.reports.base import ReportContext
 from vecset.pipelines.reports.defaults import default_reports
 from vecset.pipelines.speech.data import SpeechFramesDataModule
+from vecset.pipelines.speech.options import SpeechSplits
 from vecset.pipelines.speech.reports import (
     FrameAttentionReport,
     PerPhoneReport,
@@ -53,7 +54,7 @@ def _model(backbone: torch.nn.Module | None = None) -> TaskModule:
 
 @pytest.fixture(scope="module")
 def speech_test() -> SpeechFramesDataModule:
-    dm = SpeechFramesDataModule(root=str(SAMPLE), max_utterances=2, batch_size=1)
+    dm = SpeechFramesDataModule(root=str(SAMPLE), batch_size=1, splits=SpeechSplits(max_utterances=2))
     dm.setup("test")
     return dm
 

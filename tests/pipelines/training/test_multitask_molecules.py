@@ -26,10 +26,10 @@ def test_multitask_molecules_config_fits_two_steps(tmp_path):
                  [[s, -i * 0.2, ("test", "val", "train", "train")[i % 4]] for i, s in enumerate(SMILES)])
     bb = _write(tmp_path / "bb.csv", ["smiles", "label"], [[s, "BBB+" if i % 2 else "BBB-"] for i, s in enumerate(SMILES)])
     args = ["fit", "--config", str(ROOT / "configs" / "multitask_molecules.yaml"), "--trainer.enable_progress_bar=false",
-            "--trainer.max_steps=2", "--plots=false", "--data.init_args.tasks.b3db.init_args.split=random"]
+            "--trainer.max_steps=2", "--plots=false", "--data.init_args.tasks.b3db.init_args.split.method=random"]
     for task, path in (("freesolv", fs), ("solubility", sol), ("b3db", bb)):
         args += [f"--data.init_args.tasks.{task}.init_args.csv_path={path}",
-                 f"--data.init_args.tasks.{task}.init_args.descriptors=false",
+                 f"--data.init_args.tasks.{task}.init_args.features.descriptors=false",
                  f"--model.init_args.heads.{task}.init_args.extra_features=0"]
     with contextlib.chdir(tmp_path):
         run_cli(args)
