@@ -19,7 +19,6 @@ import warnings
 from pathlib import Path
 
 import pytorch_lightning as pl
-import torch
 import yaml
 from pytorch_lightning.callbacks import ModelSummary as LightningModelSummary
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
@@ -48,6 +47,7 @@ from vecset.pipelines.data_errors import data_error, missing_input
 from vecset.pipelines.predict.writer import PredictionWriter
 from vecset.pipelines.predictor import predict_table
 from vecset.pipelines.reports.callback import ReportWriter
+from vecset.pipelines.signals import end_process_group
 from vecset.pipelines.training.averaging import warn_lightning_averaging
 from vecset.pipelines.training.callbacks import NonFiniteGuard, ResumeState
 from vecset.pipelines.training.checkpoint import last_checkpoint_path, with_atomic_checkpoint_io
@@ -55,7 +55,7 @@ from vecset.pipelines.training.checkpoint_config_check import CheckpointConfigCh
 from vecset.pipelines.training.elapsed import TrainingClock
 from vecset.pipelines.training.lightning_advice import silence_inapplicable_advice
 from vecset.pipelines.training.lr_finder import FoundLearningRate
-from vecset.pipelines.training.metrics_history import HistoryCSVLogger, TrimMetricsHistory
+from vecset.pipelines.training.metrics_history import TrimMetricsHistory
 from vecset.pipelines.training.precision import (
     accept_auto_precision,
     backbone_width,
@@ -63,7 +63,8 @@ from vecset.pipelines.training.precision import (
     resolve_precision,
 )
 from vecset.pipelines.training.run_folders import (
-    claim_version,
+    RUNS_DIR,
+    default_loggers,
     last_checkpoint_named,
     remove_unused_run_dir,
     resumed_run,
@@ -71,8 +72,6 @@ from vecset.pipelines.training.run_folders import (
     wants_last_checkpoint,
 )
 from vecset.shipped import with_shipped_configs
-
-RUNS_DIR = "runs"
 
 
 def config_name(argv: list[str]) -> str:
@@ -306,32 +305,6 @@ class VecsetCLI(CheckpointConfigCheck, LightningCLI):
         path = run_dir / "results.json"
         path.write_text(json.dumps(results, indent=2))
         print(f"results: {path}")
-
-
-def default_loggers() -> list:
-    """CSV and TensorBoard logs in runs/<config name>/version_<n>/ (one n for both). A new run
-    claims its version directory here: after its config parsed (a rejected config leaves no
-    directory behind), before DDP starts the other processes (they inherit the number)."""
-    from pytorch_lightning.loggers import TensorBoardLogger
-
-    name = os.environ.get("VECSET_RUN_NAME", "default")
-    if "VECSET_RUN_VERSION" not in os.environ:
-        os.environ["VECSET_RUN_VERSION"] = str(claim_version(Path(RUNS_DIR) / name))
-    version = int(os.environ["VECSET_RUN_VERSION"])
-    # CSV first: the trainer creates the loggers' folders in this order at setup, and
-    # Lightning's CSV logger deleted what it found (HistoryCSVLogger keeps a resumed run's
-    # metrics.csv; see pipelines/training/metrics_history.py)
-    return [HistoryCSVLogger(RUNS_DIR, name=name, version=version),
-            TensorBoardLogger(RUNS_DIR, name=name, version=version, default_hp_metric=False)]
-
-
-
-def end_process_group() -> None:
-    """Destroy a DDP run's process group before the interpreter exits: left to interpreter
-    shutdown, gloo's threads sometimes abort the process ("terminate called without an active
-    exception", exit code -6) after the run has finished and written its results."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        torch.distributed.destroy_process_group()
 
 
 def names_a_class_by_its_short_name(argv: list[str]) -> bool:

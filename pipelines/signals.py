@@ -109,3 +109,13 @@ def stop_on_signals(grace_s: float | None = None) -> Iterator[None]:
         signal.set_wakeup_fd(old_fd)
         os.close(write_fd)  # the watchdog reads end-of-file and closes its end
         watchdog.join(timeout=1.0)
+
+
+def end_process_group() -> None:
+    """Destroy a DDP run's process group before the interpreter exits: left to interpreter
+    shutdown, gloo's threads sometimes abort the process ("terminate called without an active
+    exception", exit code -6) after the run has finished and written its results."""
+    import torch
+
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()

@@ -1,6 +1,7 @@
 """The run folder a command writes to, read from its command line: a new runs/<name>/version_<n>
 claimed exclusively (two runs started together never share one), the folder a
-``--ckpt_path last`` or a checkpoint file continues, and a failed new run's empty folder removed.
+``--ckpt_path last`` or a checkpoint file continues, a failed new run's empty folder removed, and
+the loggers that write into the folder.
 """
 
 from __future__ import annotations
@@ -10,7 +11,11 @@ import os
 import re
 from pathlib import Path
 
+from vecset.pipelines.training.metrics_history import HistoryCSVLogger
+
 log = logging.getLogger(__name__)
+
+RUNS_DIR = "runs"  # relative to the working directory, as Lightning's lightning_logs
 
 
 def wants_last_checkpoint(argv: list[str]) -> bool:
@@ -140,3 +145,20 @@ def remove_unused_run_dir(version_dir: Path) -> bool:
 
     shutil.rmtree(version_dir, ignore_errors=True)
     return not version_dir.exists()
+
+
+def default_loggers() -> list:
+    """CSV and TensorBoard logs in runs/<config name>/version_<n>/ (one n for both). A new run
+    claims its version directory here: after its config parsed (a rejected config leaves no
+    directory behind), before DDP starts the other processes (they inherit the number)."""
+    from pytorch_lightning.loggers import TensorBoardLogger
+
+    name = os.environ.get("VECSET_RUN_NAME", "default")
+    if "VECSET_RUN_VERSION" not in os.environ:
+        os.environ["VECSET_RUN_VERSION"] = str(claim_version(Path(RUNS_DIR) / name))
+    version = int(os.environ["VECSET_RUN_VERSION"])
+    # CSV first: the trainer creates the loggers' folders in this order at setup, and
+    # Lightning's CSV logger deleted what it found (HistoryCSVLogger keeps a resumed run's
+    # metrics.csv; see pipelines/training/metrics_history.py)
+    return [HistoryCSVLogger(RUNS_DIR, name=name, version=version),
+            TensorBoardLogger(RUNS_DIR, name=name, version=version, default_hp_metric=False)]
