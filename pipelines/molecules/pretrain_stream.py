@@ -23,6 +23,7 @@ update), never holding more than one chunk. Batches are ``MoleculePretrainDataMo
 from __future__ import annotations
 
 import bisect
+import hashlib
 import logging
 from collections.abc import Iterator
 from dataclasses import replace
@@ -164,6 +165,22 @@ class ChunkSampler(ResumableSampler):
         return len(range(self.rank, len(self.dataset), self.num_replicas))
 
 
+class EpochMaskedCollate(MaskedCollate):
+    """``MaskedCollate`` whose training masks are a function of (``seed``, the sampler's epoch,
+    the batch's ids), not of a generator that advances: a run resumed in the middle of an epoch
+    draws the same masks as one never stopped (a generator's state is not in the checkpoint)."""
+
+    def __init__(self, featurizer, rate: float, hide_bonds: bool, seed: int, sampler: ChunkSampler) -> None:
+        super().__init__(featurizer, rate, hide_bonds, seed, fixed=False)
+        self.seed, self.sampler = seed, sampler
+
+    def __call__(self, items: list[dict]) -> dict:
+        ids = np.array([it["id"] for it in items], dtype=np.int64)
+        digest = hashlib.sha256(ids.tobytes() + f"{self.seed},{self.sampler.epoch}".encode()).digest()
+        self.generator = torch.Generator().manual_seed(int.from_bytes(digest[:8], "little") >> 1)
+        return super().__call__(items)
+
+
 class MoleculeStreamDataModule(MoleculePretrainDataModule):
     """Unlabelled molecules for pretraining, streamed from featurized chunks (module docstring).
 
@@ -235,12 +252,12 @@ class MoleculeStreamDataModule(MoleculePretrainDataModule):
                  len(corpus.chunks), len(val_items))
 
     def _loader(self, split: str, shuffle: bool = False) -> DataLoader:
-        collate = MaskedCollate(self.featurizer, self.mask_rate, self.hide_bonds, self.split_seed,
-                                fixed=split != "train")
         if split == "train":
             assert self.train_set is not None
-            return DataLoader(self.train_set, batch_size=self.batch_size, sampler=ChunkSampler(self.train_set),
-                              collate_fn=collate)
+            sampler = ChunkSampler(self.train_set)
+            collate = EpochMaskedCollate(self.featurizer, self.mask_rate, self.hide_bonds, self.split_seed, sampler)
+            return DataLoader(self.train_set, batch_size=self.batch_size, sampler=sampler, collate_fn=collate)
+        collate = MaskedCollate(self.featurizer, self.mask_rate, self.hide_bonds, self.split_seed, fixed=True)
         return DataLoader(self.splits[split], batch_size=self.batch_size, collate_fn=collate)
 
     def data_spec(self, stage: str) -> DataSpec:
@@ -249,5 +266,5 @@ class MoleculeStreamDataModule(MoleculePretrainDataModule):
                        origin=str(self.csv_path), structure=self.featurizer.structure)
 
 
-__all__ = ["ChunkSampler", "ChunkedMolecules", "Moments", "MoleculeStreamDataModule", "load_chunk"]
+__all__ = ["ChunkSampler", "ChunkedMolecules", "EpochMaskedCollate", "Moments", "MoleculeStreamDataModule", "load_chunk"]
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from vecset.encoders.graph import DescriptorScaler, FeatureCache, MoleculeFeaturizer
 from vecset.pipelines.molecules.pretrain_chunks import chunk_corpus, featurize_chunks
@@ -122,3 +123,49 @@ def test_a_chunk_not_featurized_is_an_error_naming_the_command(corpus, tmp_path)
     path.write_text("\n".join([*lines, "CCO"]) + "\n")  # the last chunk changes: not in the cache
     with pytest.raises(ValueError, match=r"1 of 4 chunks are not featurized \(first: chunk 3.*featurize_corpus.py"):
         MoleculeStreamDataModule(str(path), cache_dir=str(corpus["cache"]), chunk_size=CHUNK).setup("fit")
+
+
+def stream_config(tmp: Path, corpus: dict, name: str) -> Path:
+    """configs/pretrain_molecules_stream.yaml, tiny (width 16, one block), on the 3-chunk corpus:
+    2 epochs of 9 batches, a step checkpoint every 2 steps, dropout on, deterministic."""
+    cfg = yaml.safe_load((ROOT / "configs" / "pretrain_molecules_stream.yaml").read_text())
+    cfg["trainer"] = {"max_epochs": 2, "accelerator": "cpu", "devices": 1, "enable_progress_bar": False,
+                      "enable_model_summary": False, "log_every_n_steps": 1, "precision": "32-true",
+                      "deterministic": True,
+                      "callbacks": [{"class_path": "vecset.pipelines.StepCheckpoint",
+                                     "init_args": {"every_n_train_steps": 2}}]}
+    m = cfg["model"]["init_args"]
+    m["encoder"]["init_args"]["heads"] = 2
+    m["backbone"]["init_args"].update(d_model=16, heads=2, depth=1)
+    cfg["data"]["init_args"].update(csv_path=str(corpus["path"]), cache_dir=str(corpus["cache"]), chunk_size=CHUNK,
+                                    batch_size=16, val_fraction=0.1, featurize_missing=False)
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_a_stopped_pretraining_resumes_as_if_never_stopped(corpus, tmp_path, monkeypatch):
+    """Stopped mid-epoch (epoch 1, after its third batch's step checkpoint), resumed with
+    --ckpt_path last: the same weights, bit for bit, as a run never stopped (the chunk order, the
+    masks and the dropout draws all continue where they were)."""
+    from vecset.pipelines.cli import run_cli
+
+    quiet = ["--plots=false"]
+    for name in ("ref", "crash"):
+        (tmp_path / name).mkdir()
+    monkeypatch.chdir(tmp_path / "ref")
+    run_cli(["fit", "--config", str(stream_config(tmp_path, corpus, "job")), *quiet])
+    monkeypatch.chdir(tmp_path / "crash")
+    with pytest.raises(SystemExit):
+        run_cli(["fit", "--config", str(stream_config(tmp_path, corpus, "job")), *quiet,
+                 "--trainer.callbacks+=resume_helpers.StopAtStep", "--trainer.callbacks.step=13"])
+    ckpts = tmp_path / "crash/runs/job/version_0/checkpoints"
+    step = torch.load(ckpts / "last-step.ckpt", map_location="cpu", weights_only=True)
+    assert (step["global_step"], step["epoch"], step["vecset_resume"]["batches_done"]) == (12, 1, 3)
+    run_cli(["fit", "--config", str(stream_config(tmp_path, corpus, "job")), *quiet, "--ckpt_path", "last"])
+    ref = torch.load(tmp_path / "ref/runs/job/version_0/checkpoints/last.ckpt", map_location="cpu",
+                     weights_only=True)
+    res = torch.load(ckpts / "last.ckpt", map_location="cpu", weights_only=True)
+    assert res["global_step"] == ref["global_step"] == 18
+    for k, v in ref["state_dict"].items():
+        assert torch.equal(v, res["state_dict"][k]), k
