@@ -12,19 +12,12 @@ progress are left out (they are most of a resumable checkpoint's size).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from pathlib import Path
 
 import torch
 
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+from vecset.pipelines.pack import sha256
 
 
 def main() -> None:
