@@ -56,7 +56,7 @@ def paired(a: list[float], b: list[float]) -> dict:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", default=str(RESULTS / "molecule_trunk_scratch_10k.json"))
-    ap.add_argument("--large", default=str(RESULTS / "molecule_trunk_large.json"))
+    ap.add_argument("--large", nargs="*", default=[str(RESULTS / "molecule_trunk_large.json")])
     ap.add_argument("--trunk", default="", help="what the large trunk is (corpus, epochs, command), for the JSON")
     ap.add_argument("--more", nargs="*", default=[], help="more molecule_pretrain.py JSONs of the 10 k trunk")
     ap.add_argument("--designs", default=str(RESULTS / "molecule_designs.json"),
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     base, runs = rows_of(Path(args.base), {"none": "scratch", "pretrained": "trunk_10k"})
     inputs = [base]
     for path, renames in [*((Path(m), {"pretrained": "trunk_10k"}) for m in args.more),
-                          (Path(args.large), {"pretrained": "trunk_large"})]:
+                          *((Path(m), {"pretrained": "trunk_large"}) for m in args.large)]:
         if path.exists():
             data, more = rows_of(path, renames)
             inputs.append(data)
