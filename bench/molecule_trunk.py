@@ -6,9 +6,12 @@ bench/results/molecule_trunk.json.
 
     python bench/molecule_pretrain.py --set freesolv --splits 0 1 2 --inits none pretrained --tag trunk10k \
         --extra=--trainer.max_time=00:01:00:00 --out bench/results/molecule_trunk_scratch_10k.json
-    python bench/molecule_pretrain.py --set freesolv --splits 0 1 2 --inits pretrained --tag trunk_large \
-        --ckpt <large trunk> --extra=--trainer.max_time=00:01:00:00 --out bench/results/molecule_trunk_large.json
-    python bench/molecule_trunk.py
+    python bench/molecule_pretrain.py --set freesolv --splits 0 --inits pretrained --tag trunk20k \
+        --ckpt <large trunk> --extra=--trainer.max_time=00:01:00:00 --out bench/results/molecule_trunk_20k_s0.json
+    python bench/molecule_trunk.py --large bench/results/molecule_trunk_20k_s0.json ...
+
+(the commands as run: bench/logs/2026-12-06-molecule-pretraining.md). Splits without a scratch run
+take it from molecule_designs.json's rows of the shipped config's design (seed 0).
 """
 
 from __future__ import annotations
