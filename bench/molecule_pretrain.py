@@ -47,10 +47,10 @@ def command(name: str, config: str, split: int, init: str, extra: list[str], tag
 
 
 def launch(name: str, config: str, split: int, init: str, extra: list[str], tag: str = "",
-           ckpt: str = CKPT) -> tuple[subprocess.Popen, Path]:
+           ckpt: str = CKPT, nice: int = 5) -> tuple[subprocess.Popen, Path]:
     args, env, run = command(name, config, split, init, extra, tag, ckpt)
     log = open(ROOT / "runs" / f"{run}.log", "w")
-    return subprocess.Popen(["nice", "-n", "5", *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), \
+    return subprocess.Popen(["nice", "-n", str(nice), *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT), \
         ROOT / "runs" / run / "version_0"
 
 
@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--extra", nargs="*", default=[], help="more CLI arguments for every run")
     ap.add_argument("--ckpt", default=CKPT, help="the pretrained runs' init_from (relative to the repository root)")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--nice", type=int, default=5, help="the runs' niceness (0: as the other work on the machine)")
     args = ap.parse_args(argv)
     if "pretrained" in args.inits and not (ROOT / args.ckpt).is_file():
         raise SystemExit(f"--ckpt {args.ckpt}: no such file (relative to {ROOT})")
@@ -88,7 +89,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for split in args.splits:
         t0 = time.time()
-        procs = {init: launch(args.set, CONFIGS[args.set], split, init, args.extra, args.tag, args.ckpt) for init in args.inits}
+        procs = {init: launch(args.set, CONFIGS[args.set], split, init, args.extra, args.tag, args.ckpt, args.nice)
+                 for init in args.inits}
         for init, (p, _) in procs.items():
             if p.wait():
                 raise SystemExit(f"{args.set} split {split} {init}: exit {p.returncode}, see runs/*.log")

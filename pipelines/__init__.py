@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time ``__getattr__`` 
     from vecset.pipelines.kernel_regression.data import KernelRegressionDataModule
     from vecset.pipelines.molecules.data import MoleculeDataModule
     from vecset.pipelines.molecules.pretrain import MoleculePretrainDataModule
+    from vecset.pipelines.molecules.pretrain_stream import MoleculeStreamDataModule
     from vecset.pipelines.predict.writer import PredictionWriter
     from vecset.pipelines.speech.data import SpeechFramesDataModule
     from vecset.pipelines.text.cmudict import CMUDictDataModule
@@ -50,6 +51,7 @@ _SOURCES = {
     "Cifar10DataModule": "images.cifar10", "DigitsDataModule": "images.digits", "ImageFolderDataModule": "images.folder",
     "FashionMNISTDataModule": "images.fashion_mnist", "KernelRegressionDataModule": "kernel_regression.data",
     "MoleculeDataModule": "molecules.data", "MoleculePretrainDataModule": "molecules.pretrain",
+    "MoleculeStreamDataModule": "molecules.pretrain_stream",
     "PredictionWriter": "predict.writer",
     "SpeechFramesDataModule": "speech.data", "CMUDictDataModule": "text.cmudict", "CoNLLUDataModule": "text.conllu",
     "TimeSeriesDataModule": "timeseries.data",
@@ -62,7 +64,7 @@ _SOURCES = {
 __all__ = [
     "AtomicCheckpointIO", "CMUDictDataModule", "Cifar10DataModule", "CoNLLUDataModule", "CompileModel",
     "DigitsDataModule", "ElapsedTime", "FashionMNISTDataModule", "GraphNodeDataModule", "ImageFolderDataModule",
-    "KernelRegressionDataModule", "MoleculeDataModule", "MoleculePretrainDataModule", "MultiTaskDataModule", "MultiTaskModule", "NonFiniteGuard",
+    "KernelRegressionDataModule", "MoleculeDataModule", "MoleculePretrainDataModule", "MoleculeStreamDataModule", "MultiTaskDataModule", "MultiTaskModule", "NonFiniteGuard",
     "PredictionWriter", "ResumableSampler", "ResumeState", "SpeechFramesDataModule", "StepCheckpoint",
     "SyntheticSetDataModule", "TaskModule", "TimeSeriesDataModule", "VecsetDataModule", "pretrained",
 ]

@@ -55,15 +55,15 @@ def test_the_ckpt_is_written_into_the_json(monkeypatch, tmp_path):
         def wait(self):
             return 0
 
-    def fake_launch(name, config, split, init, extra, tag="", ckpt=mp.CKPT):
-        seen.append((init, ckpt, tag))
+    def fake_launch(name, config, split, init, extra, tag="", ckpt=mp.CKPT, nice=5):
+        seen.append((init, ckpt, tag, nice))
         return Done(), tmp_path / init
 
     monkeypatch.setattr(mp, "launch", fake_launch)
     monkeypatch.setattr(mp, "collect", lambda name, run: {"best_val": 1.0, "test": {"test_rmse": 2.0}})
     out = tmp_path / "out.json"
     mp.main(["--set", "freesolv", "--inits", "pretrained", "--ckpt", str(ckpt), "--tag", "big", "--out", str(out)])
-    assert seen == [("pretrained", str(ckpt), "big")]
+    assert seen == [("pretrained", str(ckpt), "big", 5)]
     assert json.loads(out.read_text())["checkpoint"] == str(ckpt)
 
 
