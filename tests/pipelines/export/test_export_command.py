@@ -191,6 +191,7 @@ def test_a_batch_of_one_set_is_refused_before_the_data_is_read(tmp_path, monkeyp
 REFUSED = {"debug_multitask": "MultiTaskModule", "multitask": "MultiTaskModule", "multitask_molecules": "MultiTaskModule",
            "fashion_mnist_cnn": "GridResNet", "g2p": "Seq2SeqHead", "g2p_bahdanau": "Seq2SeqHead",
            "g2p_debug": "Seq2SeqHead", "kernel_regression": "NadarayaWatsonHead", "pretrain_molecules": "PretextHead",
+           "pretrain_molecules_stream": "PretextHead",
            "speech_frames_bilstm": "BiLSTM"}
 
 
