@@ -31,6 +31,25 @@ def test_conv_tokenizer_equals_hand_written_reference():
     torch.testing.assert_close(vs.x, ref)
 
 
+def test_strided_tokenizer_equals_its_reference_on_the_pooled_grid():
+    """downsample="stride": each block a 3x3 convolution of stride 2 (padding 1) and a ReLU, no
+    pooling; the grid (odd sides round up) and the positions are the pooled tokenizer's."""
+    torch.manual_seed(0)
+    enc = ConvTokenizer(in_channels=2, d_model=6, layers=3, hidden_channels=5, positional="none", downsample="stride")
+    img = torch.randn(2, 2, 28, 13)
+    h = img
+    for conv in (enc.conv[0], enc.conv[2], enc.conv[4]):
+        h = F.relu(F.conv2d(h, conv.weight, stride=2, padding=1))
+    assert not any(isinstance(m, torch.nn.MaxPool2d) for m in enc.conv)
+    vs = enc({"image": img})
+    pooled = ConvTokenizer(in_channels=2, d_model=6, layers=3, hidden_channels=5, positional="none")({"image": img})
+    assert vs.grid == pooled.grid == (4, 2) == enc.grid(28, 13)
+    torch.testing.assert_close(vs.pos, pooled.pos)
+    torch.testing.assert_close(vs.x, h.permute(0, 2, 3, 1).reshape(2, 8, 6))
+    with pytest.raises(ValueError, match="downsample must be 'pool' or 'stride', got 'avg'"):
+        ConvTokenizer(1, 8, downsample="avg")
+
+
 def test_conv_tokenizer_adds_the_positional_encoding_and_checks_channels():
     torch.manual_seed(0)
     plain = ConvTokenizer(1, 8, layers=1, positional="none")
