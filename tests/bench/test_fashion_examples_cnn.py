@@ -1,0 +1,36 @@
+"""bench/fashion_examples_cnn.py: the PyTorch examples' MNIST CNN on vecset's Fashion-MNIST split."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "pipelines" / "data"))
+
+from test_fashion_mnist import write_dataset  # noqa: E402
+
+from bench import fashion_examples_cnn as cnn  # noqa: E402
+
+
+def test_the_network_is_the_examples_one():
+    net = cnn.ExamplesNet()
+    # conv 1x32x3x3 + 32, conv 32x64x3x3 + 64, linear 9216x128 + 128, linear 128x10 + 10
+    assert sum(p.numel() for p in net.parameters()) == 320 + 18_496 + 1_179_776 + 1_290
+    assert net(torch.zeros(3, 1, 28, 28)).shape == (3, 10)
+
+
+def test_dry_run_appends_a_row_with_its_command(tmp_path):
+    root = write_dataset(tmp_path / "fm", n_train=200, n_test=80)
+    out = tmp_path / "res.json"
+    for seed in (0, 1):
+        cnn.main(["--dry", "--root", str(root), "--seed", str(seed), "--out", str(out)])
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["seed"] for r in rows] == [0, 1]
+    for r in rows:
+        assert r["steps"] == 2 and r["epochs_completed"] == 1 and 0 <= r["val_acc"] <= 1 and 0 <= r["test_acc"] <= 1
+        assert r["params"] == 1_199_882 and r["command"].startswith("python bench/fashion_examples_cnn.py --dry")
