@@ -39,8 +39,9 @@ class ConvTokenizer(Encoder):
         hidden_channels: channels of the convolutions before the last (CCT's ``in_planes``, 64).
         kernel_size: the convolutions' kernel (odd; CCT: 3, 7 for ImageNet).
         downsample: ``pool``, CCT's max-pool after each convolution, or ``stride``, the
-            convolution itself of stride 2 (no pooling): the same grid; the 3-layer CCT's
-            training step 1.84x as fast on one CPU thread (bench/logs/2026-12-06-cct-step.md).
+            convolution itself of stride 2 (no pooling): the same grid, 1.34x the training
+            steps of ``pool`` in 10 minutes on one CPU thread, lower validation accuracy there
+            (bench/logs/2026-12-06-cct-step.md).
         positional, max_h, max_w: as in PixelEncoder; max_h/max_w count vectors.
 
     Shapes:
