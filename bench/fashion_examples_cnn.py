@@ -8,7 +8,7 @@ The learning rate follows a cosine over the budget's time. Validation runs after
 the weights with the best validation accuracy are tested on the 10,000 official test images.
 
 A row goes to ``--out`` (JSON, one row per run appended): steps/s, epochs, best validation
-accuracy, test accuracy, parameters, the command, the load before and after. Run it beside
+accuracy, test accuracy, both again with a test-time flip (``*_flip``), the validation curve, parameters, the command, the load before and after. Run it beside
 ``vecset fit --config fashion_mnist`` on the other core, each with one thread:
 
     OMP_NUM_THREADS=1 taskset -c 1 python bench/fashion_examples_cnn.py --minutes 30 --seed 0
@@ -51,12 +51,18 @@ class ExamplesNet(nn.Module):
         return self.fc2(self.dropout2(F.relu(self.fc1(x))))
 
 
-def accuracy(model: nn.Module, loader) -> float:
+def accuracy(model: nn.Module, loader, flip: bool = False) -> float:
+    """Top-1 accuracy; ``flip``: of the mean softmax of each image and its mirror image (test-time
+    flip, as ``TaskModule(test_time_flip=True)`` does for the CCT)."""
     model.eval()
     right = total = 0
     with torch.no_grad():
         for batch in loader:
-            right += (model(batch["image"]).argmax(1) == batch["y"]).sum().item()
+            x = batch["image"]
+            scores = model(x).softmax(1)
+            if flip:
+                scores = (scores + model(x.flip(-1)).softmax(1)) / 2
+            right += (scores.argmax(1) == batch["y"]).sum().item()
             total += len(batch["y"])
     model.train()
     return right / total
@@ -75,7 +81,7 @@ def train(minutes: float, seed: int, dry: bool, root: str | None = None, log=pri
     budget = minutes * 60.0
     start = time.monotonic()
     steps = epochs = 0
-    best_val, best_state = -1.0, None
+    best_val, best_state, curve = -1.0, None, []
     while time.monotonic() - start < budget:
         for i, batch in enumerate(dm.train_dataloader()):
             used = (time.monotonic() - start) / budget
@@ -91,6 +97,7 @@ def train(minutes: float, seed: int, dry: bool, root: str | None = None, log=pri
         else:
             epochs += 1
         val = accuracy(model, dm.val_dataloader())
+        curve.append({"epoch": epochs, "step": steps, "minutes": (time.monotonic() - start) / 60, "val_acc": val})
         log(f"epoch {epochs} steps {steps} minutes {(time.monotonic() - start) / 60:.1f} val_acc {val:.4f}")
         if val > best_val:
             best_val, best_state = val, {k: v.clone() for k, v in model.state_dict().items()}
@@ -101,8 +108,10 @@ def train(minutes: float, seed: int, dry: bool, root: str | None = None, log=pri
     return {"model": "pytorch/examples MNIST CNN", "seed": seed, "minutes": minutes, "steps": steps,
             "epochs_completed": epochs, "steps_per_s": steps / train_seconds, "train_seconds": train_seconds,
             "params": sum(p.numel() for p in model.parameters()), "val_acc": best_val,
-            "test_acc": accuracy(model, dm.test_dataloader()), "precision": "fp32",
-            "threads": torch.get_num_threads()}
+            "test_acc": accuracy(model, dm.test_dataloader()),
+            "val_acc_flip": accuracy(model, dm.val_dataloader(), flip=True),
+            "test_acc_flip": accuracy(model, dm.test_dataloader(), flip=True), "val_curve": curve,
+            "precision": "fp32", "threads": torch.get_num_threads()}
 
 
 def main(argv: list[str] | None = None) -> Path:

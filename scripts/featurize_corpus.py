@@ -1,11 +1,12 @@
 """Featurize a large unlabelled SMILES corpus into the feature cache, chunk by chunk, for
 streamed pretraining (``MoleculeStreamDataModule``, ``pipelines/molecules/pretrain_stream.py``).
 
-    python scripts/featurize_corpus.py --csv /work/pretrain-run/moses_400k.csv \
-        --cache_dir /work/pretrain-run/cache --chunk_size 10000 --log /work/pretrain-run/featurize.jsonl
+    python scripts/featurize_corpus.py --csv moses.csv --cache_dir CACHE --chunk_size 10000 \
+        --jobs 2 --log featurize.jsonl
 
-Stopped and started again, it goes on at the first chunk whose cache file is missing (finished
-chunks are neither read nor featurized again). The featurizer's settings must be the pretraining
+``--jobs N`` featurizes N chunks at a time, a process each (N cores: about N times the
+molecules per second). Stopped and started again, it goes on with the chunks whose cache file is
+missing (finished chunks are neither read nor featurized again). The featurizer's settings must be the pretraining
 data module's (``max_atoms``, ``max_dist``, ``lap_pe_k``; descriptors on), else its keys differ.
 Each featurized chunk appends a JSON line (chunk, molecules, CPU and wall seconds) to ``--log``.
 """
@@ -30,6 +31,7 @@ def main() -> None:
     ap.add_argument("--max_atoms", type=int, default=100)
     ap.add_argument("--max_dist", type=int, default=8)
     ap.add_argument("--lap_pe_k", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=1, help="processes featurizing chunks side by side (one core each)")
     ap.add_argument("--log", default=None, help="append one JSON line per featurized chunk")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -38,19 +40,14 @@ def main() -> None:
     corpus = chunk_corpus(args.csv, featurizer, args.smiles_column, args.chunk_size, cache)
     print(f"{corpus.path}: {corpus.rows} rows in {len(corpus.chunks)} chunks, {len(corpus.missing())} to featurize",
           flush=True)
-    # one chunk at a time, so that each finished chunk is logged as it ends
-    while corpus.missing() and (args.max_chunks is None or args.max_chunks > 0):
-        first = corpus.missing()[0]
-        for row in featurize_chunks(corpus, featurizer, cache, max_chunks=1):
-            print(json.dumps(row), flush=True)
-            if args.log:
-                with open(args.log, "a") as f:
-                    f.write(json.dumps(row) + "\n")
-        if not first.path.exists():  # the cache could not be written (logged): stop rather than loop
-            raise SystemExit(f"error: {first.path}: the chunk's cache file was not written")
-        if args.max_chunks is not None:
-            args.max_chunks -= 1
-
+    paths = {c.index: c.path for c in corpus.chunks}
+    for row in featurize_chunks(corpus, featurizer, cache, max_chunks=args.max_chunks, jobs=args.jobs):
+        print(json.dumps(row), flush=True)  # each chunk as it finishes
+        if args.log:
+            with open(args.log, "a") as f:
+                f.write(json.dumps(row) + "\n")
+        if not paths[row["chunk"]].exists():  # the cache could not be written (logged): stop
+            raise SystemExit(f"error: {paths[row['chunk']]}: the chunk's cache file was not written")
 
 if __name__ == "__main__":
     main()

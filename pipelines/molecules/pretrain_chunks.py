@@ -12,7 +12,10 @@ the same cache files.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,26 +77,52 @@ def chunk_corpus(path: str | Path, featurizer: MoleculeFeaturizer, smiles_column
     return ChunkedCorpus(Path(path), tuple(chunks))
 
 
+def _featurize_one(chunk: Chunk, corpus_name: str, n_chunks: int, featurizer: MoleculeFeaturizer,
+                   cache: FeatureCache, progress=None) -> dict:
+    """Featurize ``chunk`` into its cache file; its index, molecule count, CPU and wall seconds."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    featurize_smiles(list(chunk.smiles), featurizer, cache, progress,
+                     source=f"{corpus_name} chunk {chunk.index + 1}/{n_chunks}")
+    return {"chunk": chunk.index, "molecules": len(chunk.smiles), "cpu_s": round(time.process_time() - cpu, 2),
+            "wall_s": round(time.perf_counter() - wall, 2)}
+
+
+def _worker_init() -> None:
+    """A featurizing process: one thread (the workers are the parallelism)."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def featurize_chunks(corpus: ChunkedCorpus, featurizer: MoleculeFeaturizer, cache: FeatureCache,
-                     progress=None, max_chunks: int | None = None) -> list[dict]:
-    """Featurize every chunk whose cache file is missing, in order, and write it; a chunk already
-    in the cache is not read nor featurized again (so a stopped run goes on where it stopped).
-    ``max_chunks``: stop after featurizing that many. Returns, per chunk featurized, its index,
-    molecule count and CPU / wall seconds (the throughput of this machine)."""
-    done = []
-    for chunk in corpus.missing():
-        if max_chunks is not None and len(done) >= max_chunks:
-            break
-        wall, cpu = time.perf_counter(), time.process_time()
-        featurize_smiles(list(chunk.smiles), featurizer, cache, progress,
-                         source=f"{corpus.path.name} chunk {chunk.index + 1}/{len(corpus.chunks)}")
-        row = {"chunk": chunk.index, "molecules": len(chunk.smiles), "cpu_s": round(time.process_time() - cpu, 2),
-               "wall_s": round(time.perf_counter() - wall, 2)}
-        log.info("chunk %d: %d molecules, %.1f molecules per CPU second, %.1f per wall second", chunk.index,
+                     progress=None, max_chunks: int | None = None, jobs: int = 1) -> Iterator[dict]:
+    """Featurize every chunk whose cache file is missing and write it; a chunk already in the
+    cache is not read nor featurized again (so a stopped run goes on where it stopped).
+    ``max_chunks``: stop after featurizing that many. ``jobs``: processes featurizing chunks side
+    by side (each writes its own chunks' files; a chunk's file appears whole or not at all,
+    ``FeatureCache.save``). Yields, per chunk as it finishes, its index, molecule count and CPU /
+    wall seconds of the process that featurized it (the throughput of this machine)."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a whole number of processes >= 1, got {jobs!r}")
+    todo = corpus.missing()[:max_chunks]
+    name, n = corpus.path.name, len(corpus.chunks)
+
+    def logged(row: dict) -> dict:
+        log.info("chunk %d: %d molecules, %.1f molecules per CPU second, %.1f per wall second", row["chunk"],
                  row["molecules"], row["molecules"] / max(row["cpu_s"], 1e-9),
                  row["molecules"] / max(row["wall_s"], 1e-9))
-        done.append(row)
-    return done
+        return row
+
+    if jobs == 1 or len(todo) <= 1:
+        for chunk in todo:
+            yield logged(_featurize_one(chunk, name, n, featurizer, cache, progress))
+        return
+    # spawned, not forked: a forked child of a process that ran torch's thread pool can hang
+    with ProcessPoolExecutor(min(jobs, len(todo)), mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_worker_init) as pool:
+        futures = [pool.submit(_featurize_one, chunk, name, n, featurizer, cache) for chunk in todo]
+        for future in as_completed(futures):
+            yield logged(future.result())
 
 
 __all__ = ["Chunk", "ChunkedCorpus", "chunk_corpus", "featurize_chunks"]

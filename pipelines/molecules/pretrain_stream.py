@@ -212,7 +212,7 @@ class MoleculeStreamDataModule(MoleculePretrainDataModule):
         corpus = chunk_corpus(self.csv_path, self.featurizer, self.smiles_column, self.chunk_size, self.cache)
         missing = corpus.missing()
         if missing and self.featurize_missing:
-            featurize_chunks(corpus, self.featurizer, self.cache, self._progress())
+            list(featurize_chunks(corpus, self.featurizer, self.cache, self._progress()))
         elif missing:
             raise ValueError(f"{self.csv_path}: {len(missing)} of {len(corpus.chunks)} chunks are not featurized "
                              f"(first: chunk {missing[0].index}, rows {missing[0].start}-{missing[0].stop - 1}); run "

@@ -66,16 +66,30 @@ def stage_metrics(head: Head, stage: Stage, task: str | None = None) -> MetricCo
     return head.metrics().clone(prefix=metric_prefix(stage, task))
 
 
-def forward_task(encoder: nn.Module, backbone: nn.Module, head: Head, batch: dict) -> Any:
+def forward_task(encoder: nn.Module, backbone: nn.Module, head: Head, batch: dict,
+                 test_time_flip: bool = False) -> Any:
     """encoder -> backbone -> head; the head gets the batch when it reads it (``needs_batch``:
-    teacher forcing reads the targets, kernel regression the queries).
+    teacher forcing reads the targets, kernel regression the queries). With ``test_time_flip``,
+    the mean of the head's outputs for the images and for their mirror images (``batch["image"]``
+    flipped left-right), as airbench and timm's test-time augmentation do.
 
     Shapes:
         batch -> VectorSet (B, N, D) -> VectorSet (B, N, D) (N+1 with a CLS vector) -> the
-        head's output; ``batch["features"]`` (B, F) where the data has set-level features.
+        head's output; ``batch["features"]`` (B, F) where the data has set-level features;
+        ``batch["image"]`` (B, C, H, W) with ``test_time_flip``.
     """
     vs = backbone(encoder(batch))
-    return head(vs, batch.get("features"), batch=batch if head.needs_batch else None)
+    out = head(vs, batch.get("features"), batch=batch if head.needs_batch else None)
+    if not test_time_flip:
+        return out
+    if not isinstance(batch.get("image"), Tensor) or batch["image"].dim() != 4 or not isinstance(out, Tensor):
+        raise ValueError("test_time_flip averages the outputs for images and their mirror images: it needs batches "
+                         "with an 'image' tensor (B, C, H, W) and a head whose output is one tensor (a classifier's "
+                         f"logits); this batch has {sorted(batch)} and the head {type(head).__name__} returns "
+                         f"{type(out).__name__}")
+    mirrored = {**batch, "image": batch["image"].flip(-1)}
+    vs = backbone(encoder(mirrored))
+    return (out + head(vs, mirrored.get("features"), batch=mirrored if head.needs_batch else None)) / 2
 
 
 def detached(out: Any) -> Any:
@@ -168,7 +182,7 @@ def check_on_host(module: pl.LightningModule, batch: Any, heads: dict[str | None
 
 def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Module, head: Head,
               metrics: MetricCollection, batch: dict, stage: Stage, task: str | None = None,
-              train_loss: MeanMetric | None = None) -> Tensor:
+              train_loss: MeanMetric | None = None, test_time_flip: bool = False) -> Tensor:
     """Forward one task's batch, update and log its metrics (epoch means), return its loss.
 
     Alone (``task`` None) the task's loss is the run's: it is logged here as ``train_loss``
@@ -176,9 +190,10 @@ def task_step(module: pl.LightningModule, encoder: nn.Module, backbone: nn.Modul
     are logged as ``task/train_loss`` / ``task/val_loss`` / ``task/test_loss``, here, in the
     task's own steps: Lightning puts what is logged at epoch end under every dataloader's
     column. The run's ``val_loss`` / ``test_loss`` are the caller's (MultiTaskModule weights
-    the tasks' epoch means into them).
+    the tasks' epoch means into them). ``test_time_flip`` (``forward_task``) applies to
+    validation and test, never to training.
     """
-    out = forward_task(encoder, backbone, head, batch)
+    out = forward_task(encoder, backbone, head, batch, test_time_flip and stage != "train")
     loss = head.loss(out, batch)
     bs = len(batch["ids"])
     if stage == "train":

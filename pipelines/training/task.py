@@ -184,6 +184,9 @@ class TaskModule(pl.LightningModule):
             afresh. Not read otherwise: a fit given ``--ckpt_path`` resumes and ignores it.
         init_parts: the parts ``init_from`` loads (``encoder``, ``backbone``, ``head``; None: all).
         freeze: parts kept fixed (no gradient), e.g. ``[encoder, backbone]`` to train a head only.
+        test_time_flip: validation, test and predict use the mean of the outputs for each image
+            and its mirror image (``forward_task``); for classes that look alike mirrored
+            (clothing, natural images), not for digits or text. Training is unchanged.
 
     A config's ``optimizer:``/``lr_scheduler:`` sections replace this default AdamW +
     warmup + cosine schedule (LightningCLI's mechanism).
@@ -194,7 +197,7 @@ class TaskModule(pl.LightningModule):
                  freeze_backbone: bool = False, init_from: str | None = None,
                  init_parts: list[str] | None = None, freeze: list[str] | None = None,
                  lr_reference_batch: int | None = None, lr_scaling: LrScaling = "sqrt",
-                 schedule: Schedule = "steps") -> None:
+                 schedule: Schedule = "steps", test_time_flip: bool = False) -> None:
         super().__init__()
         check_lr_scaling_args(lr_reference_batch, lr_scaling)
         check_parts(encoder, head)
@@ -246,7 +249,8 @@ class TaskModule(pl.LightningModule):
                 note_pretraining_overlap(dm, data)
 
     def forward(self, batch: dict) -> Tensor:
-        return forward_task(self.encoder, self.backbone, self.head, batch)
+        return forward_task(self.encoder, self.backbone, self.head, batch,
+                            self.hparams.get("test_time_flip", False) and not self.training)
 
     def setup(self, stage: str) -> None:
         """The hand-over: the data module's DataSpec goes to the encoder and the head, which
@@ -264,7 +268,8 @@ class TaskModule(pl.LightningModule):
     # -- steps --------------------------------------------------------------------------
     def _step(self, batch: dict, stage: str) -> Tensor:
         return task_step(self, self.encoder, self.backbone, self.head, getattr(self, f"{stage}_metrics"),
-                         batch, stage, train_loss=self.train_loss_mean if stage == "train" else None)
+                         batch, stage, train_loss=self.train_loss_mean if stage == "train" else None,
+                         test_time_flip=self.hparams.get("test_time_flip", False))
 
     def training_step(self, batch: dict, batch_idx: int) -> Tensor:
         return self._step(batch, "train")

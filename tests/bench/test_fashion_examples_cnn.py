@@ -33,4 +33,19 @@ def test_dry_run_appends_a_row_with_its_command(tmp_path):
     assert [r["seed"] for r in rows] == [0, 1]
     for r in rows:
         assert r["steps"] == 2 and r["epochs_completed"] == 1 and 0 <= r["val_acc"] <= 1 and 0 <= r["test_acc"] <= 1
+        assert 0 <= r["val_acc_flip"] <= 1 and 0 <= r["test_acc_flip"] <= 1
+        assert [c["epoch"] for c in r["val_curve"]] == [1] and r["val_curve"][0]["val_acc"] == r["val_acc"]
         assert r["params"] == 1_199_882 and r["command"].startswith("python bench/fashion_examples_cnn.py --dry")
+
+
+def test_flip_accuracy_is_that_of_the_mean_softmax_of_the_image_and_its_mirror():
+    torch.manual_seed(0)
+    net = cnn.ExamplesNet()
+    x, y = torch.randn(16, 1, 28, 28), torch.randint(0, 10, (16,))
+    loader = [{"image": x[:9], "y": y[:9]}, {"image": x[9:], "y": y[9:]}]
+    net.eval()
+    with torch.no_grad():
+        plain = net(x).softmax(1)
+        mean = (plain + net(torch.flip(x, dims=[3])).softmax(1)) / 2
+    assert cnn.accuracy(net, loader) == (plain.argmax(1) == y).float().mean().item()
+    assert cnn.accuracy(net, loader, flip=True) == (mean.argmax(1) == y).float().mean().item()

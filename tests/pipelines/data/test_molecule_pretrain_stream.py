@@ -35,7 +35,7 @@ def corpus(tmp_path_factory):
     path.write_text("\n".join(lines) + "\n")
     feat, cache = MoleculeFeaturizer(descriptors=True), FeatureCache(tmp / "cache")
     chunks = chunk_corpus(path, feat, "smiles", CHUNK, cache)
-    first = featurize_chunks(chunks, feat, cache, max_chunks=1)
+    first = list(featurize_chunks(chunks, feat, cache, max_chunks=1))
     stamp = chunks.chunks[0].path.stat().st_mtime_ns
     calls: list[str] = []
 
@@ -44,10 +44,35 @@ def corpus(tmp_path_factory):
             calls.append(smiles)
             return super().__call__(smiles)
 
-    rest = featurize_chunks(chunks, Counting(descriptors=True), cache)
+    rest = list(featurize_chunks(chunks, Counting(descriptors=True), cache))
     return {"path": path, "cache": tmp / "cache", "first": first, "rest": rest, "calls": calls,
             "stamp": stamp, "chunks": chunks}
 
+
+
+def same(a, b) -> bool:
+    """Nested dicts / lists / tensors / arrays equal, element for element."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, np.ndarray):
+        return np.array_equal(a, b)
+    return a == b
+
+
+def test_chunks_featurized_by_two_processes_equal_those_of_one(corpus, tmp_path):
+    feat, cache = MoleculeFeaturizer(descriptors=True), FeatureCache(tmp_path / "cache")
+    chunks = chunk_corpus(corpus["path"], feat, "smiles", CHUNK, cache)
+    rows = list(featurize_chunks(chunks, feat, cache, jobs=2))
+    assert sorted(r["chunk"] for r in rows) == [0, 1, 2, 3] and chunks.missing() == []
+    for one, two in zip(corpus["chunks"].chunks, chunks.chunks, strict=True):
+        assert one.path.name == two.path.name  # the same key: the same SMILES and settings
+        assert same(torch.load(one.path, weights_only=False), torch.load(two.path, weights_only=False))
+    with pytest.raises(ValueError, match="jobs must be a whole number of processes >= 1, got 0"):
+        list(featurize_chunks(chunks, feat, cache, jobs=0))
 
 def test_a_resumed_featurization_does_not_redo_finished_chunks(corpus):
     chunks = corpus["chunks"]

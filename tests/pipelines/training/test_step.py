@@ -85,3 +85,25 @@ def test_training_loss_epoch_mean_is_weighted_and_not_in_checkpoints():
     multi = MultiTaskModule(Backbone(8, 1, 2), {"a": VectorEncoder(2, 8)}, {"a": LabelingHead(8, 2)})
     for model in (single, multi):
         assert not [k for k in model.state_dict() if "loss" in k]
+
+
+@pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")  # no Trainer here: logging is off
+def test_test_time_flip_averages_the_mirror_images_outside_training():
+    from vecset.encoders import ConvTokenizer
+
+    torch.manual_seed(0)
+    enc, bb, head = ConvTokenizer(1, 16, layers=2, hidden_channels=4), Backbone(16, 1, 2, dropout=0.0), SequenceHead(16, 3)
+    batch = {"image": torch.randn(5, 1, 12, 12), "y": torch.tensor([0, 1, 2, 0, 1]), "ids": torch.arange(5)}
+    plain = forward_task(enc, bb, head, batch)
+    mirror = forward_task(enc, bb, head, {**batch, "image": batch["image"].flip(-1)})
+    assert not torch.allclose(plain, mirror)  # the model itself is not mirror-symmetric
+    torch.testing.assert_close(forward_task(enc, bb, head, batch, test_time_flip=True), (plain + mirror) / 2)
+    module = TaskModule(enc, bb, head, test_time_flip=True).eval()
+    torch.testing.assert_close(module(batch), (plain + mirror) / 2)
+    assert module.hparams.test_time_flip
+    # validation's loss is that of the averaged logits; training's of the images as they come
+    torch.testing.assert_close(module._step(batch, "val"), head.loss((plain + mirror) / 2, batch))
+    torch.testing.assert_close(module.train()._step(batch, "train"), head.loss(plain, batch))
+    with pytest.raises(ValueError, match=r"test_time_flip averages the outputs for images .* this batch has \['"):
+        sets = pad_sets(AboveMeanSets(4, 3, 5, seed=0).items)
+        forward_task(VectorEncoder(2, 16), bb, SequenceHead(16, 2), sets, test_time_flip=True)
