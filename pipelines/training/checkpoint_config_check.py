@@ -14,6 +14,7 @@ from vecset.pipelines.training.checkpoint_files import (
     read_checkpoint,
 )
 from vecset.pipelines.training.checkpoint_fit import (
+    EVAL_ONLY,
     CheckpointMismatchError,
     hparams_mismatch,
     mismatch_error,
@@ -34,7 +35,7 @@ class CheckpointConfigCheck:
     path with ``Path.is_file``, so a ``file://`` or ``s3://`` checkpoint was neither checked nor
     used for the config (the config's model got the weights, whatever it was); and the
     replacement also overwrote decode settings given for this run (``beam_size`` at predict
-    time), which are now kept from the config; and it skipped the module's own class, so a
+    time) and evaluation settings (``test_time_flip``), which are now kept from the config; and it skipped the module's own class, so a
     MultiTaskModule's checkpoint silently replaced a TaskModule config (NaN losses), which is
     now refused naming both classes."""
 
@@ -72,7 +73,8 @@ class CheckpointConfigCheck:
         if from_config or not saved:
             return
         # as LightningCLI: the model is built from the checkpoint's hyperparameters
-        hparams = with_decode_settings(saved, current)
+        # but this run's decode and evaluation settings (beam_size, test_time_flip)
+        hparams = with_decode_settings(saved, current) | {k: current[k] for k in EVAL_ONLY if k in current}
         if "_class_path" in hparams:
             hparams = {"class_path": hparams.pop("_class_path"), "dict_kwargs": hparams}
         try:

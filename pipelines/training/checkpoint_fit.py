@@ -31,6 +31,9 @@ TRAINING_ONLY = {"lr", "weight_decay", "warmup", "lr_reference_batch", "lr_scali
 # where a fit from scratch took its first weights (pipelines/training/warm_start.py): a run's own
 # checkpoint has its weights, so these may differ or be left out (the file may be gone)
 WARM_START_ONLY = {"init_from", "init_parts"}
+# how a trained model is evaluated, not its weights: a checkpoint may be validated or tested with
+# another value (TaskModule's test-time flip)
+EVAL_ONLY = {"test_time_flip"}
 
 def _import_class(path: str) -> Any:
     """The object a dotted class path names, or None when it does not import."""
@@ -67,7 +70,7 @@ def hparams_mismatch(saved: dict, current: dict) -> list[str]:
     nothing else is compared then), a component whose class differs, reported once (its
     arguments are not compared), then arguments present in both with different values.
     Arguments present on one side only (an argument added to a class later, with a default),
-    ``TRAINING_ONLY`` and a class's ``decode_settings`` are not differences."""
+    ``TRAINING_ONLY``, ``EVAL_ONLY`` and a class's ``decode_settings`` are not differences."""
     saved_module, current_module = saved.get("_class_path"), current.get("_class_path")
     if saved_module and current_module and not same_class(saved_module, current_module):
         return [f"model.class_path: checkpoint has {saved_module!r}, the config has {current_module!r}"]
@@ -85,7 +88,7 @@ def hparams_mismatch(saved: dict, current: dict) -> list[str]:
         else:
             decode_only |= {f"{prefix}init_args.{n}" for n in decode_settings(a[key])}
     for key in sorted(set(a) & set(b)):
-        if (key in TRAINING_ONLY or key in WARM_START_ONLY or key in decode_only or under_decode(key) or key.endswith("class_path")
+        if (key in TRAINING_ONLY or key in WARM_START_ONLY or key in EVAL_ONLY or key in decode_only or under_decode(key) or key.endswith("class_path")
                 or any(key.startswith(p) for p in other_class)):
             continue
         if a[key] != b[key]:

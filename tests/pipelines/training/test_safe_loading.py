@@ -361,3 +361,15 @@ def test_a_checkpoint_that_would_run_code_is_refused_naming_the_file(tmp_path, m
         assert "weights_only` set to `False" not in msg and "weights_only=False" not in msg  # no advice to run it
         assert e.value.__cause__ is None and e.value.__suppress_context__  # nor in the traceback
     assert not marker.exists()
+
+
+def test_the_configs_test_time_flip_is_kept_when_the_checkpoint_rebuilds_the_model(trained):
+    """The model is rebuilt from the checkpoint's hyperparameters (trained without the flip), but
+    ``test_time_flip`` is how it is evaluated: this run's value is used. The debug job's vectors
+    are not images, so the flip, applied, refuses them by name."""
+    cwd, _ = trained
+    with contextlib.chdir(cwd), pytest.raises(ValueError, match=r"test_time_flip averages the outputs for images"):
+        run_cli(["test", *TINY, "--model.init_args.test_time_flip=true", "--ckpt_path", _last(trained)])
+    with contextlib.chdir(cwd):  # and without it, as trained
+        cli = run_cli(["test", *TINY, "--ckpt_path", _last(trained)])
+    assert cli.model.hparams.test_time_flip is False

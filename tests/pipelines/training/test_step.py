@@ -101,6 +101,12 @@ def test_test_time_flip_averages_the_mirror_images_outside_training():
     module = TaskModule(enc, bb, head, test_time_flip=True).eval()
     torch.testing.assert_close(module(batch), (plain + mirror) / 2)
     assert module.hparams.test_time_flip
+    # a checkpoint trained without the flip is evaluated with it: not a config mismatch
+    from vecset.pipelines.training.checkpoint_fit import hparams_mismatch
+
+    trained = dict(TaskModule(enc, bb, head).hparams)
+    assert hparams_mismatch(trained, dict(module.hparams)) == []
+    assert hparams_mismatch(trained, dict(TaskModule(enc, bb, head, test_time_flip=True, freeze=["encoder"]).hparams))
     # validation's loss is that of the averaged logits; training's of the images as they come
     torch.testing.assert_close(module._step(batch, "val"), head.loss((plain + mirror) / 2, batch))
     torch.testing.assert_close(module.train()._step(batch, "train"), head.loss(plain, batch))
