@@ -8,6 +8,7 @@ bench/results/molecule_pretrain_<set>.json.
     python bench/molecule_pretrain.py --set b3db
     python bench/molecule_pretrain.py --set freesolv --inits pretrained --tag lr3e-4 --extra=--model.init_args.lr=0.0003
     python bench/molecule_pretrain.py --set freesolv --inits pretrained --ckpt <other>.ckpt --tag <its name>
+    python bench/molecule_pretrain.py --set freesolv --splits 0 1 2 3 4 --seed 1 --tag seed1
 
 ``--ckpt``: the checkpoint the pretrained runs start from (default ``CKPT``, the shipped one);
 it is written into the JSON. The runs import this checkout's ``vecset`` (its root goes first on
@@ -79,9 +80,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tag", default="", help="appended to the run names (a variant beside the earlier runs)")
     ap.add_argument("--extra", nargs="*", default=[], help="more CLI arguments for every run")
     ap.add_argument("--ckpt", default=CKPT, help="the pretrained runs' init_from (relative to the repository root)")
+    ap.add_argument("--seed", type=int, default=None, help="every run's seed_everything (default: the config's)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--nice", type=int, default=5, help="the runs' niceness (0: as the other work on the machine)")
     args = ap.parse_args(argv)
+    if args.seed is not None:
+        args.extra = [*args.extra, f"--seed_everything={args.seed}"]
     if "pretrained" in args.inits and not (ROOT / args.ckpt).is_file():
         raise SystemExit(f"--ckpt {args.ckpt}: no such file (relative to {ROOT})")
     (ROOT / "runs").mkdir(exist_ok=True)
@@ -102,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{init} {score(row[init], m):.4f} (val {row[init]['best_val']:.4f})" for init in args.inits), flush=True)
     out = Path(args.out or ROOT / "bench" / "results" / f"molecule_pretrain_{args.set}.json")
     out.write_text(json.dumps({"command": "python bench/molecule_pretrain.py " + " ".join(sys.argv[1:]),
-                               "checkpoint": args.ckpt, "config": CONFIGS[args.set], "metric": METRIC[args.set],
+                               "checkpoint": args.ckpt, "config": CONFIGS[args.set], "metric": METRIC[args.set], "seed": args.seed,
                                "loadavg_at_start": load, "loadavg_at_end": Path("/proc/loadavg").read_text().split()[:3],
                                "splits": rows, "notes": ""}, indent=1))
     print(f"wrote {out}")

@@ -12,6 +12,12 @@ bench/results/molecule_trunk.json.
 
 (the commands as run: bench/logs/2026-12-06-molecule-pretraining.md). Splits without a scratch run
 take it from molecule_designs.json's rows of the shipped config's design (seed 0).
+
+With ``--arm NAME=GLOB`` (repeated) the arms are the given runs (each JSON's ``seed``: several
+seeds per split), compared on the (split, seed) pairs every arm has, for any set's metric:
+
+    python bench/molecule_trunk.py --arm scratch='runs/ft/freesolv_none_*.json' \
+        --arm trunk_500k='runs/ft/freesolv_500k_*.json' --out bench/results/molecule_trunk_seeds.json
 """
 
 from __future__ import annotations
@@ -56,6 +62,53 @@ def paired(a: list[float], b: list[float]) -> dict:
     return {"mean": round(mean, 4), "se": round(se, 4), "n": n}
 
 
+def arm_runs(pattern: str) -> tuple[list[dict], dict[tuple[int, int], dict]]:
+    """The ``molecule_pretrain.py`` JSONs a glob names: per (split, seed), val and test."""
+    import glob
+
+    inputs, out = [], {}
+    for path in sorted(glob.glob(pattern)):
+        data = json.loads(Path(path).read_text())
+        if data["metric"] != "test_rmse":
+            raise SystemExit(f"{path}: --arm compares RMSE runs (lower is better), this one has {data['metric']}")
+        inputs.append({"file": path, "command": data["command"], "checkpoint": data["checkpoint"],
+                       "loadavg_at_start": data["loadavg_at_start"]})
+        for row in data["splits"]:
+            for run in (r for r in row.values() if isinstance(r, dict)):
+                out[row["split"], data.get("seed") or 0] = {"val": run["best_val"], "test": run["test"]["test_rmse"]}
+    if not out:
+        raise SystemExit(f"--arm {pattern!r}: no molecule_pretrain.py JSON matches")
+    return inputs, out
+
+
+def compare_arms(specs: list[str], out: Path) -> dict:
+    """Each arm's mean val / test over the (split, seed) pairs all arms have, the paired
+    differences of every arm against the first +- s.e., and the arm validation chooses
+    (lowest mean RMSE)."""
+    arms, inputs = {}, {}
+    for spec in specs:
+        name, _, pattern = spec.partition("=")
+        inputs[name], arms[name] = arm_runs(pattern)
+    common = sorted(set.intersection(*(set(r) for r in arms.values())))
+    mean = {a: {k: round(sum(r[p][k] for p in common) / len(common), 4) for k in ("val", "test")}
+            for a, r in arms.items()}
+    first = next(iter(arms))
+    pairs = {f"{a} - {first}": {k: paired([arms[a][p][k] for p in common], [arms[first][p][k] for p in common])
+                                for k in ("val", "test")} for a in arms if a != first}
+    chosen = min(arms, key=lambda a: mean[a]["val"])
+    print(f"over {len(common)} (split, seed) pairs: " + "; ".join(
+        f"{a} val {m['val']:.3f} test {m['test']:.3f}" for a, m in mean.items()) + f"; chosen on validation: {chosen}")
+    for name, p in pairs.items():
+        print(f"  {name}: val {p['val']['mean']:+.3f} +- {p['val']['se']:.3f}, test {p['test']['mean']:+.3f} "
+              f"+- {p['test']['se']:.3f}")
+    result = {"arms": {a: {f"split{s}_seed{e}": r[s, e] for s, e in common} for a, r in arms.items()},
+              "inputs": inputs, "compared_on": [list(p) for p in common], "mean": mean, "paired": pairs,
+              "chosen_on_validation": chosen}
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
+    return result
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", default=str(RESULTS / "molecule_trunk_scratch_10k.json"))
@@ -65,8 +118,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--designs", default=str(RESULTS / "molecule_designs.json"),
                     help="scratch runs of splits that have none here, taken from these design rows")
     ap.add_argument("--design", default="3d+surface+additive", help="the shipped config's design")
+    ap.add_argument("--arm", action="append", default=[], metavar="NAME=GLOB",
+                    help="an arm and its molecule_pretrain.py JSONs (repeat; the first is the reference)")
     ap.add_argument("--out", default=str(RESULTS / "molecule_trunk.json"))
     args = ap.parse_args(argv)
+    if args.arm:
+        compare_arms(args.arm, Path(args.out))
+        return
     base, runs = rows_of(Path(args.base), {"none": "scratch", "pretrained": "trunk_10k"})
     inputs = [base]
     for path, renames in [*((Path(m), {"pretrained": "trunk_10k"}) for m in args.more),

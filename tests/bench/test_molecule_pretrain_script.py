@@ -56,15 +56,19 @@ def test_the_ckpt_is_written_into_the_json(monkeypatch, tmp_path):
             return 0
 
     def fake_launch(name, config, split, init, extra, tag="", ckpt=mp.CKPT, nice=5):
-        seen.append((init, ckpt, tag, nice))
+        seen.append((init, ckpt, tag, nice, extra))
         return Done(), tmp_path / init
 
     monkeypatch.setattr(mp, "launch", fake_launch)
     monkeypatch.setattr(mp, "collect", lambda name, run: {"best_val": 1.0, "test": {"test_rmse": 2.0}})
     out = tmp_path / "out.json"
     mp.main(["--set", "freesolv", "--inits", "pretrained", "--ckpt", str(ckpt), "--tag", "big", "--out", str(out)])
-    assert seen == [("pretrained", str(ckpt), "big", 5)]
+    assert seen == [("pretrained", str(ckpt), "big", 5, [])]
     assert json.loads(out.read_text())["checkpoint"] == str(ckpt)
+    # --seed: every run's seed_everything, after the --extra arguments, and in the JSON
+    mp.main(["--set", "freesolv", "--inits", "none", "--seed", "2", "--extra=--trainer.max_epochs=3", "--out", str(out)])
+    assert seen[-1][0] == "none" and seen[-1][-1] == ["--trainer.max_epochs=3", "--seed_everything=2"]
+    assert json.loads(out.read_text())["seed"] == 2
 
 
 def test_the_runs_import_this_checkout(tmp_path):
