@@ -1,4 +1,5 @@
-"""The pretext validation curve of a pretraining run (issue #58): per epoch, the validation loss,
+"""The pretext validation curve of a pretraining run (issue #58): per validation (each epoch, or
+every ``val_check_interval`` steps), the validation loss,
 masked-atom accuracy and descriptor RMSE (z units) from the run's metrics.csv, with the run's
 molecules and steps; writes a JSON and, with matplotlib, a PNG.
 
@@ -17,7 +18,7 @@ KEYS = ("val_loss", "val_atom_acc", "val_desc_rmse")
 
 
 def curve(metrics_csv: Path) -> list[dict]:
-    """One row per validated epoch: epoch, step and the ``KEYS`` logged there."""
+    """One row per validation: epoch, step and the ``KEYS`` logged there."""
     rows = []
     with open(metrics_csv, newline="") as f:
         for row in csv.DictReader(f):
@@ -54,8 +55,8 @@ def main() -> None:
         return
     fig, axes = plt.subplots(1, 3, figsize=(10, 3))
     for ax, k in zip(axes, KEYS, strict=True):
-        ax.plot([r["epoch"] for r in rows], [r.get(k) for r in rows], marker="o")
-        ax.set_xlabel("epoch")
+        ax.plot([r["step"] for r in rows], [r.get(k) for r in rows], marker="o")
+        ax.set_xlabel("training step")
         ax.set_title(k)
     fig.tight_layout()
     fig.savefig(out.with_suffix(".png"), dpi=80)
