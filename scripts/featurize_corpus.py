@@ -49,5 +49,6 @@ def main() -> None:
         if not paths[row["chunk"]].exists():  # the cache could not be written (logged): stop
             raise SystemExit(f"error: {paths[row['chunk']]}: the chunk's cache file was not written")
 
+
 if __name__ == "__main__":
     main()

@@ -87,9 +87,7 @@ def forward_task(encoder: nn.Module, backbone: nn.Module, head: Head, batch: dic
                          "with an 'image' tensor (B, C, H, W) and a head whose output is one tensor (a classifier's "
                          f"logits); this batch has {sorted(batch)} and the head {type(head).__name__} returns "
                          f"{type(out).__name__}")
-    mirrored = {**batch, "image": batch["image"].flip(-1)}
-    vs = backbone(encoder(mirrored))
-    return (out + head(vs, mirrored.get("features"), batch=mirrored if head.needs_batch else None)) / 2
+    return (out + forward_task(encoder, backbone, head, {**batch, "image": batch["image"].flip(-1)})) / 2
 
 
 def detached(out: Any) -> Any:

@@ -49,7 +49,6 @@ def corpus(tmp_path_factory):
             "stamp": stamp, "chunks": chunks}
 
 
-
 def same(a, b) -> bool:
     """Nested dicts / lists / tensors / arrays equal, element for element."""
     if isinstance(a, dict):
@@ -73,6 +72,7 @@ def test_chunks_featurized_by_two_processes_equal_those_of_one(corpus, tmp_path)
         assert same(torch.load(one.path, weights_only=False), torch.load(two.path, weights_only=False))
     with pytest.raises(ValueError, match="jobs must be a whole number of processes >= 1, got 0"):
         list(featurize_chunks(chunks, feat, cache, jobs=0))
+
 
 def test_a_resumed_featurization_does_not_redo_finished_chunks(corpus):
     chunks = corpus["chunks"]
