@@ -8,8 +8,9 @@ data module's ``charges: true``), and charges plus each atom's solvent-accessibl
 plus a sum of per-atom contributions (``3d+additive``: ``SequenceHead(additive: true)``; with the
 solvation features too: ``3d+surface+additive``); and ``3d``
 trained on ten conformers per molecule, a random one at each draw (``3d+confs``: the data
-module's ``conformers: 10``). Each run
-is ``vecset fit`` with the shipped config and its design's options:
+module's ``conformers: 10``); and ``3d+surface+additive`` with its encoder and backbone starting
+from the trunk pretrained on 500 k MOSES molecules (``+trunk500k``; every other design starts from
+scratch). Each run is ``vecset fit`` with the shipped config and its design's options:
 
     FreeSolv     configs/freesolv.yaml    random splits 0-4 x seeds 0-2   val_rmse, test_rmse
     solubility   configs/solubility.yaml  its published split x seeds 0-2 val_rmse, test_rmse
@@ -55,16 +56,21 @@ PLAIN, CHARGES, SURFACE = ([f"{DATA}.features.charges={c}", f"{DATA}.features.su
 # atomwise readout); conformers per molecule: one, or ten with a random one at each training draw
 POOLED, ADDITIVE = [f"{HEAD}.additive=false"], [f"{HEAD}.additive=true"]
 ONE, TEN = [f"{DATA}.features.conformers=1"], [f"{DATA}.features.conformers=10"]
+# the start: from scratch, or the encoder and backbone from the trunk pretrained on 500 k MOSES molecules
+TRUNK_500K = ROOT / "data" / "molecules" / "pretrained_moses_500k.ckpt"
+SCRATCH = ["--model.init_args.init_from=null", "--model.init_args.init_parts=null"]
+TRUNK = [f"--model.init_args.init_from={TRUNK_500K}", "--model.init_args.init_parts=[encoder, backbone]"]
 DESIGNS: dict[str, list[str]] = {
-    "2d": [*GEO_OFF, f"{BB}.local_mp=none", *PLAIN, *POOLED, *ONE],
-    "3d": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *POOLED, *ONE],
-    "gps": [*GEO_OFF, f"{BB}.local_mp=gine", *PLAIN, *POOLED, *ONE],
-    "both": [*GEO_ON, f"{BB}.local_mp=gine", *PLAIN, *POOLED, *ONE],
-    "3d+charges": [*GEO_ON, f"{BB}.local_mp=none", *CHARGES, *POOLED, *ONE],
-    "3d+surface": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, *POOLED, *ONE],
-    "3d+confs": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *POOLED, *TEN],  # Uni-Mol's augmentation
-    "3d+additive": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *ADDITIVE, *ONE],
-    "3d+surface+additive": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, *ADDITIVE, *ONE],
+    "2d": [*GEO_OFF, f"{BB}.local_mp=none", *PLAIN, *POOLED, *ONE, *SCRATCH],
+    "3d": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *POOLED, *ONE, *SCRATCH],
+    "gps": [*GEO_OFF, f"{BB}.local_mp=gine", *PLAIN, *POOLED, *ONE, *SCRATCH],
+    "both": [*GEO_ON, f"{BB}.local_mp=gine", *PLAIN, *POOLED, *ONE, *SCRATCH],
+    "3d+charges": [*GEO_ON, f"{BB}.local_mp=none", *CHARGES, *POOLED, *ONE, *SCRATCH],
+    "3d+surface": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, *POOLED, *ONE, *SCRATCH],
+    "3d+confs": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *POOLED, *TEN, *SCRATCH],  # Uni-Mol's augmentation
+    "3d+additive": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *ADDITIVE, *ONE, *SCRATCH],
+    "3d+surface+additive": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, *ADDITIVE, *ONE, *SCRATCH],
+    "3d+surface+additive+trunk500k": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, *ADDITIVE, *ONE, *TRUNK],
 }
 
 

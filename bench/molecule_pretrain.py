@@ -44,6 +44,8 @@ def command(name: str, config: str, split: int, init: str, extra: list[str], tag
         args.append("--plots=false")
     if init == "pretrained":
         args += ["--model.init_args.init_from", ckpt, "--model.init_args.init_parts", "[encoder, backbone]"]
+    else:  # from scratch, also where the config starts from a trunk (configs/solubility.yaml)
+        args += ["--model.init_args.init_from", "null"]
     return args, env, run
 
 

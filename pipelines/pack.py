@@ -120,6 +120,30 @@ def data_files(config: dict) -> list[dict]:
     return out
 
 
+def started_from(config: dict) -> dict | None:
+    """The warm start a run's fit began from (``model.init_args.init_from``): the file as the config
+    names it, the parts loaded, its sha256 and, for a trunk ``scripts/export_trunk.py`` wrote, its
+    ``pretraining`` record (the corpus and its sha256, the licence, the command, step and
+    validation); None for a run from scratch. A file that is gone is named, with ``sha256`` null."""
+    from vecset.pipelines.training.checkpoint_files import read_checkpoint
+    from vecset.pipelines.training.warm_start import init_path
+
+    args = (config.get("model") or {}).get("init_args") or {}
+    source = args.get("init_from")
+    if not source:
+        return None
+    out = {"init_from": source, "init_parts": args.get("init_parts"), "sha256": None, "pretraining": None}
+    try:
+        path = Path(init_path(source))
+    except FileNotFoundError:
+        return out
+    if path.is_file():
+        out["sha256"] = sha256(path)
+        record = read_checkpoint(path).get("pretraining")
+        out["pretraining"] = {k: v for k, v in (record or {}).items() if k != "note"} or None
+    return out
+
+
 def split_of(config: dict) -> dict:
     """The data module's arguments that choose the split (``split``, ``*_fraction``, ``*seed*``)."""
     args = (config.get("data") or {}).get("init_args") or {}
@@ -151,7 +175,7 @@ def pack(run_dirs: list[Path], out: Path, *, name: str | None = None, data: str 
         "predictor": f"{cls.__module__}.{cls.__qualname__}",
         "config": config, "fit_args": fit_args, "command": " ".join(["vecset fit --config", config, *fit_args]),
         "data": data or ", ".join(f["path"] for f in data_files(cfg)) or "see config", "licence": licence,
-        "data_files": data_files(cfg), "split": split_of(cfg),
+        "data_files": data_files(cfg), "split": split_of(cfg), "started_from": started_from(cfg),
         "run": {k: results.get(k) for k in ("test", "best_val", "monitor", "epochs", "global_steps", "wall_seconds",
                                             "precision")},
         "run_dir": str(run_dir),
@@ -210,10 +234,23 @@ def readme(card: dict, predictor: Predictor, config: dict) -> str:
         f"The run's test metrics (`results.json`, monitored `{run.get('monitor')}`, best {run.get('best_val')}, "
         f"{run.get('epochs')} epochs, {run.get('global_steps')} steps): `{json.dumps(run.get('test'))}`.", "",
         f"The test split through this predictor: `{json.dumps(card['test_through_predictor'])}`.", "",
-        "## Training", "", f"`{card['command']}`", "", "```yaml",
+        "## Training", "", f"`{card['command']}`", "", *warm_start_lines(card.get("started_from")), "```yaml",
         yaml.safe_dump({k: config[k] for k in ("seed_everything", "model", "data") if k in config},
                        sort_keys=False).rstrip(), "```", ""]
     return "\n".join(lines)
+
+
+def warm_start_lines(start: dict | None) -> list[str]:
+    """The card's lines on the warm start: the trunk's file, hash and pretraining record, or none."""
+    if not start:
+        return ["Trained from scratch (no warm start).", ""]
+    parts = ", ".join(start.get("init_parts") or ["all parts"])
+    text = f"Started from `{start['init_from']}` ({parts}; sha256 `{start['sha256']}`)"
+    pre = start.get("pretraining")
+    if pre:
+        text += (f": pretrained on `{pre.get('data')}` ({pre.get('data_rows')} rows, sha256 `{pre.get('data_sha256')}`; "
+                 f"{pre.get('licence')}) for {pre.get('global_step')} steps with `{pre.get('config')}`")
+    return [text + ".", ""]
 
 
 def main(argv: list[str]) -> None:
@@ -237,4 +274,4 @@ def main(argv: list[str]) -> None:
           f"{json.dumps(card['test_through_predictor'])}")
 
 
-__all__ = ["best_checkpoint", "bundle_of", "load_run", "main", "pack", "run_config"]
+__all__ = ["best_checkpoint", "bundle_of", "load_run", "main", "pack", "run_config", "started_from"]

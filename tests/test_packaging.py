@@ -311,6 +311,9 @@ def test_the_installed_command_fits_shipped_configs_by_name(installed):
                    "--trainer.max_steps=2", *QUIET)
     assert r.returncode == 0, r.stderr[-3000:]
     assert (cwd / "runs/solubility/version_0/results.json").is_file()
+    # its init_from, the trunk the config names relative to the data, read from the package
+    trunk = installed[1]["site"] / "vecset/data/molecules/pretrained_moses_500k.ckpt"
+    assert f"warm start from data/molecules/pretrained_moses_500k.ckpt ({trunk})" in r.stdout, r.stdout[-3000:]
 
 
 def test_the_installed_command_runs_a_shipped_predictor(installed):

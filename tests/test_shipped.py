@@ -45,14 +45,15 @@ def test_a_relative_data_path_falls_back_to_the_shipped_data(tmp_path, monkeypat
 
 
 def test_every_shipped_configs_data_path_resolves_from_another_folder(tmp_path, monkeypatch):
-    """The relative paths the shipped configs give (csv_path, root, *_file) exist in the shipped
+    """The relative paths the shipped configs give (csv_path, root, *_file, init_from) exist in the shipped
     data: a config run by name from an empty folder finds its data (except cifar10's and
     image_folder's, which are the user's own, say so in their headers)."""
     monkeypatch.chdir(tmp_path)
-    pattern = re.compile(r"\b(csv_path|root|train_file|val_file|test_file):\s*(data/[\w./-]+)")
+    pattern = re.compile(r"\b(csv_path|root|train_file|val_file|test_file|init_from):\s*(data/[\w./-]+)")
     found = [(p.name, m.group(2)) for p in sorted((ROOT / "configs").glob("*.yaml"))
              for m in pattern.finditer(p.read_text())]
     assert ("solubility.yaml", "data/molecules/solubility.csv") in found and ("speech_frames.yaml", "data/speech") in found
+    assert ("solubility.yaml", "data/molecules/pretrained_moses_500k.ckpt") in found  # its warm start
     users_own = {"cifar10.yaml"}
     missing = [(c, v) for c, v in found if c not in users_own and not shipped.data_file(v, "x").exists()]
     assert not missing

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from torch import Tensor, nn
 
@@ -137,6 +138,17 @@ def source_prefix(state: dict[str, Tensor], source: str | tuple[str, ...]) -> st
     return next((p for p in options if any(k.startswith(p + ".") for k in state)), options[0])
 
 
+def init_path(ckpt_path: str) -> str:
+    """``init_from``'s file: the path from the working directory, else the shipped file of that
+    relative path (``data/molecules/pretrained_moses_500k.ckpt`` from an installed wheel, as the
+    shipped configs name it); a URL (``s3://...``) as it is. FileNotFoundError when neither exists."""
+    from vecset.shipped import data_file
+
+    if "://" in str(ckpt_path) and not str(ckpt_path).startswith("file://"):
+        return ckpt_path
+    return str(data_file(str(ckpt_path).removeprefix("file://"), "model.init_from"))
+
+
 def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str] | None = None,
                freeze: list[str] | None = None,
                sources: dict[str, str | tuple[str, ...]] | None = None) -> dict[str, PartLoad]:
@@ -158,10 +170,12 @@ def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str
     init_parts = names if init_parts is None else list(init_parts)
     freeze = list(freeze or [])
     try:
-        ckpt = read_checkpoint(ckpt_path)
+        path = init_path(ckpt_path)
+        ckpt = read_checkpoint(path)
     except FileNotFoundError:
         raise MissingSettingFile(f"model.init_from {ckpt_path}: no such file (the checkpoint a fit from scratch "
-                                 "starts from; to continue a run, give its checkpoint as --ckpt_path)") from None
+                                 "starts from; to continue a run, give its checkpoint as --ckpt_path), from the "
+                                 f"working directory {Path.cwd()} or in the shipped data") from None
     except (NotACheckpointError, UnsafeCheckpointError) as e:
         raise SettingError(f"model.init_from: {e}") from e
     state = ckpt["state_dict"]
@@ -183,7 +197,7 @@ def warm_start(parts: dict[str, nn.Module], ckpt_path: str, init_parts: list[str
     freeze_parts(parts, freeze)
     for name in freeze:
         report[name].frozen = True
-    text = warm_start_table(report, ckpt_path)
+    text = warm_start_table(report, ckpt_path if path == str(ckpt_path) else f"{ckpt_path} ({path})")
     print(text)
     log.info("warm start: %s", {k: (len(r.loaded), len(r.new), len(r.skipped)) for k, r in report.items()})
     return report
@@ -241,7 +255,7 @@ def pretrained_on(ckpt_path: str) -> str | None:
     ["data"]`` (the shipped ``data/molecules/pretrained_moses_10k.ckpt``), or the
     ``pretraining_data`` of a data module's saved state (Lightning saves ``state_dict()`` under
     the data module's class name: a pretraining run's checkpoints)."""
-    ckpt = read_checkpoint(ckpt_path)
+    ckpt = read_checkpoint(init_path(ckpt_path))
     info = ckpt.get("pretraining")
     if isinstance(info, dict) and info.get("data"):
         return str(info["data"])

@@ -28,7 +28,7 @@ def test_the_pretrained_run_starts_from_the_given_checkpoint_and_none_from_nothi
     assert args[args.index("--data.init_args.split.seed") + 1] == "3"
     assert run == env["VECSET_RUN_NAME"] == "bench_pretrain_freesolv_s3_pretrained_big"
     args, _, run = mp.command("freesolv", "configs/freesolv.yaml", 3, "none", [], "big", "x/other.ckpt")
-    assert init_from(args) is None and run == "bench_pretrain_freesolv_s3_none_big"
+    assert init_from(args) == "null" and run == "bench_pretrain_freesolv_s3_none_big"  # a trunk config starts from scratch too
     # the default is the shipped checkpoint, and it is there
     assert init_from(mp.command("solubility", "configs/solubility.yaml", 0, "pretrained", [])[0]) == mp.CKPT
     assert (ROOT / mp.CKPT).is_file()

@@ -41,6 +41,34 @@ def test_a_whole_checkpoint_loads_every_part(ckpt, capsys):
     assert out.count("warm start from") == 1 and "weights only" in out
 
 
+def test_a_relative_init_from_is_found_in_the_shipped_data_from_any_folder(ckpt, tmp_path, monkeypatch):
+    """A shipped config's ``init_from: data/molecules/<trunk>.ckpt`` is read from the shipped data
+    (vecset/data/ in a wheel) when the working directory has no such file, as its CSV is; a file
+    of that path in the working directory comes first."""
+    import vecset.shipped
+
+    path, source = ckpt
+    shipped = tmp_path / "wheel"
+    (shipped / "data" / "molecules").mkdir(parents=True)
+    (shipped / "data" / "molecules" / "trunk.ckpt").write_bytes(path.read_bytes())
+    monkeypatch.setattr(vecset.shipped, "shipped_root", lambda: shipped)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    torch.manual_seed(1)
+    model = _model(init_from="data/molecules/trunk.ckpt")
+    torch.testing.assert_close(model.encoder.proj.weight, source.encoder.proj.weight)
+    (elsewhere / "data" / "molecules").mkdir(parents=True)  # the working directory's file wins
+    torch.manual_seed(2)
+    local = _model()
+    torch.save({"state_dict": local.state_dict()}, elsewhere / "data" / "molecules" / "trunk.ckpt")
+    model = _model(init_from="data/molecules/trunk.ckpt")
+    torch.testing.assert_close(model.encoder.proj.weight, local.encoder.proj.weight)
+    with pytest.raises(FileNotFoundError, match=r"model.init_from data/molecules/nope.ckpt: no such file .* or in the "
+                                                r"shipped data"):
+        _model(init_from="data/molecules/nope.ckpt")
+
+
 def test_a_head_with_other_outputs_is_skipped_not_a_crash(ckpt):
     path, source = ckpt
     torch.manual_seed(1)
