@@ -10,7 +10,9 @@ solvation features too: ``3d+surface+additive``); and ``3d``
 trained on ten conformers per molecule, a random one at each draw (``3d+confs``: the data
 module's ``conformers: 10``); and ``3d+surface+additive`` with its encoder and backbone starting
 from the trunk pretrained on 500 k MOSES molecules (``+trunk500k``; every other design starts from
-scratch). Each run is ``vecset fit`` with the shipped config and its design's options:
+scratch), or with the physics token, one more vector of the set carrying the molecule's
+generalized-Born energy, surface, logP, TPSA, H-bond counts and rotatable bonds (``+physics``: the
+data module's ``features.physics: true``). Each run is ``vecset fit`` with the shipped config and its design's options:
 
     FreeSolv     configs/freesolv.yaml    random splits 0-4 x seeds 0-2   val_rmse, test_rmse
     solubility   configs/solubility.yaml  its published split x seeds 0-2 val_rmse, test_rmse
@@ -60,17 +62,21 @@ ONE, TEN = [f"{DATA}.features.conformers=1"], [f"{DATA}.features.conformers=10"]
 TRUNK_500K = ROOT / "data" / "molecules" / "pretrained_moses_500k.ckpt"
 SCRATCH = ["--model.init_args.init_from=null", "--model.init_args.init_parts=null"]
 TRUNK = [f"--model.init_args.init_from={TRUNK_500K}", "--model.init_args.init_parts=[encoder, backbone]"]
+# the physics token (encoders/graph/physics.py): the molecule's GB energy, surface, logP, TPSA, H-bond
+# counts and rotatable bonds as one more vector of the set
+NO_PHYSICS, PHYSICS = [f"{DATA}.features.physics=false"], [f"{DATA}.features.physics=true"]
 DESIGNS: dict[str, list[str]] = {
-    "2d": [*GEO_OFF, f"{BB}.local_mp=none", *PLAIN, *POOLED, *ONE, *SCRATCH],
-    "3d": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *POOLED, *ONE, *SCRATCH],
-    "gps": [*GEO_OFF, f"{BB}.local_mp=gine", *PLAIN, *POOLED, *ONE, *SCRATCH],
-    "both": [*GEO_ON, f"{BB}.local_mp=gine", *PLAIN, *POOLED, *ONE, *SCRATCH],
-    "3d+charges": [*GEO_ON, f"{BB}.local_mp=none", *CHARGES, *POOLED, *ONE, *SCRATCH],
-    "3d+surface": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, *POOLED, *ONE, *SCRATCH],
-    "3d+confs": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *POOLED, *TEN, *SCRATCH],  # Uni-Mol's augmentation
-    "3d+additive": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *ADDITIVE, *ONE, *SCRATCH],
-    "3d+surface+additive": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, *ADDITIVE, *ONE, *SCRATCH],
-    "3d+surface+additive+trunk500k": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, *ADDITIVE, *ONE, *TRUNK],
+    "2d": [*GEO_OFF, f"{BB}.local_mp=none", *PLAIN, *POOLED, *ONE, *SCRATCH, *NO_PHYSICS],
+    "3d": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *POOLED, *ONE, *SCRATCH, *NO_PHYSICS],
+    "gps": [*GEO_OFF, f"{BB}.local_mp=gine", *PLAIN, *POOLED, *ONE, *SCRATCH, *NO_PHYSICS],
+    "both": [*GEO_ON, f"{BB}.local_mp=gine", *PLAIN, *POOLED, *ONE, *SCRATCH, *NO_PHYSICS],
+    "3d+charges": [*GEO_ON, f"{BB}.local_mp=none", *CHARGES, *POOLED, *ONE, *SCRATCH, *NO_PHYSICS],
+    "3d+surface": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, *POOLED, *ONE, *SCRATCH, *NO_PHYSICS],
+    "3d+confs": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *POOLED, *TEN, *SCRATCH, *NO_PHYSICS],  # Uni-Mol's augmentation
+    "3d+additive": [*GEO_ON, f"{BB}.local_mp=none", *PLAIN, *ADDITIVE, *ONE, *SCRATCH, *NO_PHYSICS],
+    "3d+surface+additive": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, *ADDITIVE, *ONE, *SCRATCH, *NO_PHYSICS],
+    "3d+surface+additive+trunk500k": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, *ADDITIVE, *ONE, *TRUNK, *NO_PHYSICS],
+    "3d+surface+additive+physics": [*GEO_ON, f"{BB}.local_mp=none", *SURFACE, *ADDITIVE, *ONE, *SCRATCH, *PHYSICS],
 }
 
 

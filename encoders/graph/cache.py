@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 
 FORMAT = 2  # 2: each molecule's canonical SMILES kept with its tensors
 # the files whose code decides the featurized tensors: an edit to one of them misses old caches
-CODE = ("molecules.py", "featurize.py", "descriptors.py", "reading.py", "geometry.py", "identity.py", "solvation.py")
+CODE = ("molecules.py", "featurize.py", "descriptors.py", "reading.py", "geometry.py", "identity.py", "solvation.py",
+        "physics.py")
 
 
 def default_cache_dir() -> Path:

@@ -16,7 +16,7 @@ def pad_graphs(items: list[dict], unreachable: int, pad_label: int = -100) -> di
     Returns ``x`` (B, N, F), ``mask`` (B, N) bool, ``dist`` (B, N, N) long (padding =
     ``unreachable``), ``edge`` (B, N, N), ``degree`` (B, N), ``lap`` (B, N, k), ``ids`` (B,),
     ``y``, ``features`` (B, F), and ``dist3d`` (B, N, N) float when the items have 3-D distances
-    (padding = -1, no distance).
+    (padding = -1, no distance), ``physics`` (B, P) when they have the molecule token's values.
     """
     if not items:
         raise ValueError("cannot collate an empty batch")
@@ -62,4 +62,6 @@ def pad_graphs(items: list[dict], unreachable: int, pad_label: int = -100) -> di
             batch["y"] = torch.stack(ys).float()
     if "features" in items[0]:
         batch["features"] = torch.stack([torch.as_tensor(it["features"]) for it in items]).float()
+    if "physics" in items[0]:
+        batch["physics"] = torch.stack([it["physics"] for it in items]).float()
     return batch

@@ -12,6 +12,7 @@ from torch import Tensor, nn
 from vecset.contracts.data_spec import DataSpec
 from vecset.contracts.vectorset import VectorSet
 from vecset.encoders.contract import Encoder
+from vecset.encoders.graph.physics import PHYSICS_TOKEN_WIDTH
 from vecset.encoders.graph.structure import GraphStructure
 
 GraphAttention = Literal["neighbours", "all_pairs", "none"]
@@ -66,6 +67,11 @@ class GraphEncoder(Encoder):
             true`` computes them) to the ``all_pairs`` (or ``none``) bias; ``none`` (default):
             the 2-D graph only.
         geometry_gaussians, geometry_cutoff: K Gaussians with centres from 0 to the cutoff (Angstrom).
+        physics_token: one more vector first in the set, a linear map of the molecule's physics
+            descriptors (``batch["physics"]``: the data module's ``features.physics: true``; the
+            generalized-Born energy, surface, logP, TPSA, H-bond counts, rotatable bonds): every
+            atom attends to it and it to every atom, with no structure bias (0) and no bonds.
+            For whole-molecule heads (a property per molecule), not per-atom labels.
 
     The VectorSet also carries the bonds as ``edges``, (B, T, N, N) with T = ``num_edge_types``:
     channel t is 1 where two atoms share a bond of type t (channel 0, "no edge", stays zero); the
@@ -81,13 +87,14 @@ class GraphEncoder(Encoder):
     Shapes:
         batch["x"] (B, N, F), batch["mask"] (B, N), batch["dist"]/["edge"] (B, N, N) long,
         batch["degree"] (B, N) long, batch["lap"] (B, N, k), batch["dist3d"] (B, N, N) float
-        -> VectorSet x (B, N, D), bias (B, N, N) bool or (B, H, N, N) float, edges (B, T, N, N) float.
+        -> VectorSet x (B, N, D), bias (B, N, N) bool or (B, H, N, N) float, edges (B, T, N, N) float;
+        with ``physics_token``, batch["physics"] (B, P) and N + 1 vectors, the token first.
     """
 
     def __init__(self, d_model: int, node_dim: int = 42, attention: GraphAttention = "all_pairs",
                  heads: int = 4, max_dist: int = 8, num_edge_types: int = 6, max_degree: int = 6,
                  lap_pe_k: int = 0, lap_sign_flip: bool = True, geometry: Geometry = "none",
-                 geometry_gaussians: int = 16, geometry_cutoff: float = 10.0) -> None:
+                 geometry_gaussians: int = 16, geometry_cutoff: float = 10.0, physics_token: bool = False) -> None:
         super().__init__()
         self.lap_sign_flip = lap_sign_flip
         if attention not in ("neighbours", "all_pairs", "none"):
@@ -120,6 +127,7 @@ class GraphEncoder(Encoder):
             self.edge_bias = nn.Embedding(num_edge_types, heads)
             nn.init.zeros_(self.dist_bias.weight)
             nn.init.zeros_(self.edge_bias.weight)
+        self.physics_proj = nn.Linear(PHYSICS_TOKEN_WIDTH, d_model) if physics_token else None
 
     def receive(self, spec: DataSpec) -> str | None:
         """Check that the data's graph tensors fit this encoder's tables (at every stage)."""
@@ -134,6 +142,9 @@ class GraphEncoder(Encoder):
         if self.geometry != "none" and not data.geometry:
             bad.append(f"geometry={self.geometry!r} but {spec.source} made the graphs without 3-D distances "
                        "(set its geometry: true)")
+        if self.physics_proj is not None and not data.physics:
+            bad.append(f"physics_token=True but {spec.source} made the graphs without physics descriptors "
+                       "(set its features.physics: true)")
         if bad:
             raise ValueError(f"{spec.where}GraphEncoder has {'; '.join(bad)}; give the encoder the data's values "
                              "(max_dist and lap_pe_k are arguments of both the data module and the encoder)")
@@ -180,5 +191,28 @@ class GraphEncoder(Encoder):
                 lap = lap * sign
             h = h + self.lap_proj(lap)
         h = h * mask[..., None].to(h.dtype)
-        return VectorSet(x=h, mask=mask, bias=self.structure_bias(batch), padded=batch.get("padded"),
-                         edges=self.bonds(batch["edge"]))
+        bias, edges = self.structure_bias(batch), self.bonds(batch["edge"])
+        if self.physics_proj is not None:
+            h, mask, bias, edges = self.with_physics_token(batch, h, mask, bias, edges)
+        return VectorSet(x=h, mask=mask, bias=bias, padded=batch.get("padded"), edges=edges)
+
+    def with_physics_token(self, batch: dict, h: Tensor, mask: Tensor, bias: Tensor | None,
+                           edges: Tensor) -> tuple[Tensor, Tensor, Tensor | None, Tensor]:
+        """The set with the physics token first: (B, N, D) -> (B, N + 1, D), the mask, the bias
+        (bool: the token and every atom see each other; float: 0 to and from it) and the bonds
+        (none to it) padded alike."""
+        if "physics" not in batch:
+            raise ValueError("GraphEncoder(physics_token=True) needs the molecules' physics descriptors "
+                             "(batch['physics']); set the data module's features.physics: true")
+        physics = batch["physics"]
+        if physics.shape[-1] != PHYSICS_TOKEN_WIDTH:
+            raise ValueError(f"GraphEncoder(physics_token=True) expects {PHYSICS_TOKEN_WIDTH} physics values per "
+                             f"molecule, got {physics.shape[-1]}")
+        token = self.physics_proj(physics.to(h.dtype))[:, None, :]  # (B, 1, D)
+        h = torch.cat([token, h], dim=1)
+        mask = F.pad(mask, (1, 0), value=True)
+        if bias is not None and bias.dtype == torch.bool:  # allowed pairs: none to or from padding
+            bias = F.pad(bias, (1, 0, 1, 0), value=True) & mask[:, :, None] & mask[:, None, :]
+        elif bias is not None:
+            bias = F.pad(bias, (1, 0, 1, 0), value=0.0)
+        return h, mask, bias, F.pad(edges, (1, 0, 1, 0))

@@ -126,7 +126,8 @@ def heavy_atom_distances(molh, n_heavy: int, fragments: np.ndarray, conf_id: int
     return d
 
 
-def conformer_tensors(mol, seed: int = SEED, surface: bool = False, conformers: int = 1) -> dict[str, Tensor]:
+def conformer_tensors(mol, seed: int = SEED, surface: bool = False, conformers: int = 1,
+                      physics: bool = False) -> dict[str, Tensor]:
     """One molecule's 3-D tensors for the featurization cache.
 
     Shapes (N heavy atoms, C <= ``conformers`` conformers embedded):
@@ -137,7 +138,8 @@ def conformer_tensors(mol, seed: int = SEED, surface: bool = False, conformers: 
         atom). With ``surface``: surface (N,) float32, each heavy atom's solvent-accessible
         surface with its hydrogens' (``solvation.atom_surface``, on conformer 0 only; a single
         atom is embedded for it), 0 where there is no conformer; surface_missing () long, 1 then
-        (counted by ``geometry_counts``).
+        (counted by ``geometry_counts``). With ``physics``: physics (``PHYSICS_TOKEN_WIDTH``,)
+        float32, the molecule token's values of conformer 0 (``physics.physics_token``).
     """
     from rdkit import Chem
 
@@ -147,7 +149,7 @@ def conformer_tensors(mol, seed: int = SEED, surface: bool = False, conformers: 
         out = {"dist3d": torch.zeros(1, 1), "geometry": torch.tensor(SINGLE_ATOM)}
         if several:
             out["conformers3d"] = torch.zeros(1, 1, 1)
-        molh = embed(mol, seed)[0] if surface else None  # its distance needs none, its surface does
+        molh = embed(mol, seed)[0] if surface or physics else None  # its distance needs none, its surface does
     else:
         if several:
             molh, embedded = embed_conformers(mol, conformers, seed)
@@ -170,6 +172,10 @@ def conformer_tensors(mol, seed: int = SEED, surface: bool = False, conformers: 
         area = atom_surface(molh, n) if molh is not None else None
         out["surface"] = torch.zeros(n) if area is None else torch.from_numpy(area)
         out["surface_missing"] = torch.tensor(int(area is None))
+    if physics:
+        from vecset.encoders.graph.physics import physics_token
+
+        out["physics"] = torch.from_numpy(physics_token(mol, molh))
     return out
 
 

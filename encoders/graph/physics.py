@@ -81,8 +81,6 @@ def physics_descriptors(mol, molh=None) -> np.ndarray:
     """(7,) float64 in ``PHYSICS_NAMES`` order of an RDKit Mol (implicit hydrogens); ``molh``: its
     embedded form with explicit hydrogens, embedded here (``geometry.embed``) when not given. The GB
     energy (kcal/mol) and the surface (A^2) are NaN when the molecule cannot be embedded."""
-    from rdkit.Chem import Crippen, rdMolDescriptors
-
     from vecset.encoders.graph.geometry import embed
     from vecset.encoders.graph.solvation import SURFACE_SCALE, atom_surface
 
@@ -93,6 +91,32 @@ def physics_descriptors(mol, molh=None) -> np.ndarray:
         gb = gb_polarization(molh)
         surface = atom_surface(molh, mol.GetNumAtoms())
         sasa = float("nan") if surface is None else float(surface.sum()) * SURFACE_SCALE
-    return np.array([gb, sasa, Crippen.MolLogP(mol), rdMolDescriptors.CalcTPSA(mol),
-                     rdMolDescriptors.CalcNumHBD(mol), rdMolDescriptors.CalcNumHBA(mol),
-                     rdMolDescriptors.CalcNumRotatableBonds(mol)], dtype=np.float64)
+    return np.array([gb, sasa, *physics_descriptors_2d(mol)], dtype=np.float64)
+
+
+# The molecule token's inputs (``physics_token``): each of ``PHYSICS_NAMES`` divided by a fixed
+# scale of its size on small organic molecules (kcal/mol, A^2, logP units, A^2, counts), so that
+# the values are of order one with no statistics of a training set (a predictor needs none),
+# and a last entry 1 where the conformer values are missing (no conformer: they are 0 then).
+PHYSICS_SCALE: tuple[float, ...] = (10.0, 100.0, 1.0, 50.0, 1.0, 1.0, 5.0)
+PHYSICS_TOKEN_WIDTH: int = len(PHYSICS_NAMES) + 1
+
+
+def physics_token(mol, molh) -> np.ndarray:
+    """(``PHYSICS_TOKEN_WIDTH``,) float32: ``physics_descriptors`` over ``PHYSICS_SCALE``, NaN
+    as 0, then the missing flag (1 where the GB energy or the surface is NaN). ``molh``: the
+    molecule's embedded form with explicit hydrogens, or None (no conformer)."""
+    values = physics_descriptors(mol, molh) if molh is not None else np.array(
+        [np.nan, np.nan, *physics_descriptors_2d(mol)], dtype=np.float64)
+    missing = float(not np.isfinite(values).all())
+    scaled = np.nan_to_num(values / np.array(PHYSICS_SCALE), nan=0.0, posinf=0.0, neginf=0.0)
+    return np.append(scaled, missing).astype(np.float32)
+
+
+def physics_descriptors_2d(mol) -> list[float]:
+    """The five 2-D entries of ``PHYSICS_NAMES`` (logP, TPSA, H-bond donors and acceptors,
+    rotatable bonds), which need no conformer."""
+    from rdkit.Chem import Crippen, rdMolDescriptors
+
+    return [Crippen.MolLogP(mol), rdMolDescriptors.CalcTPSA(mol), rdMolDescriptors.CalcNumHBD(mol),
+            rdMolDescriptors.CalcNumHBA(mol), rdMolDescriptors.CalcNumRotatableBonds(mol)]

@@ -66,6 +66,11 @@ class MoleculeFeaturizer:
             (C, N, N), conformer 0 (the single-conformer one) also as ``dist3d``, for a random
             one per training draw; molecules with fewer than k are counted in
             ``MoleculeTable.geometry`` (``fewer_conformers``). The surface stays conformer 0's.
+        physics: with ``geometry``, one vector per molecule, ``physics`` (``PHYSICS_TOKEN_WIDTH``:
+            the generalized-Born polarization energy and solvent-accessible surface of conformer 0,
+            logP, TPSA, H-bond donors and acceptors, rotatable bonds, each over a fixed scale, and a
+            flag where there is no conformer: ``physics.physics_token``), which the graph encoder's
+            ``physics_token`` makes one more vector of the set.
 
     ``structure`` is what the graph encoder's tables must fit (handed over in the DataSpec),
     ``settings`` everything the tensors depend on (the cache's key).
@@ -73,7 +78,7 @@ class MoleculeFeaturizer:
 
     def __init__(self, max_atoms: int | None = 100, max_dist: int = 8, lap_pe_k: int = 0,
                  descriptors: bool = False, geometry: bool = False, charges: bool = False,
-                 surface: bool = False, conformers: int = 1) -> None:
+                 surface: bool = False, conformers: int = 1, physics: bool = False) -> None:
         if isinstance(conformers, bool) or not isinstance(conformers, int) or conformers < 1:
             raise ValueError(f"conformers must be a whole number of at least 1 (conformers embedded per molecule), "
                              f"got {conformers!r}")
@@ -82,14 +87,19 @@ class MoleculeFeaturizer:
         if surface and not geometry:
             raise ValueError("surface: true needs geometry: true (the solvent-accessible surface is measured on "
                              "the 3-D conformer that geometry embeds)")
+        if physics and not geometry:
+            raise ValueError("physics: true needs geometry: true (its generalized-Born energy and surface are "
+                             "measured on the 3-D conformer that geometry embeds)")
         self.max_atoms, self.max_dist, self.lap_pe_k, self.descriptors = max_atoms, max_dist, lap_pe_k, descriptors
         self.geometry, self.charges, self.surface, self.conformers = geometry, charges, surface, conformers
+        self.physics = physics
         self.nodes = NodeFeaturizer(numeric=atom_numeric(charges, surface))
 
     @property
     def structure(self) -> GraphStructure:
         return GraphStructure(max_dist=self.max_dist, lap_pe_k=self.lap_pe_k, node_dim=self.nodes.dim,
-                              num_edge_types=self.nodes.num_edge_types, geometry=self.geometry)
+                              num_edge_types=self.nodes.num_edge_types, geometry=self.geometry,
+                              physics=self.physics)
 
     def settings(self) -> dict:
         n = self.nodes
@@ -99,14 +109,15 @@ class MoleculeFeaturizer:
                 **({"geometry": "etkdg_mmff", "geometry_seed": SEED, "conformers": self.conformers}
                    if self.geometry else {}),
                 **({"charges": "gasteiger"} if self.charges else {}),
-                **({"surface": "freesasa_rvdw"} if self.surface else {})}
+                **({"surface": "freesasa_rvdw"} if self.surface else {}),
+                **({"physics": "gb_hct_sasa_2d_scaled"} if self.physics else {})}
 
     def one_conformer(self) -> MoleculeFeaturizer:
         """This featurizer with ``conformers`` 1: conformer 0 alone (prediction needs no others)."""
         if self.conformers == 1:
             return self
         return MoleculeFeaturizer(self.max_atoms, self.max_dist, self.lap_pe_k, self.descriptors, self.geometry,
-                                  self.charges, self.surface)
+                                  self.charges, self.surface, physics=self.physics)
 
     def collate(self, items: list[dict]) -> dict:
         """A batch of this featurizer's items: ``pad_graphs`` with its "unreachable" (``max_dist + 1``)."""
@@ -117,7 +128,8 @@ class MoleculeFeaturizer:
         mol = parse_smiles(smiles, self.max_atoms)
         canonical = mol_canonical_smiles(mol)  # from the one parse, before anything else touches the molecule
         g = mol_to_graph(mol)
-        extra: dict = conformer_tensors(mol, surface=self.surface, conformers=self.conformers) if self.geometry else {}
+        extra: dict = conformer_tensors(mol, surface=self.surface, conformers=self.conformers,
+                                        physics=self.physics) if self.geometry else {}
         if self.charges:
             charge, failed = gasteiger_charges(mol)
             nx.set_node_attributes(g, dict(enumerate(charge.tolist())), "charge")

@@ -17,6 +17,7 @@ class GraphStructure:
         node_dim: node feature width F.
         num_edge_types: edge types, "no edge" and "other" included.
         geometry: the graphs carry 3-D distances (``dist3d``, from one conformer per molecule).
+        physics: each graph carries one ``physics`` vector (``physics.PHYSICS_TOKEN_WIDTH``).
     """
 
     max_dist: int
@@ -24,3 +25,4 @@ class GraphStructure:
     node_dim: int
     num_edge_types: int
     geometry: bool = False
+    physics: bool = False

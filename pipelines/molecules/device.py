@@ -118,6 +118,8 @@ class ResidentGraphs:
             t["y"] = torch.stack(ys) if ys[0].dtype == torch.long else torch.stack(ys).float()
         if "features" in first:
             t["features"] = torch.stack([torch.as_tensor(it["features"]) for it in items]).float()
+        if "physics" in first:  # one vector per molecule, as features
+            t["physics"] = torch.stack([it["physics"] for it in items]).float()
         return cls(t, lengths, unreachable)
 
     @property

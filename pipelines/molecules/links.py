@@ -64,6 +64,12 @@ def encoder_geometry(geometry: bool) -> tuple[str, str, str]:
     return ("distance_gaussian" if geometry else "none"), "features.geometry", "true" if geometry else "false"
 
 
+def encoder_physics(physics: bool) -> tuple[bool, str, str]:
+    """The data's ``features.physics`` (a physics vector per molecule) -> the ``GraphEncoder``'s
+    ``physics_token`` (one more vector of the set, made from it)."""
+    return bool(physics), "features.physics", "true" if physics else "false"
+
+
 def molecule_links() -> list[ModelLink]:
     """A MoleculeDataModule's: the graphs' distance clipping and eigenvector count and the atom
     featurizer's widths and 3-D geometry are the graph encoder's (its tables are sized by them);
@@ -71,10 +77,11 @@ def molecule_links() -> list[ModelLink]:
     its ``num_outputs``: each given once, at the data."""
     return [*graph_links("features."), *atom_links(solvation=True),
             ModelLink("3-D geometry", ("features.geometry",), "encoder", "geometry", encoder_geometry),
+            ModelLink("physics token", ("features.physics",), "encoder", "physics_token", encoder_physics),
             ModelLink("descriptor count", ("features.descriptors",), "head", "extra_features", descriptor_count),
             ModelLink("output count", ("target_columns", "label_column", "classes"), "head", "num_outputs",
                       output_count)]
 
 
-__all__ = ["atom_links", "atom_width", "descriptor_count", "encoder_geometry", "graph_links", "molecule_links",
-           "output_count"]
+__all__ = ["atom_links", "atom_width", "descriptor_count", "encoder_geometry", "encoder_physics", "graph_links",
+           "molecule_links", "output_count"]

@@ -61,6 +61,11 @@ class MoleculeFeatures:
         conformers: with ``geometry``, conformers embedded per molecule (Uni-Mol style
             augmentation): k > 1 embeds k and each training draw takes one at random (seeded:
             ``molecules/conformers.py``), while validation, test and predict take conformer 0.
+        physics: one more vector per molecule, a token of physics descriptors: the
+            generalized-Born polarization energy and the solvent-accessible surface of conformer
+            0, Crippen logP, TPSA, H-bond donors and acceptors, rotatable bonds
+            (``encoders/graph/physics.py``); needs ``geometry``. The encoder's ``physics_token``
+            follows (linked).
     """
 
     max_atoms: int = 100
@@ -71,18 +76,22 @@ class MoleculeFeatures:
     charges: bool = False
     surface: bool = False
     conformers: int = 1
+    physics: bool = False
 
     def __post_init__(self) -> None:
         if self.surface and not self.geometry:
             raise ValueError("features.surface: true needs features.geometry: true (the solvent-accessible surface "
                              "is measured on the 3-D conformer)")
+        if self.physics and not self.geometry:
+            raise ValueError("features.physics: true needs features.geometry: true (its generalized-Born energy and "
+                             "surface are measured on the 3-D conformer)")
         if isinstance(self.conformers, int) and self.conformers > 1 and not self.geometry:
             raise ValueError(f"features.conformers: {self.conformers} needs features.geometry: true (the conformers "
                              "are 3-D embeddings)")
 
     def featurizer(self) -> MoleculeFeaturizer:
         return MoleculeFeaturizer(self.max_atoms, self.max_dist, self.lap_pe_k, self.descriptors, self.geometry,
-                                  self.charges, self.surface, self.conformers)
+                                  self.charges, self.surface, self.conformers, self.physics)
 
 
 __all__ = ["MoleculeFeatures", "MoleculeSplit", "SplitMethod"]

@@ -42,10 +42,11 @@ class MoleculePredictor(Predictor):
 
         e = self.extra
         self.geometry = bool(e.get("geometry", False))  # bundles packed before geometry have no key: 2-D
-        # and those packed before the solvation features have no charges / surface keys: without them
+        # and those packed before the solvation features (or the physics token) have no such keys: without them
         self.featurizer = MoleculeFeaturizer(e["max_atoms"], e["max_dist"], e["lap_pe_k"], e["descriptors"],
                                              self.geometry, bool(e.get("charges", False)),
-                                             bool(e.get("surface", False)))  # conformers: 1, conformer 0
+                                             bool(e.get("surface", False)),  # conformers: 1, conformer 0
+                                             physics=bool(e.get("physics", False)))
         self.scaler = None
         if e["descriptors"]:
             self.scaler = DescriptorScaler(e["descriptor_clip"])
@@ -167,7 +168,7 @@ class MoleculePredictor(Predictor):
         f = dm.features  # conformers for the record: the predictor embeds conformer 0 alone
         extra = {"max_atoms": f.max_atoms, "max_dist": f.max_dist, "lap_pe_k": f.lap_pe_k,
                  "descriptors": f.descriptors, "geometry": f.geometry, "charges": f.charges, "surface": f.surface,
-                 "conformers": f.conformers, "train_smiles": train, "train_fingerprints": NearestNeighbours(train).binary(),
+                 "conformers": f.conformers, "physics": f.physics, "train_smiles": train, "train_fingerprints": NearestNeighbours(train).binary(),
                  "domain_threshold": DOMAIN_THRESHOLD, "targets": dm.target_names, "classes": dm.class_names}
         if dm.scaler is not None:
             extra |= {"descriptor_mean": torch.from_numpy(dm.scaler.mean).double(),

@@ -266,6 +266,10 @@ def test_the_molecule_widths_and_outputs_follow_the_data(tmp_path, monkeypatch):
     model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.features.charges=false",
                      "--data.init_args.features.surface=false")
     assert model.encoder.proj.weight.shape[1] == 42
+    # the physics token: one switch at the data, the encoder's token follows
+    assert model.encoder.physics_proj is None
+    model, _ = build("--config", str(ROOT / "configs/freesolv.yaml"), "--data.init_args.features.physics=true")
+    assert model.encoder.physics_proj is not None
     # multitask_molecules.yaml and pretrain_molecules.yaml: test_every_config_gives_each_linked_value_once_and_builds
 
 
