@@ -14,7 +14,8 @@ bench/results/molecule_trunk.json.
 take it from molecule_designs.json's rows of the shipped config's design (seed 0).
 
 With ``--arm NAME=GLOB`` (repeated) the arms are the given runs (each JSON's ``seed``: several
-seeds per split), compared on the (split, seed) pairs every arm has, for any set's metric:
+seeds per split), compared on the (split, seed) pairs every arm has, for any set's metric (B3DB:
+ROC-AUC on test, validation accuracy choosing, higher better):
 
     python bench/molecule_trunk.py --arm scratch='runs/ft/freesolv_none_*.json' \
         --arm trunk_500k='runs/ft/freesolv_500k_*.json' --out bench/results/molecule_trunk_seeds.json
@@ -62,46 +63,53 @@ def paired(a: list[float], b: list[float]) -> dict:
     return {"mean": round(mean, 4), "se": round(se, 4), "n": n}
 
 
-def arm_runs(pattern: str) -> tuple[list[dict], dict[tuple[int, int], dict]]:
-    """The ``molecule_pretrain.py`` JSONs a glob names: per (split, seed), val and test."""
+def arm_runs(pattern: str) -> tuple[list[dict], dict[tuple[int, int], dict], str]:
+    """The ``molecule_pretrain.py`` JSONs a glob names: per (split, seed), val and test; and their
+    test metric (``test_rmse``, or B3DB's ``roc_auc``), the same in every file."""
     import glob
 
-    inputs, out = [], {}
+    inputs, out, metrics = [], {}, set()
     for path in sorted(glob.glob(pattern)):
         data = json.loads(Path(path).read_text())
-        if data["metric"] != "test_rmse":
-            raise SystemExit(f"{path}: --arm compares RMSE runs (lower is better), this one has {data['metric']}")
+        metrics.add(data["metric"])
         inputs.append({"file": path, "command": data["command"], "checkpoint": data["checkpoint"],
                        "loadavg_at_start": data["loadavg_at_start"]})
         for row in data["splits"]:
             for run in (r for r in row.values() if isinstance(r, dict)):
-                out[row["split"], data.get("seed") or 0] = {"val": run["best_val"], "test": run["test"]["test_rmse"]}
+                test = run["roc_auc"] if data["metric"] == "roc_auc" else run["test"]["test_rmse"]
+                out[row["split"], data.get("seed") or 0] = {"val": run["best_val"], "test": test}
     if not out:
         raise SystemExit(f"--arm {pattern!r}: no molecule_pretrain.py JSON matches")
-    return inputs, out
+    if len(metrics) > 1:
+        raise SystemExit(f"--arm {pattern!r}: the files hold different metrics, {sorted(metrics)}")
+    return inputs, out, metrics.pop()
 
 
 def compare_arms(specs: list[str], out: Path) -> dict:
     """Each arm's mean val / test over the (split, seed) pairs all arms have, the paired
     differences of every arm against the first +- s.e., and the arm validation chooses
-    (lowest mean RMSE)."""
-    arms, inputs = {}, {}
+    (lowest mean RMSE; with ROC-AUC on test, the highest mean validation accuracy)."""
+    arms, inputs, metrics = {}, {}, set()
     for spec in specs:
         name, _, pattern = spec.partition("=")
-        inputs[name], arms[name] = arm_runs(pattern)
+        inputs[name], arms[name], metric = arm_runs(pattern)
+        metrics.add(metric)
+    if len(metrics) > 1:
+        raise SystemExit(f"the arms hold different metrics, {sorted(metrics)}: compare runs of one set")
+    metric = metrics.pop()
     common = sorted(set.intersection(*(set(r) for r in arms.values())))
     mean = {a: {k: round(sum(r[p][k] for p in common) / len(common), 4) for k in ("val", "test")}
             for a, r in arms.items()}
     first = next(iter(arms))
     pairs = {f"{a} - {first}": {k: paired([arms[a][p][k] for p in common], [arms[first][p][k] for p in common])
                                 for k in ("val", "test")} for a in arms if a != first}
-    chosen = min(arms, key=lambda a: mean[a]["val"])
-    print(f"over {len(common)} (split, seed) pairs: " + "; ".join(
+    chosen = (max if metric == "roc_auc" else min)(arms, key=lambda a: mean[a]["val"])
+    print(f"{metric} over {len(common)} (split, seed) pairs: " + "; ".join(
         f"{a} val {m['val']:.3f} test {m['test']:.3f}" for a, m in mean.items()) + f"; chosen on validation: {chosen}")
     for name, p in pairs.items():
         print(f"  {name}: val {p['val']['mean']:+.3f} +- {p['val']['se']:.3f}, test {p['test']['mean']:+.3f} "
               f"+- {p['test']['se']:.3f}")
-    result = {"arms": {a: {f"split{s}_seed{e}": r[s, e] for s, e in common} for a, r in arms.items()},
+    result = {"metric": metric, "arms": {a: {f"split{s}_seed{e}": r[s, e] for s, e in common} for a, r in arms.items()},
               "inputs": inputs, "compared_on": [list(p) for p in common], "mean": mean, "paired": pairs,
               "chosen_on_validation": chosen}
     out.write_text(json.dumps(result, indent=1) + "\n")

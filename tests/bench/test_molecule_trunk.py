@@ -16,6 +16,8 @@ from bench import molecule_trunk as mt  # noqa: E402
 
 def write(path: Path, split: int, seed: int | None, val: float, test: float, metric: str = "test_rmse") -> None:
     run = {"best_val": val, "epochs": 100, "train_seconds": 1.0, "test": {"test_rmse": test}}
+    if metric == "roc_auc":  # B3DB: the ROC-AUC from its report, validation accuracy chose the checkpoint
+        run = {"best_val": val, "epochs": 10, "train_seconds": 1.0, "test": {"test_acc": 0.5}, "roc_auc": test}
     path.write_text(json.dumps({"command": "c", "checkpoint": "k", "loadavg_at_start": ["0"], "metric": metric,
                                 "seed": seed, "splits": [{"split": split, "pretrained": run}]}))
 
@@ -35,9 +37,23 @@ def test_arms_are_compared_on_the_split_seed_pairs_all_have(tmp_path):
     assert res["chosen_on_validation"] == "big" and json.loads(out.read_text())["chosen_on_validation"] == "big"
 
 
-def test_an_arm_matching_nothing_or_not_rmse_is_refused(tmp_path):
+def test_roc_auc_arms_are_chosen_by_the_higher_validation_accuracy(tmp_path):
+    for split, val, auc in [(0, 0.80, 0.92), (1, 0.70, 0.90)]:
+        write(tmp_path / f"a_{split}.json", split, 0, val, auc, metric="roc_auc")
+    for split, val, auc in [(0, 0.82, 0.91), (1, 0.74, 0.89)]:
+        write(tmp_path / f"b_{split}.json", split, 0, val, auc, metric="roc_auc")
+    res = mt.compare_arms([f"scratch={tmp_path}/a_*.json", f"trunk={tmp_path}/b_*.json"], tmp_path / "o.json")
+    assert res["metric"] == "roc_auc" and res["mean"]["trunk"] == {"val": 0.78, "test": 0.9}
+    assert res["paired"]["trunk - scratch"]["test"] == {"mean": -0.01, "se": 0.0, "n": 2}
+    assert res["chosen_on_validation"] == "trunk"  # higher validation accuracy, though lower on test
+
+
+def test_an_arm_matching_nothing_or_arms_of_two_metrics_are_refused(tmp_path):
     with pytest.raises(SystemExit, match="no molecule_pretrain.py JSON matches"):
         mt.compare_arms([f"ref={tmp_path}/none_*.json"], tmp_path / "o.json")
     write(tmp_path / "auc.json", 0, 0, 0.9, 0.9, metric="roc_auc")
-    with pytest.raises(SystemExit, match="compares RMSE runs .* roc_auc"):
-        mt.compare_arms([f"ref={tmp_path}/auc.json"], tmp_path / "o.json")
+    write(tmp_path / "rmse.json", 0, 0, 0.9, 0.9)
+    with pytest.raises(SystemExit, match=r"the arms hold different metrics, \['roc_auc', 'test_rmse'\]"):
+        mt.compare_arms([f"ref={tmp_path}/rmse.json", f"b={tmp_path}/auc.json"], tmp_path / "o.json")
+    with pytest.raises(SystemExit, match=r"the files hold different metrics"):
+        mt.compare_arms([f"ref={tmp_path}/*.json"], tmp_path / "o.json")
