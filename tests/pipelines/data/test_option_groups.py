@@ -73,7 +73,7 @@ def test_print_config_shows_each_group_as_a_section(tmp_path, monkeypatch, capsy
     init = yaml.safe_load(capsys.readouterr().out)["data"]["init_args"]
     assert init["split"] == {"method": "random", "seed": 4, "column": "split", "val_fraction": 0.1}
     assert init["features"] == {"max_atoms": 100, "max_dist": 8, "lap_pe_k": 0, "descriptors": True, "geometry": True,
-                                "charges": True, "surface": True, "conformers": 1}
+                                "charges": True, "surface": True, "conformers": 1, "physics": False}
     assert init["placement"] == {"on_device": False, "device_memory_share": 0.5, "length_buckets": None,
                                  "bucket_batches": False}
 
