@@ -27,6 +27,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from vecset.pipelines.training.forward import forward_task
+
 MODEL_FILE, CARD_FILE = "model.pt", "card.json"
 
 
@@ -36,17 +38,17 @@ class PredictorError(ValueError):
 
 
 class PredictorModel(nn.Module):
-    """encoder -> backbone -> head: a TaskModule's forward (``training/step.py``'s
-    ``forward_task``) without Lightning, with the same parameter names (``encoder.*``,
+    """encoder -> backbone -> head: a TaskModule's forward in evaluation (``forward_task``, with
+    its ``test_time_flip``) without Lightning, with the same parameter names (``encoder.*``,
     ``backbone.*``, ``head.*``), so a TaskModule's state dict loads into it as it is."""
 
-    def __init__(self, encoder: nn.Module, backbone: nn.Module, head: nn.Module) -> None:
+    def __init__(self, encoder: nn.Module, backbone: nn.Module, head: nn.Module, test_time_flip: bool = False) -> None:
         super().__init__()
         self.encoder, self.backbone, self.head = encoder, backbone, head
+        self.test_time_flip = test_time_flip
 
     def forward(self, batch: dict) -> Any:
-        vs = self.backbone(self.encoder(batch))
-        return self.head(vs, batch.get("features"), batch=batch if self.head.needs_batch else None)
+        return forward_task(self.encoder, self.backbone, self.head, batch, self.test_time_flip)
 
 
 def import_class(path: Any, where: str) -> type:
@@ -86,7 +88,8 @@ def build_model(path: Path, bundle: dict) -> PredictorModel:
         raise PredictorError(f"{path}: hyper_parameters._class_path is {hp.get('_class_path')!r}; a predictor "
                              "is a vecset.pipelines.TaskModule's (one encoder, backbone and head)")
     model = PredictorModel(*(instantiate(hp[part], f"{path}: hyper_parameters.{part}")
-                             for part in ("encoder", "backbone", "head")))
+                             for part in ("encoder", "backbone", "head")),
+                           test_time_flip=bool(hp.get("test_time_flip", False)))  # as its validation and test
     model.load_state_dict(bundle["state_dict"])
     return model.eval()
 

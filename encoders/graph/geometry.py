@@ -149,7 +149,7 @@ def conformer_tensors(mol, seed: int = SEED, surface: bool = False, conformers: 
         out = {"dist3d": torch.zeros(1, 1), "geometry": torch.tensor(SINGLE_ATOM)}
         if several:
             out["conformers3d"] = torch.zeros(1, 1, 1)
-        molh = embed(mol, seed)[0] if surface or physics else None  # its distance needs none, its surface does
+        molh = embed(mol, seed)[0] if surface or physics else None  # its distance needs none, these do
     else:
         if several:
             molh, embedded = embed_conformers(mol, conformers, seed)

@@ -13,6 +13,7 @@ from torchmetrics import MeanMetric, MetricCollection
 from vecset.contracts.abilities import Width
 from vecset.encoders.contract import Encoder
 from vecset.heads.contract import Head
+from vecset.pipelines.training.forward import forward_task
 
 Stage = Literal["train", "val", "test"]
 STAGES: tuple[Stage, ...] = ("train", "val", "test")
@@ -64,30 +65,6 @@ def metric_prefix(stage: Stage, task: str | None = None) -> str:
 def stage_metrics(head: Head, stage: Stage, task: str | None = None) -> MetricCollection:
     """The head's metrics for one stage, named as they are logged."""
     return head.metrics().clone(prefix=metric_prefix(stage, task))
-
-
-def forward_task(encoder: nn.Module, backbone: nn.Module, head: Head, batch: dict,
-                 test_time_flip: bool = False) -> Any:
-    """encoder -> backbone -> head; the head gets the batch when it reads it (``needs_batch``:
-    teacher forcing reads the targets, kernel regression the queries). With ``test_time_flip``,
-    the mean of the head's outputs for the images and for their mirror images (``batch["image"]``
-    flipped left-right), as airbench and timm's test-time augmentation do.
-
-    Shapes:
-        batch -> VectorSet (B, N, D) -> VectorSet (B, N, D) (N+1 with a CLS vector) -> the
-        head's output; ``batch["features"]`` (B, F) where the data has set-level features;
-        ``batch["image"]`` (B, C, H, W) with ``test_time_flip``.
-    """
-    vs = backbone(encoder(batch))
-    out = head(vs, batch.get("features"), batch=batch if head.needs_batch else None)
-    if not test_time_flip:
-        return out
-    if not isinstance(batch.get("image"), Tensor) or batch["image"].dim() != 4 or not isinstance(out, Tensor):
-        raise ValueError("test_time_flip averages the outputs for images and their mirror images: it needs batches "
-                         "with an 'image' tensor (B, C, H, W) and a head whose output is one tensor (a classifier's "
-                         f"logits); this batch has {sorted(batch)} and the head {type(head).__name__} returns "
-                         f"{type(out).__name__}")
-    return (out + forward_task(encoder, backbone, head, {**batch, "image": batch["image"].flip(-1)})) / 2
 
 
 def detached(out: Any) -> Any:
