@@ -70,3 +70,32 @@ def test_conv_tokenizer_declares_its_grid_and_image_sides():
     assert isinstance(enc, Grid) and isinstance(enc, ImageSides)
     assert enc.image_sides() == {"multiple_of": 4, "pad": False, "max_height": None, "max_width": None}
 
+
+
+def test_channels_last_tokenizer_equals_the_contiguous_one():
+    """channels_last (the default) changes the memory layout only: the same vectors and gradients
+    as the contiguous tokenizer with the same weights; the weights stay channels-last through
+    load_state_dict and copies, and checkpoints load across the two."""
+    import copy
+
+    torch.manual_seed(0)
+    cl = ConvTokenizer(in_channels=1, d_model=16, layers=3, hidden_channels=8)
+    plain = ConvTokenizer(in_channels=1, d_model=16, layers=3, hidden_channels=8, channels_last=False)
+    plain.load_state_dict(cl.state_dict())
+    weights = [m.weight for m in cl.conv if isinstance(m, torch.nn.Conv2d)]
+    assert all(w.is_contiguous(memory_format=torch.channels_last) for w in weights)
+    assert not any(w.is_contiguous() for w in weights[1:])  # the first has one input channel: both layouts
+    assert all(m.weight.is_contiguous() for m in plain.conv if isinstance(m, torch.nn.Conv2d))
+    img = torch.randn(4, 1, 28, 28)
+    out_cl, out_plain = cl({"image": img}), plain({"image": img})
+    torch.testing.assert_close(out_cl.x, out_plain.x)
+    assert out_cl.grid == out_plain.grid == (4, 4)
+    out_cl.x.square().sum().backward()
+    out_plain.x.square().sum().backward()
+    for a, b in zip(cl.parameters(), plain.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-5)
+    fresh = ConvTokenizer(in_channels=1, d_model=16, layers=3, hidden_channels=8)
+    fresh.load_state_dict(plain.state_dict())
+    for m in (fresh, copy.deepcopy(cl)):
+        assert all(c.weight.is_contiguous(memory_format=torch.channels_last) for c in m.conv if isinstance(c, torch.nn.Conv2d))
+        torch.testing.assert_close(m({"image": img}).x, out_plain.x)
