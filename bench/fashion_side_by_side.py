@@ -9,7 +9,8 @@ model with one seed. Jobs run in waves of as many jobs as ``--cores`` names, eac
 core (``taskset -c K``) with ``OMP_NUM_THREADS=1``; a wave ends before the next starts. Each job
 writes into its own folder, ``<root_dir>/side_by_side/<model>_seed<S>/`` (its run, and its
 output in ``log.txt``); a folder that already holds a finished run is refused unless
-``--overwrite``.
+``--overwrite``. ``--vecset_args`` adds arguments to the vecset models' ``fit`` (a callback, a
+setting), after the script's own.
 
 ``--out`` gets one row per job (steps/s, epochs, best validation and test accuracy, the flip
 ones where the run has them, precision, parameters, command, start time, the load before and
@@ -70,8 +71,10 @@ def vecset_exe() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "vecset"]
 
 
-def child_command(model: str, seed: int, minutes: float, jobdir: Path, dry: bool, data_root: str | None) -> list[str]:
-    """What a job runs (its working directory is ``jobdir``: a vecset run goes to jobdir/runs/)."""
+def child_command(model: str, seed: int, minutes: float, jobdir: Path, dry: bool, data_root: str | None,
+                  vecset_args: list[str] = ()) -> list[str]:
+    """What a job runs (its working directory is ``jobdir``: a vecset run goes to jobdir/runs/);
+    ``vecset_args`` go to the vecset models' fit only."""
     if model == "cnn":
         cmd = [sys.executable, str(ROOT / "bench" / "fashion_examples_cnn.py"), "--minutes", f"{minutes:g}",
                "--seed", str(seed), "--out", str(jobdir / CNN_JSON)]
@@ -81,7 +84,7 @@ def child_command(model: str, seed: int, minutes: float, jobdir: Path, dry: bool
            "--trainer.max_epochs", "100", "--model.init_args.schedule", "budget",
            "--trainer.max_time", f"00:{secs // 3600:02d}:{secs % 3600 // 60:02d}:{secs % 60:02d}",
            "--trainer.enable_progress_bar", "false"]
-    return cmd + (["--data.init_args.root", data_root] if data_root else []) + (VECSET_DRY if dry else [])
+    return cmd + (["--data.init_args.root", data_root] if data_root else []) + (VECSET_DRY if dry else []) + list(vecset_args)
 
 
 def pinned(cmd: list[str], core: int) -> tuple[list[str], dict]:
@@ -130,7 +133,8 @@ def run_wave(wave: list[tuple[str, int, int]], args, root_dir: Path) -> tuple[li
     for model, seed, core in wave:
         jobdir = job_dir(root_dir, model, seed)
         jobdir.mkdir(parents=True, exist_ok=True)
-        argv, env = pinned(child_command(model, seed, args.minutes, jobdir, args.dry, args.root), core)
+        argv, env = pinned(child_command(model, seed, args.minutes, jobdir, args.dry, args.root,
+                                         shlex.split(args.vecset_args)), core)
         log = open(jobdir / "log.txt", "w")  # closed when the child ends
         start = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         print(f"[{start}] {model} seed {seed} on core {core}: {shlex.join(argv)}", flush=True)
@@ -209,6 +213,8 @@ def main(argv: list[str] | None = None) -> Path:
     ap.add_argument("--root_dir", default=str(ROOT / "runs"), help="the jobs go to ROOT_DIR/side_by_side/")
     ap.add_argument("--root", default=None, help="the Fashion-MNIST idx files (default: the data module's)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "fashion_side_by_side.json"))
+    ap.add_argument("--vecset_args", default="", help="more arguments for the vecset models' fit, as one string "
+                    "(e.g. '--trainer.callbacks+=vecset.pipelines.training.averaging.EMAWeightAveraging')")
     ap.add_argument("--dry", action="store_true", help="tiny subsets, 2 steps, one epoch: checks the script")
     ap.add_argument("--overwrite", action="store_true", help="remove a job folder that holds a finished run")
     ap.add_argument("--plot", action=argparse.BooleanOptionalAction, default=None,

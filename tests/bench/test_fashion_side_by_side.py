@@ -35,6 +35,9 @@ def test_each_job_is_pinned_to_its_core_with_one_thread(tmp_path):
     assert cnn[:5] == ["taskset", "-c", "0", sys.executable, str(ROOT / "bench" / "fashion_examples_cnn.py")]
     assert cnn[5:] == ["--minutes", "30", "--seed", "3", "--out", str(tmp_path / sbs.CNN_JSON), "--dry", "--root", "/fm"]
     assert env["OMP_NUM_THREADS"] == "1"
+    extra = ["--trainer.callbacks+=vecset.pipelines.training.averaging.EMAWeightAveraging", "--trainer.callbacks.decay=0.999"]
+    assert sbs.child_command("cct", 1, 90, tmp_path, True, None, extra)[-2:] == extra  # after the dry settings
+    assert sbs.child_command("cnn", 1, 90, tmp_path, False, None, extra)[-1] == str(tmp_path / sbs.CNN_JSON)
 
 
 def test_dry_cnn_two_seeds_rows_job_folders_summary_and_refusal(tmp_path, capsys):
@@ -79,7 +82,8 @@ def test_dry_cct_beside_a_failing_child(tmp_path, monkeypatch):
     out = tmp_path / "sbs.json"
     with pytest.raises(SystemExit) as e:
         sbs.main(["--dry", "--models", "cct", "cnn", "--seeds", "4", "--cores", str(CORE), str(CORE), "--root", str(data),
-                  "--root_dir", str(tmp_path / "runs"), "--out", str(out), "--no-plot"])
+                  "--root_dir", str(tmp_path / "runs"), "--out", str(out), "--no-plot",
+                  "--vecset_args", "--model.init_args.head.init_args.label_smoothing 0.2"])
     message = str(e.value.code)
     assert message.startswith(f"job cnn seed 4 (core {CORE}) failed with exit code 3")
     assert str(tmp_path / "runs" / "side_by_side" / "cnn_seed4" / "log.txt") in message and "the reason it failed" in message
@@ -88,4 +92,6 @@ def test_dry_cct_beside_a_failing_child(tmp_path, monkeypatch):
     assert row["model"] == "cct" and row["seed"] == 4 and row["run"] == str(jobdir / "runs" / "fashion_mnist" / "version_0")
     assert row["steps"] == 2 and row["epochs"] == 1 and row["params"] > 10_000 and row["precision"]
     assert 0 <= row["val_acc"] <= 1 and 0 <= row["test_acc"] <= 1 and row["val_curve"]["val_acc"]
+    assert row["command"].endswith("--model.init_args.head.init_args.label_smoothing 0.2")
+    assert "label_smoothing: 0.2" in (Path(row["run"]) / "config.yaml").read_text()  # --vecset_args reached the fit
     assert not out.with_suffix(".png").exists()  # --no-plot
