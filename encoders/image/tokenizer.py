@@ -44,8 +44,8 @@ class ConvTokenizer(Encoder):
             (bench/logs/2026-12-06-cct-step.md).
         positional, max_h, max_w: as in PixelEncoder; max_h/max_w count vectors.
         channels_last: hold the convolutions' weights and run them on the image in channels-last
-            memory (``torch.channels_last``, NHWC): the same values, a faster CPU step (1.32x in
-            fp32, 1.49x in bf16 for the configs' CCT on one thread: bench/logs/2026-12-06-cct-step.md).
+            memory (``torch.channels_last``, NHWC): the same values, a faster CPU step (the configs'
+            CCT on one thread: bench/logs/2026-12-07-images-side-by-side.md).
 
     Shapes:
         batch["image"] (B, C, H, W) float -> VectorSet x (B, h*w, D) row-major with
