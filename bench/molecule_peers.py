@@ -31,7 +31,6 @@ validation and test metric, the whole grid's validation metrics, CPU seconds; ``
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import math
 import statistics
@@ -48,38 +47,13 @@ if str(ROOT) not in sys.path:
 from bench.chemprop_baseline import data_module  # noqa: E402
 from bench.molecule_designs import SETS  # noqa: E402
 from vecset.encoders.graph import DescriptorScaler  # noqa: E402
+from vecset.pipelines.molecules.blend import GRIDS, grid_points, non_constant, pick  # noqa: E402
 
 DESIGNS_JSON = ROOT / "bench" / "results" / "molecule_designs.json"
 CHEMPROP_JSON = ROOT / "bench" / "results" / "chemprop_baseline.json"
-# the grids: small, as a chemist would try them (gamma in multiples of 1/F, sklearn's "scale" for z-scores)
-GRIDS: dict[str, dict[str, list]] = {
-    "svr": {"C": [0.3, 1.0, 10.0, 100.0, 1000.0], "gamma_x": [0.01, 0.03, 0.1, 0.3, 1.0, 3.0],
-            "epsilon": [0.01, 0.1, 0.3, 0.6]},
-    "hgb": {"learning_rate": [0.03, 0.1, 0.3], "max_leaf_nodes": [15, 31, 63], "l2_regularization": [0.0, 1.0, 10.0]},
-    "forest": {"max_features": [1.0, 0.33, "sqrt"]},
-}
+# GRIDS (small, as a chemist would try them; gamma in multiples of 1/F) are the package's, the
+# ones `vecset pack --blend` tunes
 PEERS = (*GRIDS, "chemprop")
-
-
-def grid_points(grid: dict[str, list]) -> list[dict]:
-    """Every combination of a grid's values, in order."""
-    return [dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())]
-
-
-def pick(scored: list[tuple[dict, float]], lower_is_better: bool) -> tuple[dict, float]:
-    """The (setting, validation metric) with the best validation metric; the first of ties."""
-    best = scored[0]
-    for point in scored[1:]:
-        if (point[1] < best[1]) if lower_is_better else (point[1] > best[1]):
-            best = point
-    return best
-
-
-def non_constant(train: np.ndarray) -> np.ndarray:
-    """The columns of the (n, F) training descriptors that vary (NaN ignored; all-NaN: constant)."""
-    with np.errstate(all="ignore"):
-        lo, hi = np.nanmin(np.where(np.isnan(train), np.inf, train), 0), np.nanmax(np.where(np.isnan(train), -np.inf, train), 0)
-    return np.flatnonzero(np.isfinite(lo) & (hi > lo))
 
 
 def matrices(name: str, split: int) -> dict:

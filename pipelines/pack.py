@@ -152,16 +152,23 @@ def split_of(config: dict) -> dict:
 
 def pack(run_dirs: list[Path], out: Path, *, name: str | None = None, data: str | None = None,
          licence: str | None = None, config: str | None = None, fit_args: list[str] | None = None,
-         slice_size: int = SLICE, build_seconds: float | None = None, about: str | None = None) -> dict:
+         slice_size: int = SLICE, build_seconds: float | None = None, about: str | None = None,
+         blend: str | None = None) -> dict:
     """Write ``model.pt``, ``card.json`` and ``README.md`` for ``run_dirs`` into ``out``; the card.
     ``name``, ``data``, ``licence``, ``config``, ``about``: what the card says (default: the run's
-    folder name, its data files, none, its config.yaml, nothing on what the model is for)."""
+    folder name, its data files, none, its config.yaml, nothing on what the model is for).
+    ``blend``: a descriptor model to blend with, tuned on the run's validation split
+    (``pipelines/molecules/blend.py``; molecule runs), written beside ``model.pt``."""
     run_dirs = [Path(d) for d in run_dirs]
     run_dir, out = run_dirs[0], Path(out)
     bundle, cls, test, results = bundle_of(run_dirs)
     cfg = run_config(run_dir)
     name = name or run_dir.parent.name
     predictor = cls(name, run_dir / "config.yaml", bundle, {})
+    if blend is not None:
+        if not hasattr(predictor, "fit_blend"):
+            raise PredictorError(f"--blend: {cls.__name__} has no blend (the molecule job's predictor has)")
+        predictor.fit_blend(cfg, blend)
     inputs, targets = test["inputs"], test["targets"]
     t0 = time.perf_counter()
     rows = predictor.predict(inputs)
@@ -183,6 +190,7 @@ def pack(run_dirs: list[Path], out: Path, *, name: str | None = None, data: str 
         "members": [{"seed": run_config(d).get("seed_everything"), "test": r.get("test"), "best_val": r.get("best_val"),
                      "wall_seconds": r.get("wall_seconds")} for d, r in
                     zip(run_dirs, [results, *(best_checkpoint(d)[0] for d in run_dirs[1:])], strict=True)],
+        **({"blend": predictor.blend} if blend is not None else {}),
         "test_through_predictor": predictor.score(rows, targets) | {"seconds": round(seconds, 2)},
         "slice": {"first": slice_size, "inputs": inputs[:slice_size] if text_inputs else None,
                   "indices": test.get("indices", [])[:slice_size] or None, "targets": targets[:slice_size],
@@ -203,10 +211,21 @@ def pack(run_dirs: list[Path], out: Path, *, name: str | None = None, data: str 
     # written once everything is computed: a failure leaves no half-written folder
     out.mkdir(parents=True, exist_ok=True)
     torch.save(bundle, out / MODEL_FILE)
-    card["size_bytes"] = (out / MODEL_FILE).stat().st_size
+    card["size_bytes"] = (out / MODEL_FILE).stat().st_size + write_peer(predictor, out)
     (out / CARD_FILE).write_text(json.dumps(card, indent=1) + "\n")
     (out / "README.md").write_text(readme(card, predictor, cfg))
     return card
+
+
+def write_peer(predictor: Predictor, out: Path) -> int:
+    """The blend's descriptor model beside ``model.pt``, its bytes (0 without a blend, an older
+    pack's peer file removed)."""
+    from vecset.pipelines.molecules.blend import PEER_FILE, save_peer
+
+    if getattr(predictor, "peer", None) is None:
+        (out / PEER_FILE).unlink(missing_ok=True)
+        return 0
+    return save_peer(predictor.peer, out).stat().st_size
 
 
 def data_given(card: dict) -> bool:
@@ -233,11 +252,23 @@ def readme(card: dict, predictor: Predictor, config: dict) -> str:
         "## Results", "",
         f"The run's test metrics (`results.json`, monitored `{run.get('monitor')}`, best {run.get('best_val')}, "
         f"{run.get('epochs')} epochs, {run.get('global_steps')} steps): `{json.dumps(run.get('test'))}`.", "",
+        *blend_lines(card.get("blend")),
         f"The test split through this predictor: `{json.dumps(card['test_through_predictor'])}`.", "",
         "## Training", "", f"`{card['command']}`", "", *warm_start_lines(card.get("started_from")), "```yaml",
         yaml.safe_dump({k: config[k] for k in ("seed_everything", "model", "data") if k in config},
                        sort_keys=False).rstrip(), "```", ""]
     return "\n".join(lines)
+
+
+def blend_lines(blend: dict | None) -> list[str]:
+    """The card's lines on a blend with a descriptor model (``vecset pack --blend``), or none."""
+    if not blend:
+        return []
+    v = blend["validation"]
+    return [f"Blended: {blend['weight']} x the attention model + {round(1 - blend['weight'], 2)} x `{blend['peer']}` "
+            f"(`{json.dumps(blend['setting'])}`) on the RDKit descriptors, read from `peer.skops`; setting and weight "
+            f"chosen on the {blend['molecules']['val']} validation molecules ({v['metric']}: attention "
+            f"{v['attention']:.4f}, {blend['peer']} {v['peer']:.4f}, blend {v['blend']:.4f}).", ""]
 
 
 def warm_start_lines(start: dict | None) -> list[str]:
@@ -262,14 +293,23 @@ def main(argv: list[str]) -> None:
                    help="a run folder (runs/<config>/version_<n>); several: an ensemble's members")
     p.add_argument("out", type=Path, metavar="OUT_DIR", help="the model folder to write")
     p.add_argument("--name", help="the model's name on its card (default: the run's config name)")
+    p.add_argument("--blend", choices=["svr", "hgb", "forest"],
+                   help="molecules: blend with a descriptor model (scikit-learn's SVR, regression only; "
+                        "HistGradientBoosting; random forest), its setting and weight chosen on the run's "
+                        "validation split")
     args = p.parse_args(argv)
     try:
         if args.out.exists() and not args.out.is_dir():
             raise PredictorError(f"OUT_DIR {args.out}: a file, not a folder")
-        card = pack(args.runs, args.out, name=args.name)
+        card = pack(args.runs, args.out, name=args.name, blend=args.blend)
     except PredictorError as e:
         sys.stderr.write(f"error: {e}\n")
         raise SystemExit(2) from None
+    if "blend" in card:
+        b = card["blend"]
+        v = b["validation"]
+        print(f"blend: {b['weight']} x attention + {round(1 - b['weight'], 2)} x {b['peer']} {b['setting']}; validation "
+              f"{v['metric']} attention {v['attention']:.4f}, {b['peer']} {v['peer']:.4f}, blend {v['blend']:.4f}")
     print(f"packed {args.out}: {card['predictor'].rsplit('.', 1)[1]}, test through the predictor "
           f"{json.dumps(card['test_through_predictor'])}")
 

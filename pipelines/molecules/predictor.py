@@ -28,7 +28,10 @@ class MoleculePredictor(Predictor):
     that it was predicted from its 2-D graph alone (a single atom needs no conformer: True). A
     model trained with the solvation atom features (``extra["charges"]``, ``extra["surface"]``)
     computes them as its training did. One trained with several conformers per molecule
-    (``extra["conformers"]`` > 1) predicts, as its validation did, from conformer 0."""
+    (``extra["conformers"]`` > 1) predicts, as its validation did, from conformer 0. One packed
+    with ``--blend`` (``extra["blend"]``) is a weighted mean with a descriptor model read from
+    ``peer.skops`` beside ``model.pt`` (``pipelines/molecules/blend.py``); its ``_std`` columns are
+    then the attention part's spread, times its weight."""
 
     input_column, input_flag = "smiles", "--smiles"
     known_inputs = ["CCO", "c1ccccc1O", "CC(=O)Oc1ccccc1C(=O)O"]  # ethanol, phenol, aspirin
@@ -65,6 +68,34 @@ class MoleculePredictor(Predictor):
             predicted = [*targets, *((f"{t}_std" for t in targets) if spread else ())]
         self.values = [*predicted, "train_similarity", "out_of_domain", "out_of_domain_reason",
                        *(["conformer"] if self.geometry else [])]
+        # a blend with a descriptor model (``vecset pack --blend``): its record, and the model beside model.pt
+        self.blend: dict | None = e.get("blend")
+        self.peer = None
+        if self.blend is not None:
+            from vecset.pipelines.molecules.blend import PEER_FILE, load_peer
+
+            self.peer = load_peer(Path(path).parent / PEER_FILE)
+
+    def fit_blend(self, config: dict, peer: str) -> dict:
+        """Blend this predictor with ``peer`` tuned on the run's training and validation splits
+        (``pipelines/molecules/blend.py``); the blend's record, also kept in ``extra``."""
+        from vecset.pipelines.molecules.blend import fit_blend
+
+        self.blend, self.peer = fit_blend(self, config, peer)
+        self.extra["blend"] = self.blend
+        return self.blend
+
+    def _blended(self, attention: torch.Tensor, items: list[dict]) -> tuple[torch.Tensor, float]:
+        """``attention`` (B, classes) probabilities or (B, 1) values, blended with the peer's on
+        the items' raw descriptors; the attention model's weight (1 without a blend)."""
+        if self.peer is None:
+            return attention, 1.0
+        from vecset.pipelines.molecules.blend import descriptor_matrix, peer_output
+
+        w = float(self.blend["weight"])
+        peer = torch.as_tensor(peer_output(self.peer, descriptor_matrix(items), self.classes is not None),
+                               dtype=attention.dtype).reshape(attention.shape)
+        return w * attention + (1.0 - w) * peer, w
 
     def prepare(self, value: Any) -> dict:
         from vecset.encoders.graph.domain import kinds_of
@@ -122,6 +153,8 @@ class MoleculePredictor(Predictor):
         if self.classes is not None:
             probs = torch.stack([o.softmax(-1) for o in outs])  # (K, B, classes)
             prob, spread = probs.mean(0), probs.std(0, correction=0)  # the members' mean and spread
+            prob, w = self._blended(prob, items)
+            spread = w * spread  # the attention part's spread
             for r, p, s in zip(rows, prob.tolist(), spread.tolist(), strict=True):
                 k = int(np.argmax(p))
                 r |= {"prediction": self.classes[k], "probability": p[k]}
@@ -134,8 +167,8 @@ class MoleculePredictor(Predictor):
         var = means.var(0, correction=0)  # the members' spread (pipelines/ensemble.py's combine)
         if parts[0][1] is not None:
             var = var + torch.stack([s ** 2 for _, s in parts]).mean(0)
-        mean = means.mean(0)
-        std = var.sqrt() if len(self.models) > 1 or parts[0][1] is not None else None
+        mean, w = self._blended(means.mean(0), items)
+        std = w * var.sqrt() if len(self.models) > 1 or parts[0][1] is not None else None
         for i, r in enumerate(rows):
             r |= dict(zip(self.extra["targets"], mean[i].tolist(), strict=True))
             if std is not None:

@@ -229,7 +229,7 @@ def test_a_wheel_carries_every_shipped_file():
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["vecset"]
     for name in shipped():
-        for f in ("model.pt", "card.json"):
+        for f in ("model.pt", "card.json", *(["peer.skops"] if (models_dir() / name / "peer.skops").exists() else [])):
             assert any(fnmatch.fnmatch(f"models/{name}/{f}", p) for p in patterns), (name, f)
 
 
@@ -240,6 +240,7 @@ def test_an_ensemble_bundle_reports_the_members_spread(tmp_path):
 
     src = models_dir() / "freesolv"  # a 3-member ensemble: the first member's weights, the others in "members"
     single = {k: v for k, v in torch.load(src / "model.pt", weights_only=True).items() if k != "members"}
+    single["predictor"].pop("blend", None)  # the attention model alone (no peer.skops copied)
     shifted = {k: v.clone() for k, v in single["state_dict"].items()}
     shifted["head.target_mean"] += 0.5  # a member predicting 0.5 kcal/mol more for every molecule
     for folder, bundle in (("one", single), ("three", {**single, "members": [single["state_dict"], shifted]})):
@@ -263,6 +264,7 @@ def test_a_classification_ensemble_reports_the_members_spread_of_the_probability
 
     src = models_dir() / "b3db"
     single = {k: v for k, v in torch.load(src / "model.pt", weights_only=True).items() if k != "members"}
+    single["predictor"].pop("blend", None)  # the attention model alone (no peer.skops copied)
     shifted = {k: v.clone() for k, v in single["state_dict"].items()}
     shifted["head.mlp.5.bias"] += torch.tensor([-20.0, 20.0])  # a member sure of BBB+ for every molecule
     for folder, bundle in (("one", single), ("two", {**single, "members": [shifted]})):
@@ -441,7 +443,7 @@ UNEMBEDDABLE = "C1#CC1"  # cyclopropyne: RDKit cannot embed it in 3-D (encoders/
 @pytest.fixture(scope="module")
 def geometry_run(tmp_path_factory):
     """A 2-step ``vecset fit`` of the tiny 3-D config on 30 FreeSolv molecules, packed by
-    ``scripts/ship_predictors.py --from-run``; (its run directory, the predictor, the config)."""
+    ``scripts/ship_predictors.py --from-run --no-blend``; (its run directory, the predictor, the config)."""
     import contextlib
     import importlib.util
 
@@ -458,7 +460,7 @@ def geometry_run(tmp_path_factory):
     spec = importlib.util.spec_from_file_location("ship_predictors", ROOT / "scripts" / "ship_predictors.py")
     ship = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ship)
-    ship.main(["freesolv", "--from-run", str(run), "--out", str(tmp / "models")])
+    ship.main(["freesolv", "--from-run", str(run), "--out", str(tmp / "models"), "--no-blend"])  # the model alone
     return run, pretrained(tmp / "models" / "freesolv"), cfg
 
 
@@ -527,7 +529,7 @@ def test_a_bundle_without_the_geometry_key_is_2d(tmp_path):
 
     src = models_dir() / "b3db"
     bundle = {k: v for k, v in torch.load(src / "model.pt", weights_only=True).items() if k != "members"}
-    for key in ("geometry", "charges", "surface"):
+    for key in ("geometry", "charges", "surface", "blend"):  # blend: the attention model alone (no peer.skops)
         bundle["predictor"].pop(key, None)
     torch.save(bundle, tmp_path / "model.pt")
     shutil.copy(src / "card.json", tmp_path / "card.json")
