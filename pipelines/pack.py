@@ -166,8 +166,6 @@ def pack(run_dirs: list[Path], out: Path, *, name: str | None = None, data: str 
     name = name or run_dir.parent.name
     predictor = cls(name, run_dir / "config.yaml", bundle, {})
     if blend is not None:
-        if not hasattr(predictor, "fit_blend"):
-            raise PredictorError(f"--blend: {cls.__name__} has no blend (the molecule job's predictor has)")
         predictor.fit_blend(cfg, blend)
     inputs, targets = test["inputs"], test["targets"]
     t0 = time.perf_counter()
@@ -222,7 +220,7 @@ def write_peer(predictor: Predictor, out: Path) -> int:
     pack's peer file removed)."""
     from vecset.pipelines.molecules.blend import PEER_FILE, save_peer
 
-    if getattr(predictor, "peer", None) is None:
+    if predictor.peer is None:
         (out / PEER_FILE).unlink(missing_ok=True)
         return 0
     return save_peer(predictor.peer, out).stat().st_size

@@ -215,6 +215,14 @@ class Predictor:
         """The card's own fields over the test split's predicted rows (a molecule model's domain)."""
         return {}
 
+    # a second model blended with this one (``vecset pack --blend``: the molecule job's), written
+    # beside ``model.pt``; None where there is none
+    peer: Any = None
+
+    def fit_blend(self, config: dict, peer: str) -> dict:
+        """Blend with ``peer`` fit on the run's data (``config``): the blend's record for the card."""
+        raise PredictorError(f"--blend: {type(self).__name__} has no blend (the molecule job's predictor has)")
+
     def score(self, rows: list[dict], targets: list) -> dict:
         """The job's test metric of predicted ``rows`` against ``targets`` (the card's slice and
         test numbers); an error row is an error here: every test input must be predicted."""

@@ -200,3 +200,12 @@ def test_pack_blend_errors_name_the_option(tiny_run, tmp_path, capsys):
     with contextlib.chdir(tiny_run.parents[2]), pytest.raises(SystemExit) as e:
         main([str(tiny_run), str(tmp_path / "m"), "--blend", "knn"])
     assert e.value.code == 2 and "--blend: invalid choice: 'knn'" in capsys.readouterr().err
+
+
+def test_a_job_without_a_blend_says_so():
+    from vecset.pipelines.images.predictor import ImagePredictor
+
+    image = object.__new__(ImagePredictor)  # no model needed: the refusal comes first
+    assert image.peer is None
+    with pytest.raises(PredictorError, match="--blend: ImagePredictor has no blend"):
+        image.fit_blend({}, "svr")
