@@ -123,7 +123,7 @@ def split_rows(name: str, split: int, runs: dict[int, Path], peers: list[str]) -
     blendable = [p for p in peers if not (cls and p == "svr")]
     pair = {p: (t["val_pred"], t["test_pred"]) for p, t in tuned.items()}
     for p, q in itertools.combinations(blendable, 2):
-        rows.append({"split": split, "seed": None, "candidate": f"{p}+{q}", **_w(blend(pair[p], pair[q], y_val, y_test, cls))})
+        rows.append({"split": split, "seed": None, "candidate": f"{p}+{q}", **blend(pair[p], pair[q], y_val, y_test, cls)})
     vecset = {}
     for seed, run_dir in sorted(runs.items()):
         pred = run_predictions(run_dir, smiles, cls)
@@ -137,20 +137,16 @@ def split_rows(name: str, split: int, runs: dict[int, Path], peers: list[str]) -
                      "recorded_test": recorded})
         for p in blendable:
             rows.append({"split": split, "seed": seed, "candidate": f"vecset+{p}",
-                         **_w(blend(vecset[seed], pair[p], y_val, y_test, cls))})
+                         **blend(vecset[seed], pair[p], y_val, y_test, cls)})
     if len(vecset) > 1:
         ens = tuple(np.mean([v[i] for v in vecset.values()], axis=0) for i in (0, 1))
         rows.append({"split": split, "seed": None, "candidate": "ensemble", "w": None,
                      "val": score(cls, y_val, ens[0]), "test": score(cls, y_test, ens[1])})
         for p in blendable:
             rows.append({"split": split, "seed": None, "candidate": f"ensemble+{p}",
-                         **_w(blend(ens, pair[p], y_val, y_test, cls))})
+                         **blend(ens, pair[p], y_val, y_test, cls)})
     settings = {p: t["setting"] for p, t in tuned.items()}
     return rows, {"peers": settings, "peer_cpu_seconds": round(peer_seconds, 1), "n": {k: len(m[f"y_{k}"]) for k in ("train", "val", "test")}}
-
-
-def _w(b: dict) -> dict:
-    return {"w": b["w"], "val": b["val"], "test": b["test"]}
 
 
 def per_split(rows: list[dict], candidate: str, key: str) -> dict[int, float]:

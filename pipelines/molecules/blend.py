@@ -1,7 +1,7 @@
 """A molecule predictor blended with a descriptor model: ``vecset pack RUN_DIR OUT_DIR --blend hgb``.
 
 The attention model and a scikit-learn model on the same RDKit descriptors (the raw ones the data
-module computes for the head, NaN kept: both peers handle it) make different errors; their
+module computes for the head, NaN kept: each peer handles it) make different errors; their
 weighted mean ``w * attention + (1 - w) * peer`` (regression values, or class probabilities) is
 the blend. The peer's setting is the grid point with the best validation metric, fit on the
 training split; ``w`` (0 to 1 in steps of 0.05) is then chosen on the same validation molecules.
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
 
 PEER_FILE = "peer.skops"
 GRIDS: dict[str, dict[str, list]] = {
@@ -82,12 +83,6 @@ def non_constant(train: np.ndarray) -> np.ndarray:
         lo = np.nanmin(np.where(np.isnan(train), np.inf, train), 0)
         hi = np.nanmax(np.where(np.isnan(train), -np.inf, train), 0)
     return np.flatnonzero(np.isfinite(lo) & (hi > lo))
-
-
-try:
-    from sklearn.base import BaseEstimator, TransformerMixin
-except ImportError:  # scikit-learn is a dependency; this keeps the module importable for its docs alone
-    BaseEstimator = TransformerMixin = object
 
 
 class DescriptorZ(TransformerMixin, BaseEstimator):
