@@ -54,24 +54,19 @@ PEERS = ("svr", "hgb", "forest")
 
 
 def run_predictions(run_dir: Path, smiles: dict[str, list[str]], classification: bool) -> dict[str, np.ndarray]:
-    """The run's chosen checkpoint through its predictor: per part, the value (regression) or
-    the probability of the second class, in the order of ``smiles[part]``."""
-    import yaml
+    """The run's chosen checkpoint through its predictor (``vecset predict --model RUN_DIR``'s):
+    per part, the value (regression) or the probability of the second class, in the order of
+    ``smiles[part]``."""
+    from vecset.pipelines.pack import load_run
 
-    from vecset.pipelines.predictor import checkpoint_bundle
-
-    res = json.loads((run_dir / "results.json").read_text())
-    ckpt = run_dir / "checkpoints" / Path(res["checkpoint"]).name
-    config = yaml.safe_load((run_dir / "config.yaml").read_text())
-    bundle, cls, _ = checkpoint_bundle(config, ckpt, str(run_dir / "config.yaml"))
-    predictor = cls(run_dir.parent.name, ckpt, bundle, {})
+    predictor = load_run(run_dir)
     out = {}
     for part, items in smiles.items():
         rows = predictor.predict(items)
         bad = [r for r in rows if r["error"]]
         if bad:
             raise SystemExit(f"{run_dir}: {len(bad)} {part} molecules not predicted (first: {bad[0]})")
-        key = f"P({predictor.classes[1]})" if classification else bundle["predictor"]["targets"][0]
+        key = f"P({predictor.classes[1]})" if classification else predictor.extra["targets"][0]
         out[part] = np.array([float(r[key]) for r in rows])
     return out
 
