@@ -3,7 +3,10 @@
 The model is the PyTorch examples' MNIST network (pytorch/examples, mnist/main.py: two 3x3
 convolutions of 32 and 64 channels, a 2x2 max-pool, dropout 0.25, a 128-unit linear layer, dropout 0.5,
 10 outputs; 1.2 M parameters), trained as a user copying it would: Adam at 1e-3, fp32.
-The data is ``FashionMNISTDataModule``'s: the same 54,000 / 6,000 split, the same crop and flip.
+The data is ``FashionMNISTDataModule``'s: the same 54,000 / 6,000 split, the same crop and flip,
+drawn as ``configs/fashion_mnist.yaml`` draws them (``--loader batch``: on whole batches of the
+images held in memory) or per image by torchvision in a ``DataLoader`` (``--loader per_image``,
+the rows before 2026-12-07's batch loader).
 The learning rate follows a cosine over the budget's time. Validation runs after every epoch;
 the weights with the best validation accuracy are tested on the 10,000 official test images.
 
@@ -68,12 +71,19 @@ def accuracy(model: nn.Module, loader, flip: bool = False) -> float:
     return right / total
 
 
-def train(minutes: float, seed: int, dry: bool, root: str | None = None, log=print) -> dict:
-    from vecset.pipelines import FashionMNISTDataModule
+def train(minutes: float, seed: int, dry: bool, root: str | None = None, loader: str = "batch",
+          log=print) -> dict:
+    from pytorch_lightning import seed_everything
 
-    torch.manual_seed(seed)
+    from vecset.pipelines import FashionMNISTDataModule
+    from vecset.pipelines.data.batch_augment import HorizontalFlip, RandomCrop
+    from vecset.pipelines.data.device_loader import DeviceLoader
+
+    seed_everything(seed, verbose=False)  # the model's init and the batch loader's order and draws
     subset = dict(max_train=256, max_val=64, max_test=64) if dry else {}
-    dm = FashionMNISTDataModule(batch_size=128, **subset, **({"root": root} if root else {}))
+    augment = (dict(augment=False, batch_augment=[RandomCrop(2), HorizontalFlip()]) if loader == "batch"
+               else {})  # per_image: the data module's default torchvision crop and flip
+    dm = FashionMNISTDataModule(batch_size=128, **augment, **subset, **({"root": root} if root else {}))
     dm.setup("fit")
     dm.setup("test")
     model = ExamplesNet()
@@ -83,7 +93,10 @@ def train(minutes: float, seed: int, dry: bool, root: str | None = None, log=pri
     steps = epochs = 0
     best_val, best_state, curve = -1.0, None, []
     while time.monotonic() - start < budget:
-        for i, batch in enumerate(dm.train_dataloader()):
+        train_loader = dm.train_dataloader()
+        if isinstance(train_loader, DeviceLoader):  # a new permutation and new draws each epoch
+            train_loader.sampler.set_epoch(epochs)
+        for i, batch in enumerate(train_loader):
             used = (time.monotonic() - start) / budget
             if used >= 1 or (dry and i == 2):
                 break
@@ -111,7 +124,7 @@ def train(minutes: float, seed: int, dry: bool, root: str | None = None, log=pri
             "test_acc": accuracy(model, dm.test_dataloader()),
             "val_acc_flip": accuracy(model, dm.val_dataloader(), flip=True),
             "test_acc_flip": accuracy(model, dm.test_dataloader(), flip=True), "val_curve": curve,
-            "precision": "fp32", "threads": torch.get_num_threads()}
+            "precision": "fp32", "threads": torch.get_num_threads(), "loader": loader}
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -119,11 +132,13 @@ def main(argv: list[str] | None = None) -> Path:
     ap.add_argument("--minutes", type=float, default=30.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dry", action="store_true", help="tiny subsets, 2 steps, one epoch")
+    ap.add_argument("--loader", choices=["batch", "per_image"], default="batch",
+                    help="crop and flip on whole batches (as configs/fashion_mnist.yaml) or per image (torchvision)")
     ap.add_argument("--root", help="the Fashion-MNIST idx files (default: the data module's)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "fashion_examples_cnn.json"))
     args = ap.parse_args(argv)
     load_before = os.getloadavg()
-    row = train(args.minutes, args.seed, args.dry, args.root)
+    row = train(args.minutes, args.seed, args.dry, args.root, args.loader)
     row |= {"command": shlex.join(["python", "bench/fashion_examples_cnn.py", *(sys.argv[1:] if argv is None else argv)]),
             "cpus": sorted(os.sched_getaffinity(0)), "load_before": load_before, "load_after": os.getloadavg()}
     out = Path(args.out)

@@ -27,10 +27,10 @@ def test_the_network_is_the_examples_one():
 def test_dry_run_appends_a_row_with_its_command(tmp_path):
     root = write_dataset(tmp_path / "fm", n_train=200, n_test=80)
     out = tmp_path / "res.json"
-    for seed in (0, 1):
-        cnn.main(["--dry", "--root", str(root), "--seed", str(seed), "--out", str(out)])
+    for seed, loader in ((0, "batch"), (1, "per_image")):
+        cnn.main(["--dry", "--root", str(root), "--seed", str(seed), "--loader", loader, "--out", str(out)])
     rows = json.loads(out.read_text())["rows"]
-    assert [r["seed"] for r in rows] == [0, 1]
+    assert [(r["seed"], r["loader"]) for r in rows] == [(0, "batch"), (1, "per_image")]
     for r in rows:
         assert r["steps"] == 2 and r["epochs_completed"] == 1 and 0 <= r["val_acc"] <= 1 and 0 <= r["test_acc"] <= 1
         assert 0 <= r["val_acc_flip"] <= 1 and 0 <= r["test_acc_flip"] <= 1

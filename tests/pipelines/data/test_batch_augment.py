@@ -55,6 +55,26 @@ def test_random_crop_shifts_within_padding_uniformly_per_sample():
     assert torch.equal(out, expected) and (rows >= 0).all() and (cols >= 0).all()
 
 
+def test_crop_and_flip_equal_torchvisions_per_image_ones_at_every_draw():
+    """configs/fashion_mnist.yaml swapped torchvision's per-image RandomCrop(28, padding=2) and
+    RandomHorizontalFlip for these: each of the 25 shifts (and its flip) gives the image that
+    torchvision's pad-then-crop at that position gives, scaled and normalized after."""
+    from torchvision.transforms.v2 import functional as TF
+
+    from vecset.pipelines.data.device_loader import ScaleNormalize
+    from vecset.pipelines.images.fashion_mnist import MEAN, STD
+
+    img = torch.randint(0, 256, (1, 1, 28, 28), dtype=torch.uint8, generator=gen())
+    norm = ScaleNormalize(255.0, [MEAN], [STD])
+    fill = norm(torch.zeros(1, 1, 1, 1, dtype=torch.uint8)).reshape(1)
+    for dy in range(-2, 3):
+        for dx in range(-2, 3):
+            ref = TF.crop(TF.pad(img[0], [2], fill=0), 2 + dy, 2 + dx, 28, 28)  # v2.RandomCrop's draw (top, left)
+            out = shift_images(norm(img), torch.tensor([dy]), torch.tensor([dx]), fill)
+            assert torch.equal(out[0], norm(ref[None])[0])
+            assert torch.equal(out.flip(-1)[0], norm(TF.horizontal_flip(ref)[None])[0])
+
+
 def test_flip_rate_is_p_per_sample():
     out = HorizontalFlip(p=0.3)({"image": numbered()}, gen())["image"]
     flipped = (out[:, 0, 0, 0] == W)  # the first row's last value moved to its start

@@ -122,8 +122,24 @@ def test_transforms_from_yaml_are_built_as_listed():
     tf = cli.datamodule.train_transforms
     assert [type(t) for t in tf] == [v2.RandomCrop, v2.RandomHorizontalFlip, v2.RandomErasing]
     assert tf[0].size == (28, 28) and tf[0].padding == [2, 2, 2, 2] and tf[2].p == 0.25
-    cli = run_cli(["--config", str(ROOT / "configs" / "fashion_mnist.yaml"), "--trainer.logger=false"], run=False)
-    assert [type(t) for t in cli.datamodule.train_transforms] == [v2.RandomCrop, v2.RandomHorizontalFlip]
+
+
+def test_the_config_crops_and_flips_whole_batches_of_images_held_in_memory(tmp_path):
+    from vecset.pipelines.cli import run_cli
+    from vecset.pipelines.data.batch_augment import HorizontalFlip, RandomCrop
+    from vecset.pipelines.data.device_loader import DeviceLoader
+
+    root = write_dataset(tmp_path, n_train=300, n_test=50)
+    cli = run_cli(["--config", str(ROOT / "configs" / "fashion_mnist.yaml"), "--trainer.logger=false",
+                   f"--data.init_args.root={root}"], run=False)
+    dm = cli.datamodule
+    assert not dm.augment and [type(a) for a in dm.batch_augment] == [RandomCrop, HorizontalFlip]
+    assert dm.batch_augment[0].padding == 2 and dm.batch_augment[1].p == 0.5
+    dm.setup("fit")
+    loader = dm.train_dataloader()
+    assert isinstance(loader, DeviceLoader) and loader.tensors["image"].dtype == torch.uint8
+    first = next(iter(loader))["image"]
+    assert first.shape == (128, 1, 28, 28) and first.dtype == torch.float32
 
 
 def test_transforms_given_with_augment_off_is_error():
