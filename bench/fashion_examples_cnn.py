@@ -5,8 +5,8 @@ convolutions of 32 and 64 channels, a 2x2 max-pool, dropout 0.25, a 128-unit lin
 10 outputs; 1.2 M parameters), trained as a user copying it would: Adam at 1e-3, fp32.
 The data is ``FashionMNISTDataModule``'s: the same 54,000 / 6,000 split, the same crop and flip,
 drawn as ``configs/fashion_mnist.yaml`` draws them (``--loader batch``: on whole batches of the
-images held in memory) or per image by torchvision in a ``DataLoader`` (``--loader per_image``,
-the rows before 2026-12-07's batch loader).
+images held in memory) or per image by torchvision in a ``DataLoader``, as the examples do
+(``--loader per_image``).
 The learning rate follows a cosine over the budget's time. Validation runs after every epoch;
 the weights with the best validation accuracy are tested on the 10,000 official test images.
 

@@ -56,8 +56,8 @@ def test_random_crop_shifts_within_padding_uniformly_per_sample():
 
 
 def test_crop_and_flip_equal_torchvisions_per_image_ones_at_every_draw():
-    """configs/fashion_mnist.yaml swapped torchvision's per-image RandomCrop(28, padding=2) and
-    RandomHorizontalFlip for these: each of the 25 shifts (and its flip) gives the image that
+    """configs/fashion_mnist.yaml uses these in place of torchvision's per-image RandomCrop(28,
+    padding=2) and RandomHorizontalFlip: each of the 25 shifts (and its flip) gives the image that
     torchvision's pad-then-crop at that position gives, scaled and normalized after."""
     from torchvision.transforms.v2 import functional as TF
 
