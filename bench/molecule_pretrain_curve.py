@@ -24,6 +24,8 @@ def curve(metrics_csv: Path, batch_size: int | None = None) -> list[dict]:
     """One row per validation: epoch, step and the ``KEYS`` logged there; with ``batch_size``,
     also ``molecules``, the training molecules seen by then ((step + 1) x batch_size: Lightning
     logs a validation after step k with the step index k, 0-based)."""
+    if not Path(metrics_csv).is_file():
+        raise SystemExit(f"error: {metrics_csv}: no such file (the run folder of a fit: its metrics.csv)")
     rows = []
     with open(metrics_csv, newline="") as f:
         for row in csv.DictReader(f):

@@ -48,3 +48,8 @@ def test_a_bad_comparison_names_what_was_expected(tmp_path):
     bad.write_text('{"rows": []}')
     with pytest.raises(SystemExit, match=r"x.json: no 'curve' list"):
         mc.comparison(f"a={bad}", batch_size=64)
+
+
+def test_a_run_folder_without_metrics_is_one_clear_line(tmp_path):
+    with pytest.raises(SystemExit, match=r"metrics.csv: no such file"):
+        mc.curve(tmp_path / "metrics.csv")
