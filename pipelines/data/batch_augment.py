@@ -11,6 +11,10 @@ Images (``batch["image"]`` (B, C, H, W), after scaling and normalization):
   with the data's background (torchvision's pad-then-crop; DeVries & Taylor's and airbench's
   "random crop with padding");
 - ``HorizontalFlip``: mirror with probability ``p``;
+- ``AlternatingFlip``: airbench's flip (Jordan 2024, arXiv:2404.00498): a fixed half of the
+  images mirrored in even epochs, the other half in odd ones, so every two consecutive epochs
+  show each image both ways (needs the batch's ``ids`` and the epoch, which ``DeviceLoader``
+  gives through ``set_epoch``);
 - ``RandomErasing``: a rectangle of a random share of the area and aspect ratio set to
   ``value`` with probability ``p`` (Zhong et al. 2020, "Random Erasing Data Augmentation");
 - ``MixUp`` (Zhang et al. 2018) / ``CutMix`` (Yun et al. 2019): each sample is mixed with the
@@ -28,6 +32,7 @@ the class count) is given once, by the data module, through ``bind``.
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 from torch import Tensor
@@ -129,6 +134,43 @@ class HorizontalFlip(ImageAugment):
     def __call__(self, batch: dict, g: torch.Generator) -> dict:
         x = batch[self.key]
         flip = torch.rand(len(x), generator=g, device=x.device) < self.p  # (B,)
+        return {**batch, self.key: torch.where(flip[:, None, None, None], x.flip(-1), x)}
+
+
+class AlternatingFlip(ImageAugment):
+    """airbench's alternating flip: in epoch 0 each image is mirrored or not by a fixed draw from
+    its id and ``seed`` (half of them, as ``HorizontalFlip(0.5)``); each later epoch mirrors exactly
+    the images the epoch before did not. Random flips leave an image unflipped for several epochs
+    running about as often as not; here no image misses either side for two epochs in a row.
+
+    The draw is a function of (id, seed) alone, so a resumed run flips what an uninterrupted one
+    did; ``DeviceLoader`` calls ``set_epoch`` at the start of every epoch (as a sampler's).
+
+    Args:
+        seed: which half is mirrored first; default: the seed given to ``seed_everything``
+            (``PL_GLOBAL_SEED``), as the samplers'.
+    """
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.seed = seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def first_flip(self, ids: Tensor) -> Tensor:
+        """(B,) bool: whether each id is mirrored in even epochs. The top bit of a 32-bit
+        multiplicative (Fibonacci) hash of ``id + seed * 7919``: balanced over any run of ids."""
+        seed = int(os.environ.get("PL_GLOBAL_SEED", 0)) if self.seed is None else self.seed
+        h = ((ids.long() + seed * 7919) * 2654435761) & 0xFFFFFFFF
+        return (h >> 31) == 1
+
+    def __call__(self, batch: dict, g: torch.Generator) -> dict:
+        if "ids" not in batch:
+            raise ValueError("AlternatingFlip needs the batch's 'ids' (one per image) to flip each image "
+                             f"every other epoch; the batch has {sorted(batch)}")
+        x = batch[self.key]
+        flip = self.first_flip(batch["ids"].to(x.device)) ^ bool(self.epoch % 2)  # (B,)
         return {**batch, self.key: torch.where(flip[:, None, None, None], x.flip(-1), x)}
 
 
@@ -302,6 +344,6 @@ class SpecAugment(FrameAugment):
 
 # the shipped transforms of each kind, named in the refusal
 SHIPPED: dict[type[BatchAugment], tuple[type[BatchAugment], ...]] = {
-    ImageAugment: (RandomCrop, HorizontalFlip, RandomErasing, MixUp, CutMix),
+    ImageAugment: (RandomCrop, HorizontalFlip, AlternatingFlip, RandomErasing, MixUp, CutMix),
     FrameAugment: (SpecAugment,),
 }

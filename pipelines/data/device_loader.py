@@ -94,7 +94,8 @@ class DeviceLoader:
     Training (``sampler`` given): each epoch the sampler's permutation, cut into batches of
     ``batch_size``; the last one is short unless ``drop_last``. Evaluation (``order`` given):
     those indices in that order. Every batch is ``{key: tensor[idx]}`` then ``transforms`` in
-    turn, each with a ``torch.Generator`` on the device seeded by ``batch_seed``.
+    turn, each with a ``torch.Generator`` on the device seeded by ``batch_seed``; a transform
+    with a ``set_epoch`` method is told the epoch before its first batch.
 
     It has what Lightning and ``ResumeState`` read from a ``DataLoader``: ``len()`` (batches
     per epoch), ``batch_size`` and ``sampler`` (``set_epoch``, ``resume_at``).
@@ -137,6 +138,9 @@ class DeviceLoader:
             first, idx, epoch, rank, seed = 0, self.order, 0, 0, 0
         n = len(idx)  # shape metadata: no device read
         stop = n - n % self.batch_size if self.drop_last else n
+        for transform in self.transforms:  # a transform that follows the epoch (AlternatingFlip)
+            if hasattr(transform, "set_epoch"):
+                transform.set_epoch(epoch)
         g = torch.Generator(device=idx.device) if self.transforms else None
         for k, start in enumerate(range(0, stop, self.batch_size)):
             b = idx[start:start + self.batch_size]
