@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from vecset.pipelines.data.batch_augment import (
+    AlternatingFlip,
     CutMix,
     HorizontalFlip,
     MixUp,
@@ -17,6 +18,7 @@ from vecset.pipelines.data.batch_augment import (
     SpecAugment,
     shift_images,
 )
+from vecset.pipelines.data.device_loader import DeviceLoader, DeviceSampler
 from vecset.pipelines.data.options import BucketedPlacement
 
 B, H, W = 4000, 12, 10
@@ -183,9 +185,38 @@ def test_a_data_module_refuses_another_kind_of_transform():
 
     assert SpeechFramesDataModule.batch_augment_kind is FrameAugment and DigitsDataModule.batch_augment_kind is ImageAugment
     with pytest.raises(ValueError, match=r"^batch_augment: DigitsDataModule takes ImageAugments, transforms of image "
-                                         r"batches .* \(RandomCrop, HorizontalFlip, RandomErasing, MixUp, CutMix\); "
+                                         r"batches .* \(RandomCrop, HorizontalFlip, AlternatingFlip, RandomErasing, MixUp, CutMix\); "
                                          r"SpecAugment transforms frame batches"):
         DigitsDataModule(batch_augment=[RandomCrop(), SpecAugment()])
     assert len(DigitsDataModule(batch_augment=[RandomCrop(), MixUp()]).batch_augment) == 2
     with pytest.raises(ValueError, match=r"^batch_augment: SpeechFramesDataModule takes FrameAugments.*; MixUp transforms image"):
         SpeechFramesDataModule(batch_augment=[MixUp()], placement=BucketedPlacement(on_device=True))
+
+
+def flipped_per_epoch(n: int, epochs: int, seed: int | None = 0) -> torch.Tensor:
+    """(epochs, n) bool: whether ``AlternatingFlip`` in a shuffled ``DeviceLoader`` mirrored each
+    image (by its id) in each epoch, read from the pixels."""
+    x = numbered(n)
+    loader = DeviceLoader({"image": x, "ids": torch.arange(n)}, 64, sampler=DeviceSampler(n, "cpu", seed=3),
+                          transforms=[AlternatingFlip(seed)])
+    out = torch.zeros(epochs, n, dtype=torch.bool)
+    for e in range(epochs):
+        loader.sampler.set_epoch(e)
+        for batch in loader:
+            same, mirrored = [(batch["image"] == ref).flatten(1).all(1) for ref in (x[:1], x[:1].flip(-1))]
+            assert (same ^ mirrored).all()  # each image as it is or mirrored, nothing else
+            out[e, batch["ids"]] = mirrored
+    return out
+
+
+def test_alternating_flip_mirrors_half_then_the_other_half_each_epoch():
+    flips = flipped_per_epoch(1000, 4)
+    assert 0.47 < flips[0].float().mean() < 0.53  # a half, as HorizontalFlip(0.5)
+    assert torch.equal(flips[1], ~flips[0]) and torch.equal(flips[2], flips[0]) and torch.equal(flips[3], ~flips[0])
+    other = flipped_per_epoch(1000, 1, seed=1)[0]
+    assert 0.3 < (other != flips[0]).float().mean() < 0.7  # another seed, another half
+
+
+def test_alternating_flip_needs_the_ids():
+    with pytest.raises(ValueError, match="AlternatingFlip needs the batch's 'ids'.*\\['image'\\]"):
+        AlternatingFlip(0)({"image": numbered(2)}, gen())

@@ -15,7 +15,7 @@ from pytorch_lightning.callbacks import EMAWeightAveraging as LightningEMA
 
 from vecset.pipelines.cli import run_cli
 from vecset.pipelines.data.synthetic import SyntheticSetDataModule
-from vecset.pipelines.training.averaging import EMAWeightAveraging
+from vecset.pipelines.training.averaging import EMAWeightAveraging, Lookahead
 
 ROOT = Path(__file__).resolve().parents[3]
 SMALL = ["--trainer.enable_progress_bar=false", "--trainer.max_epochs=2", "--plots=false",
@@ -96,3 +96,71 @@ def test_vecsets_averaging_is_not_warned_about(tmp_path, monkeypatch, recwarn):
     (tmp_path / "ema.yaml").write_text(yaml.safe_dump(config))
     run_cli(["--config", "ema.yaml", *SMALL], run=False)
     assert not [w for w in recwarn if "trainer.callbacks:" in str(w.message)]
+
+
+class Line(pl.LightningModule):
+    """y = w x + b by SGD with momentum on one fixed batch: a step anyone can redo by hand."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 1)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        return torch.nn.functional.mse_loss(self.lin(x), y)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1, momentum=0.9)
+
+
+def line_data() -> torch.utils.data.DataLoader:
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(16, 3, generator=g)
+    y = x @ torch.tensor([[1.0], [-2.0], [0.5]]) + 0.3
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=16)
+
+
+def line_fit(steps: int, tmp_path: Path, callback: Lookahead, ckpt_path: str | None = None, save: str | None = None):
+    trainer = pl.Trainer(accelerator="cpu", max_steps=steps, callbacks=[callback], logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                         default_root_dir=tmp_path)
+    torch.manual_seed(0)
+    model = Line()
+    trainer.fit(model, train_dataloaders=line_data(), ckpt_path=ckpt_path)
+    if save:
+        trainer.save_checkpoint(save)
+    return model
+
+
+def test_lookahead_equals_the_papers_update_and_resumes(tmp_path):
+    # by hand: SGD's steps on the fast weights; every k = 3 steps slow += 0.5 (fast - slow), fast = slow
+    torch.manual_seed(0)
+    ref = Line()
+    opt = ref.configure_optimizers()
+    slow = [p.detach().clone() for p in ref.parameters()]
+    x, y = next(iter(line_data()))
+    for t in range(1, 11):
+        opt.zero_grad()
+        ref.training_step((x, y), 0).backward()
+        opt.step()
+        if t % 3 == 0:
+            with torch.no_grad():
+                for s, p in zip(slow, ref.parameters(), strict=True):
+                    s.add_(p - s, alpha=0.5)
+                    p.copy_(s)
+    model = line_fit(10, tmp_path, Lookahead(k=3, alpha=0.5))
+    for p, r in zip(model.parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(p, r)
+    # stopped after 7 steps (one step past a sync) and resumed: the slow weights come back
+    line_fit(7, tmp_path, Lookahead(k=3, alpha=0.5), save=str(tmp_path / "seven.ckpt"))
+    resumed = line_fit(10, tmp_path, Lookahead(k=3, alpha=0.5), ckpt_path=str(tmp_path / "seven.ckpt"))
+    for p, r in zip(resumed.parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(p, r)
+    plain = line_fit(10, tmp_path, pl.Callback())  # and without it, other weights
+    assert not torch.allclose(plain.lin.weight, ref.lin.weight)
+
+
+@pytest.mark.parametrize("k, alpha, message", [(0, 0.5, "k must be at least 1"), (5, 0.0, r"alpha must be in \(0, 1\]")])
+def test_lookahead_refuses_bad_settings(k, alpha, message):
+    with pytest.raises(ValueError, match=message):
+        Lookahead(k=k, alpha=alpha)
