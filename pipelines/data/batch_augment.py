@@ -50,6 +50,10 @@ class BatchAugment:
         """What the data says: ``fill`` (C,) the normalized background (what padding shows),
         ``num_classes`` for the soft labels of MixUp/CutMix."""
 
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch of the batches that follow (``DeviceLoader`` calls it as an epoch starts);
+        only a transform that follows the epoch (``AlternatingFlip``) keeps it."""
+
     def __call__(self, batch: dict, g: torch.Generator) -> dict:
         raise NotImplementedError
 

@@ -33,6 +33,7 @@ import torch
 from pytorch_lightning.utilities import rank_zero_info
 from torch import Tensor
 
+from vecset.pipelines.data.batch_augment import BatchAugment
 from vecset.pipelines.data.samplers import ResumableSampler, eval_sampler
 
 log = logging.getLogger(__name__)
@@ -94,8 +95,8 @@ class DeviceLoader:
     Training (``sampler`` given): each epoch the sampler's permutation, cut into batches of
     ``batch_size``; the last one is short unless ``drop_last``. Evaluation (``order`` given):
     those indices in that order. Every batch is ``{key: tensor[idx]}`` then ``transforms`` in
-    turn, each with a ``torch.Generator`` on the device seeded by ``batch_seed``; a transform
-    with a ``set_epoch`` method is told the epoch before its first batch.
+    turn, each with a ``torch.Generator`` on the device seeded by ``batch_seed``; a ``BatchAugment``
+    is told the epoch (``set_epoch``) before its first batch.
 
     It has what Lightning and ``ResumeState`` read from a ``DataLoader``: ``len()`` (batches
     per epoch), ``batch_size`` and ``sampler`` (``set_epoch``, ``resume_at``).
@@ -138,8 +139,8 @@ class DeviceLoader:
             first, idx, epoch, rank, seed = 0, self.order, 0, 0, 0
         n = len(idx)  # shape metadata: no device read
         stop = n - n % self.batch_size if self.drop_last else n
-        for transform in self.transforms:  # a transform that follows the epoch (AlternatingFlip)
-            if hasattr(transform, "set_epoch"):
+        for transform in self.transforms:  # the augmentations are told the epoch (AlternatingFlip follows it)
+            if isinstance(transform, BatchAugment):
                 transform.set_epoch(epoch)
         g = torch.Generator(device=idx.device) if self.transforms else None
         for k, start in enumerate(range(0, stop, self.batch_size)):
