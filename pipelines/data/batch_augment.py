@@ -144,8 +144,8 @@ class HorizontalFlip(ImageAugment):
 class AlternatingFlip(ImageAugment):
     """airbench's alternating flip: in epoch 0 each image is mirrored or not by a fixed draw from
     its id and ``seed`` (half of them, as ``HorizontalFlip(0.5)``); each later epoch mirrors exactly
-    the images the epoch before did not. Random flips leave an image unflipped for several epochs
-    running about as often as not; here no image misses either side for two epochs in a row.
+    the images the epoch before did not. With random flips an image shows the same side in two
+    consecutive epochs half the time; here never.
 
     The draw is a function of (id, seed) alone, so a resumed run flips what an uninterrupted one
     did; ``DeviceLoader`` calls ``set_epoch`` at the start of every epoch (as a sampler's).

@@ -67,10 +67,9 @@ class Lookahead(pl.Callback):
     """Lookahead (Zhang et al. 2019, "Lookahead Optimizer: k steps forward, 1 step back"; one of
     airbench's tricks) around whatever optimizer the model has: slow weights phi start as the
     model's; every ``k`` optimizer steps phi <- phi + alpha (theta - phi) and the model's weights
-    theta <- phi. The optimizer's state (AdamW's moments) is kept, as in the paper and timm's
-    ``Lookahead``. Validation scores the model's weights as they are (theta, at most k - 1 steps
-    from phi), as timm's wrapper does. The slow weights are saved in the checkpoint and restored
-    on resume.
+    theta <- phi. The optimizer's state (AdamW's moments) is kept across the synchronizations.
+    Validation scores the model's weights as they are (theta, at most k - 1 steps from phi). The
+    slow weights are saved in the checkpoint and restored on resume.
 
     Args:
         k: optimizer steps between synchronizations (the paper's 5 or 10).
