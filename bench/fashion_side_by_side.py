@@ -93,11 +93,18 @@ def pinned(cmd: list[str], core: int) -> tuple[list[str], dict]:
     return ["taskset", "-c", str(core), *cmd], env
 
 
-def machine_facts() -> dict:
-    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []
-    name = next((ln.split(":", 1)[1].strip() for ln in cpuinfo if ln.startswith("model name")), None)
-    return {"cpu": name, "cpu_count": os.cpu_count(), "torch": importlib.metadata.version("torch"),
-            "python": sys.version.split()[0]}
+def machine_facts(cpuinfo: str | None = None) -> dict:
+    """The CPU's name, and its family and model numbers from ``/proc/cpuinfo``: a VM may call two
+    generations "AMD EPYC" (family 25 is Zen 3/4, 26 is Zen 5), and steps/s differ between them."""
+    if cpuinfo is None:
+        cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    fields: dict[str, str] = {}
+    for ln in cpuinfo.splitlines():
+        key, _, value = ln.partition(":")
+        fields.setdefault(key.strip(), value.strip())  # the first processor's
+    family, model = (int(fields[k]) if fields.get(k, "").isdigit() else None for k in ("cpu family", "model"))
+    return {"cpu": fields.get("model name"), "cpu_family": family, "cpu_model": model,
+            "cpu_count": os.cpu_count(), "torch": importlib.metadata.version("torch"), "python": sys.version.split()[0]}
 
 
 def read_result(model: str, jobdir: Path) -> dict:
@@ -232,7 +239,7 @@ def main(argv: list[str] | None = None) -> Path:
         if jobdir.exists():
             shutil.rmtree(jobdir)
     machine = machine_facts()
-    print(f"machine: {machine['cpu']}, {machine['cpu_count']} CPUs, torch {machine['torch']}; "
+    print(f"machine: {machine['cpu']} (family {machine['cpu_family']}, model {machine['cpu_model']}), {machine['cpu_count']} CPUs, torch {machine['torch']}; "
           f"{len(jobs)} jobs in waves of {len(a.cores)} on cores {a.cores}", flush=True)
     rows, failed = [], []
     for i in range(0, len(jobs), len(a.cores)):

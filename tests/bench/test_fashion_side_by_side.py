@@ -95,3 +95,15 @@ def test_dry_cct_beside_a_failing_child(tmp_path, monkeypatch):
     assert row["command"].endswith("--model.init_args.head.init_args.label_smoothing 0.2")
     assert "label_smoothing: 0.2" in (Path(row["run"]) / "config.yaml").read_text()  # --vecset_args reached the fit
     assert not out.with_suffix(".png").exists()  # --no-plot
+
+
+def test_machine_facts_tell_two_epyc_generations_apart():
+    """Both VMs name their CPU "AMD EPYC"; the family and model numbers of the first processor differ."""
+    def cpuinfo(family: int, model: int) -> str:
+        block = f"processor\t: 0\ncpu family\t: {family}\nmodel\t\t: {model}\nmodel name\t: AMD EPYC\nflags\t\t: avx2\n"
+        return block + "\n" + block.replace("processor\t: 0", "processor\t: 1")
+
+    zen4, zen5 = sbs.machine_facts(cpuinfo(25, 17)), sbs.machine_facts(cpuinfo(26, 2))
+    assert (zen4["cpu"], zen4["cpu_family"], zen4["cpu_model"]) == ("AMD EPYC", 25, 17)
+    assert (zen5["cpu"], zen5["cpu_family"], zen5["cpu_model"]) == ("AMD EPYC", 26, 2)
+    assert sbs.machine_facts("")["cpu_family"] is None  # no /proc/cpuinfo (not Linux)
